@@ -1,0 +1,52 @@
+#include "impl/bugs.hpp"
+
+#include <array>
+
+namespace lockstep {
+
+namespace {
+
+constexpr std::array catalogue{
+    BugDescription{InjectedBug::lifo_handoff, "lifo-handoff",
+                   "a release hands the key to the newest waiter instead of the oldest"},
+    BugDescription{InjectedBug::token_per_key, "token-per-key",
+                   "each key counts its own tokens, so tokens repeat across keys"},
+    BugDescription{InjectedBug::early_expiry, "early-expiry",
+                   "a holder counts as expired from three quarters of its lease"},
+    BugDescription{InjectedBug::no_timeout, "no-timeout", "waiters are never answered T"},
+    BugDescription{InjectedBug::same_owner_renewal, "same-owner-renewal",
+                   "the holder's owner asking again is granted at once"},
+    BugDescription{InjectedBug::stale_release, "stale-release",
+                   "the previous holder's token also releases the key"},
+    BugDescription{InjectedBug::busy_early, "busy-early",
+                   "B one waiter before the per-key limit is reached"},
+    BugDescription{InjectedBug::sweep_drops_waiters, "sweep-drops-waiters",
+                   "the sweep deletes an expired key with waiters and answers them T"},
+    BugDescription{InjectedBug::requests_before_timeouts, "requests-before-timeouts",
+                   "at one instant, requests are handled before due timeouts"},
+    BugDescription{InjectedBug::sweep_before_timeouts, "sweep-before-timeouts",
+                   "at one instant, the sweep runs before due timeouts"},
+    BugDescription{InjectedBug::double_answer, "double-answer",
+                   "a waiter handed the key is also answered T at its deadline"},
+};
+
+}  // namespace
+
+std::span<const BugDescription> bug_catalogue() { return catalogue; }
+
+std::optional<InjectedBug> bug_from_name(std::string_view name) {
+  if (name == "none") return InjectedBug::none;
+  for (const auto& entry : catalogue) {
+    if (entry.name == name) return entry.bug;
+  }
+  return std::nullopt;
+}
+
+std::string_view bug_name(InjectedBug bug) {
+  for (const auto& entry : catalogue) {
+    if (entry.bug == bug) return entry.name;
+  }
+  return "none";
+}
+
+}  // namespace lockstep

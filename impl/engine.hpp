@@ -1,0 +1,182 @@
+// The simple-mode lock engine: deterministic, single-threaded and sans-IO.
+//
+// A driver (the TCP server, the simulator, a vector runner) owns sockets and
+// clocks; it calls the engine with each input and the current instant, and
+// sends the responses the engine appends to an Outputs vector, in that
+// order. The engine never reads a clock, never allocates without a limit and
+// holds no IO.
+//
+// Order within one instant (CONTRACT.md, "Time"): every call first fires
+// what is due at instants up to `now` (wait timeouts, then the sweep, instant
+// by instant), then handles its own input. Time never goes back.
+//
+// Costs: a request is amortized O(1) plus O(log B) to find its timer bucket,
+// where B is the number of distinct pending instants (at most
+// max_lease_ms / sweep_ms sweep buckets, and one bucket per distinct wait
+// deadline). A sweep visits only the keys that expire at it: keys are kept in
+// buckets by the sweep instant at which they expire.
+//
+// Tokens: issued consecutively from Config::first_token. token_mark() is a
+// bound on every token issued so far; a driver that must keep tokens unique
+// across restarts persists token_mark() whenever it grows, before it sends
+// the responses of that call, and starts the next engine at mark + 1. The
+// mark moves in blocks of Config::token_block, so persisting is rare.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "impl/bugs.hpp"
+#include "impl/key_index.hpp"
+#include "impl/limits.hpp"
+#include "impl/protocol.hpp"
+#include "impl/slab.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep {
+
+// What the engine has done, for summaries and benchmarks. Never read by the
+// engine's own logic.
+struct EngineCounters {
+  std::uint64_t requests = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t grants = 0;          // A at once on a free key
+  std::uint64_t takeovers = 0;       // A at once on an expired key (lazy expiry)
+  std::uint64_t handoffs = 0;        // A to the head waiter on release
+  std::uint64_t sweep_handoffs = 0;  // A to the head waiter by the sweep
+  std::uint64_t queued = 0;
+  std::uint64_t timeouts = 0;  // T at a waiter's deadline
+  std::uint64_t refused = 0;   // T at once (wait 0 on a held key)
+  std::uint64_t busy = 0;
+  std::uint64_t releases = 0;
+  std::uint64_t not_held = 0;
+  std::uint64_t sweeps = 0;          // sweeps that found at least one expired key
+  std::uint64_t sweep_deletions = 0;
+  std::uint64_t dropped_waiters = 0;  // waiters of closed connections
+};
+
+// What a key looks like from outside, for tools and failure reports.
+struct KeyView {
+  Token token;
+  TimeMs expiry;
+  struct Waiter {
+    std::string owner;
+    DurationMs lease_ms;
+    TimeMs deadline;
+    ConnectionId connection;
+  };
+  std::vector<Waiter> queue;
+};
+
+class Engine {
+ public:
+  struct Config {
+    Limits limits;
+    Token first_token{1};
+    std::uint64_t token_block = std::uint64_t{1} << 20;
+    InjectedBug bug = InjectedBug::none;
+  };
+
+  // Throws std::invalid_argument when the configuration is not valid.
+  explicit Engine(Config config);
+
+  // Handles one request line (without its `\n`) received on `connection`.
+  // A malformed line is answered `E` and changes nothing; a line longer than
+  // max_line_bytes also asks the driver to close the connection.
+  LineOutcome on_line(ConnectionId connection, std::string_view line, TimeMs now, Outputs& out);
+  // Handles one parsed request. Its key and owner must be valid names and its
+  // durations within the limits (parse_request guarantees both).
+  void on_request(ConnectionId connection, const Request& request, TimeMs now, Outputs& out);
+  // The connection closed: its waiters are dropped without an answer.
+  void on_close(ConnectionId connection, TimeMs now, Outputs& out);
+  // Fires everything due at instants up to `now`.
+  void advance(TimeMs now, Outputs& out);
+
+  // The next instant at which something is due, if anything is.
+  std::optional<TimeMs> next_due() const;
+  TimeMs now() const { return now_; }
+  Token token_mark() const { return token_mark_; }
+  const Limits& limits() const { return config_.limits; }
+  const EngineCounters& counters() const { return counters_; }
+  std::size_t key_count() const { return keys_.live(); }
+  std::size_t waiter_count() const { return waiters_.live(); }
+  std::optional<KeyView> view(std::string_view key) const;
+
+  // Checks every internal invariant in O(keys + waiters); throws
+  // InvariantViolation on the first that fails. For tests and the simulator.
+  void check_invariants() const;
+
+ private:
+  using Buckets = std::map<TimeMs, ListHead>;
+
+  struct KeyRecord {
+    std::string key;
+    Token token;
+    TimeMs expiry;
+    Links bucket_links;  // in the sweep bucket of its expiry
+    ListHead queue;      // its waiters, oldest first
+    std::uint32_t waiter_count = 0;
+    Buckets::iterator bucket;
+  };
+
+  struct WaiterRecord {
+    std::string owner;
+    DurationMs lease_ms;
+    TimeMs deadline;
+    ConnectionId connection;
+    Slot key = no_slot;
+    Links queue_links;       // in its key's queue
+    Links deadline_links;    // in the bucket of its deadline
+    Links connection_links;  // in its connection's list
+    Buckets::iterator bucket;
+  };
+
+  void acquire(ConnectionId connection, const AcquireRequest& request, Outputs& out);
+  void release(ConnectionId connection, const ReleaseRequest& request, Outputs& out);
+  void fire_instant(TimeMs instant, Outputs& out);
+  void fire_timeouts(TimeMs instant, Outputs& out);
+  void sweep(TimeMs instant, Outputs& out);
+
+  Slot register_key(std::string_view key);
+  void delete_key(Slot key);
+  void grant(Slot key, std::string_view owner, DurationMs lease_ms, ConnectionId connection,
+             Outputs& out);
+  void hand_to_waiter(Slot key, Slot waiter, Outputs& out);
+  void enqueue(Slot key, ConnectionId connection, const AcquireRequest& request);
+  void remove_waiter(Slot waiter);
+  Token issue_token(Slot key);
+
+  TimeMs sweep_instant_for(TimeMs expiry) const;
+  void link_sweep_bucket(Slot key);
+  void unlink_sweep_bucket(Slot key);
+
+  bool bug(InjectedBug which) const { return config_.bug == which; }
+
+  Config config_;
+  TimeMs now_{0};
+  Token next_token_;
+  Token token_mark_;
+
+  Slab<KeyRecord> keys_;
+  Slab<WaiterRecord> waiters_;
+  KeyIndex index_;
+  Buckets sweep_buckets_;     // sweep instant -> keys that expire at it, in token order
+  Buckets deadline_buckets_;  // deadline -> waiters due then, in queue order
+  std::unordered_map<ConnectionId, ListHead> connection_waiters_;
+  EngineCounters counters_;
+
+  // State that only injected bugs use; empty in a correct engine.
+  struct BugState {
+    std::unordered_map<std::string, std::uint64_t> token_per_key;
+    std::unordered_map<Slot, std::string> holder_owner;
+    std::unordered_map<Slot, Token> previous_token;
+    std::multimap<TimeMs, Outbound> late_answers;
+  } bug_state_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,177 @@
+#include "impl/protocol.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "impl/decimal.hpp"
+
+namespace lockstep {
+
+namespace {
+
+// Splits `line` on single spaces into at most N fields. Returns the number of
+// fields, or N + 1 when there are more. An empty field (two spaces, or a
+// space at either end) is reported as a field of length zero, which no
+// caller accepts.
+template <std::size_t N>
+std::size_t split_fields(std::string_view line, std::array<std::string_view, N>& fields) {
+  std::size_t count = 0;
+  std::size_t start = 0;
+  while (true) {
+    const auto space = line.find(' ', start);
+    const auto end = space == std::string_view::npos ? line.size() : space;
+    if (count == N) return N + 1;
+    fields[count++] = line.substr(start, end - start);
+    if (space == std::string_view::npos) return count;
+    start = space + 1;
+  }
+}
+
+Malformed malformed(std::string reason) { return Malformed{std::move(reason)}; }
+
+std::variant<Request, Malformed> parse_acquire(const std::array<std::string_view, 5>& f,
+                                               const Limits& limits) {
+  if (!is_valid_name(f[1])) return malformed("key must be 1 to 250 printable bytes");
+  if (!is_valid_name(f[2])) return malformed("owner must be 1 to 250 printable bytes");
+  const auto lease = parse_decimal(f[3]);
+  if (!lease) return malformed("lease_ms must be a decimal number");
+  if (*lease < 1 || *lease > static_cast<std::uint64_t>(limits.max_lease_ms.value)) {
+    return malformed(fmt::format("lease_ms must be in 1..{}", limits.max_lease_ms.value));
+  }
+  const auto wait = parse_decimal(f[4]);
+  if (!wait) return malformed("wait_ms must be a decimal number");
+  if (*wait > static_cast<std::uint64_t>(limits.max_wait_ms.value)) {
+    return malformed(fmt::format("wait_ms must be in 0..{}", limits.max_wait_ms.value));
+  }
+  return Request{AcquireRequest{f[1], f[2], DurationMs{static_cast<std::int64_t>(*lease)},
+                                DurationMs{static_cast<std::int64_t>(*wait)}}};
+}
+
+std::variant<Request, Malformed> parse_release(const std::array<std::string_view, 5>& f) {
+  if (!is_valid_name(f[1])) return malformed("key must be 1 to 250 printable bytes");
+  const auto token = parse_decimal(f[2]);
+  if (!token || *token == 0) return malformed("token must be a positive decimal number");
+  return Request{ReleaseRequest{f[1], Token{*token}}};
+}
+
+}  // namespace
+
+bool is_valid_name(std::string_view name) {
+  if (name.empty() || name.size() > name_bytes_max) return false;
+  for (char c : name) {
+    if (c < '!' || c > '~') return false;
+  }
+  return true;
+}
+
+std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits) {
+  if (line.size() > limits.max_line_bytes) {
+    return malformed(fmt::format("line longer than {} bytes", limits.max_line_bytes));
+  }
+  std::array<std::string_view, 5> fields{};
+  const auto count = split_fields(line, fields);
+  if (fields[0] == "A") {
+    if (count != 5) return malformed("expected: A <key> <owner> <lease_ms> <wait_ms>");
+    return parse_acquire(fields, limits);
+  }
+  if (fields[0] == "R") {
+    if (count != 3) return malformed("expected: R <key> <token>");
+    return parse_release(fields);
+  }
+  return malformed("unknown request; expected A or R");
+}
+
+Response Response::granted(Token token, std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::granted, token, std::string(owner), std::string(key), {}};
+}
+Response Response::timed_out(std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::timed_out, {}, std::string(owner), std::string(key), {}};
+}
+Response Response::busy(std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::busy, {}, std::string(owner), std::string(key), {}};
+}
+Response Response::released(Token token, std::string_view key) {
+  return Response{ResponseKind::released, token, {}, std::string(key), {}};
+}
+Response Response::not_held(Token token, std::string_view key) {
+  return Response{ResponseKind::not_held, token, {}, std::string(key), {}};
+}
+Response Response::error(std::string_view reason) {
+  return Response{ResponseKind::error, {}, {}, {}, std::string(reason)};
+}
+
+void append_response_line(const Response& r, std::string& out) {
+  auto sink = std::back_inserter(out);
+  switch (r.kind) {
+    case ResponseKind::granted:
+      fmt::format_to(sink, "A {} {} {}\n", r.token.value, r.owner, r.key);
+      return;
+    case ResponseKind::timed_out:
+      fmt::format_to(sink, "T {} {}\n", r.owner, r.key);
+      return;
+    case ResponseKind::busy:
+      fmt::format_to(sink, "B {} {}\n", r.owner, r.key);
+      return;
+    case ResponseKind::released:
+      fmt::format_to(sink, "R {} {}\n", r.token.value, r.key);
+      return;
+    case ResponseKind::not_held:
+      fmt::format_to(sink, "N {} {}\n", r.token.value, r.key);
+      return;
+    case ResponseKind::error:
+      fmt::format_to(sink, "E {}\n", r.reason);
+      return;
+  }
+}
+
+std::string format_response(const Response& response) {
+  std::string line;
+  append_response_line(response, line);
+  line.pop_back();
+  return line;
+}
+
+std::optional<Response> parse_response(std::string_view line) {
+  if (line.size() >= 2 && line[0] == 'E' && line[1] == ' ') {
+    return Response::error(line.substr(2));
+  }
+  if (line == "E") return Response::error("");
+  std::array<std::string_view, 4> f{};
+  const auto count = split_fields(line, f);
+  if (f[0].size() != 1) return std::nullopt;
+  const auto token_in = [](std::string_view text) -> std::optional<Token> {
+    const auto value = parse_decimal(text);
+    if (!value || *value == 0) return std::nullopt;
+    return Token{*value};
+  };
+  switch (f[0][0]) {
+    case 'A': {
+      const auto token = token_in(f[1]);
+      if (count != 4 || !token || !is_valid_name(f[2]) || !is_valid_name(f[3])) return std::nullopt;
+      return Response::granted(*token, f[2], f[3]);
+    }
+    case 'T':
+    case 'B':
+      if (count != 3 || !is_valid_name(f[1]) || !is_valid_name(f[2])) return std::nullopt;
+      return f[0][0] == 'T' ? Response::timed_out(f[1], f[2]) : Response::busy(f[1], f[2]);
+    case 'R':
+    case 'N': {
+      const auto token = token_in(f[1]);
+      if (count != 3 || !token || !is_valid_name(f[2])) return std::nullopt;
+      return f[0][0] == 'R' ? Response::released(*token, f[2]) : Response::not_held(*token, f[2]);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string format_request(const Request& request) {
+  if (const auto* a = std::get_if<AcquireRequest>(&request)) {
+    return fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value);
+  }
+  const auto& r = std::get<ReleaseRequest>(request);
+  return fmt::format("R {} {}", r.key, r.token.value);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,105 @@
+// The wire protocol (CONTRACT.md, "Wire protocol"): one text line per
+// message, fields separated by exactly one space. This file holds the message
+// types and a strict codec for them. Parsing never allocates: a parsed
+// request's key and owner are views into the line it came from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "impl/limits.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep {
+
+// Key and owner: 1 to 250 bytes of printable ASCII without space.
+inline constexpr std::size_t name_bytes_max = 250;
+bool is_valid_name(std::string_view name);
+
+// `A <key> <owner> <lease_ms> <wait_ms>`
+struct AcquireRequest {
+  std::string_view key;
+  std::string_view owner;
+  DurationMs lease_ms;
+  DurationMs wait_ms;
+};
+
+// `R <key> <token>`
+struct ReleaseRequest {
+  std::string_view key;
+  Token token;
+};
+
+using Request = std::variant<AcquireRequest, ReleaseRequest>;
+
+// A line that is not a valid request, with the reason sent back in `E`.
+struct Malformed {
+  std::string reason;
+};
+
+// Parses one request line (without its `\n`) against the limits, which bound
+// lease_ms and wait_ms and the line's length.
+std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits);
+
+enum class ResponseKind : char {
+  granted = 'A',     // A <token> <owner> <key>
+  timed_out = 'T',   // T <owner> <key>
+  busy = 'B',        // B <owner> <key>
+  released = 'R',    // R <token> <key>
+  not_held = 'N',    // N <token> <key>
+  error = 'E',       // E <reason>
+};
+
+// One response. Fields a kind does not use stay empty (owner for R/N, token
+// for T/B, everything but reason for E).
+struct Response {
+  ResponseKind kind = ResponseKind::error;
+  Token token;
+  std::string owner;
+  std::string key;
+  std::string reason;
+
+  static Response granted(Token token, std::string_view owner, std::string_view key);
+  static Response timed_out(std::string_view owner, std::string_view key);
+  static Response busy(std::string_view owner, std::string_view key);
+  static Response released(Token token, std::string_view key);
+  static Response not_held(Token token, std::string_view key);
+  static Response error(std::string_view reason);
+
+  friend bool operator==(const Response&, const Response&) = default;
+};
+
+// The response's wire line, without `\n`.
+std::string format_response(const Response& response);
+// Appends the wire line and its `\n` to `out` (the server's write path).
+void append_response_line(const Response& response, std::string& out);
+
+// Parses a response line as a client receives it (the runners and the client
+// library). Returns nothing when the line is not a well-formed response.
+std::optional<Response> parse_response(std::string_view line);
+
+// The request's wire line, without `\n`.
+std::string format_request(const Request& request);
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+// A response and the connection it is addressed to.
+struct Outbound {
+  ConnectionId connection;
+  Response response;
+  friend bool operator==(const Outbound&, const Outbound&) = default;
+};
+
+// What one call of a service produces, in the order it was produced.
+using Outputs = std::vector<Outbound>;
+
+// What the driver must do with the connection after a line was handled.
+enum class LineOutcome { keep_open, close_connection };
+
+}  // namespace lockstep

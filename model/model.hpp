@@ -1,0 +1,77 @@
+// The reference model of simple mode: a deliberately plain sequential state
+// machine that follows CONTRACT.md point by point. It is the oracle that the
+// engine, the vectors and the simulator are judged against, so it is written
+// for a reader, not for speed: ordered maps, deques, whole-state scans, and
+// its own request parser (so that a bug in the engine's codec shows up as a
+// disagreement instead of being shared).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "impl/bugs.hpp"
+#include "impl/limits.hpp"
+#include "impl/protocol.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep {
+
+class Model {
+ public:
+  struct Waiter {
+    std::string owner;
+    DurationMs lease_ms;
+    TimeMs deadline;
+    ConnectionId connection;
+    std::uint64_t queued_order = 0;  // global queueing order, for same-instant timeouts
+    friend bool operator==(const Waiter&, const Waiter&) = default;
+  };
+  struct Key {
+    std::string holder;  // the owner the key was granted to (no special treatment: CONTRACT 9)
+    Token token;
+    TimeMs granted_at;
+    TimeMs expiry;             // granted_at + lease; expired when now >= expiry
+    std::deque<Waiter> queue;  // FIFO, head first
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+
+  // `bug` may be lifo_handoff or sweep_before_timeouts, so that the checkers
+  // built on the model (the explorer) can be shown to catch those two.
+  explicit Model(Limits limits, Token first_token = Token{1}, InjectedBug bug = InjectedBug::none);
+
+  LineOutcome on_line(ConnectionId connection, std::string_view line, TimeMs now, Outputs& out);
+  void on_close(ConnectionId connection, TimeMs now, Outputs& out);
+  void advance(TimeMs now, Outputs& out);
+  // The next instant at which a timeout or a sweep is due, if any key or waiter exists.
+  std::optional<TimeMs> next_due() const;
+
+  const std::map<std::string, Key>& keys() const { return keys_; }
+  TimeMs now() const { return now_; }
+  Token next_token() const { return next_token_; }
+  const Limits& limits() const { return limits_; }
+  std::size_t waiter_count() const;
+
+  friend bool operator==(const Model&, const Model&) = default;
+
+ private:
+  void acquire(ConnectionId connection, std::string key, std::string owner, DurationMs lease_ms,
+               DurationMs wait_ms, Outputs& out);
+  void release(ConnectionId connection, const std::string& key, Token token, Outputs& out);
+  void fire_timeouts(Outputs& out);
+  void sweep(Outputs& out);
+  void give_to_head_waiter(const std::string& key, bool from_release, Outputs& out);
+  Token new_token();
+
+  Limits limits_;
+  InjectedBug bug_;
+  TimeMs now_{0};
+  Token next_token_;
+  std::uint64_t next_queued_order_ = 0;
+  std::map<std::string, Key> keys_;
+};
+
+}  // namespace lockstep

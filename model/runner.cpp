@@ -1,0 +1,221 @@
+#include "model/runner.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "model/judge.hpp"
+#include "model/model.hpp"
+
+namespace lockstep {
+
+namespace {
+
+class EngineService final : public LockService {
+ public:
+  EngineService(const Limits& limits, InjectedBug bug) : engine_({limits, Token{1}, 1024, bug}) {}
+  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
+    const auto outcome = engine_.on_line(c, line, now, out);
+    engine_.check_invariants();
+    return outcome;
+  }
+  void on_close(ConnectionId c, TimeMs now, Outputs& out) override {
+    engine_.on_close(c, now, out);
+    engine_.check_invariants();
+  }
+  void advance(TimeMs now, Outputs& out) override {
+    engine_.advance(now, out);
+    engine_.check_invariants();
+  }
+  std::optional<TimeMs> next_due() const override { return engine_.next_due(); }
+
+ private:
+  Engine engine_;
+};
+
+class ModelService final : public LockService {
+ public:
+  ModelService(const Limits& limits, InjectedBug bug) : model_(limits, Token{1}, bug) {}
+  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
+    return model_.on_line(c, line, now, out);
+  }
+  void on_close(ConnectionId c, TimeMs now, Outputs& out) override { model_.on_close(c, now, out); }
+  void advance(TimeMs now, Outputs& out) override { model_.advance(now, out); }
+  std::optional<TimeMs> next_due() const override { return model_.next_due(); }
+
+ private:
+  Model model_;
+};
+
+// Connection names of the vector, mapped to fresh ids; a name reused after
+// `close` is a new connection.
+class Connections {
+ public:
+  ConnectionId open(const std::string& name) {
+    auto found = open_.find(name);
+    if (found != open_.end()) return found->second;
+    const ConnectionId id{++last_id_};
+    open_.emplace(name, id);
+    names_.emplace(id, name);
+    return id;
+  }
+  void close(const std::string& name) { open_.erase(name); }
+  bool is_open(ConnectionId id) const {
+    const auto name = names_.find(id);
+    return name != names_.end() && open_.contains(name->second) && open_.at(name->second) == id;
+  }
+  std::string name_of(ConnectionId id) const {
+    const auto name = names_.find(id);
+    return name == names_.end() ? fmt::format("<unknown connection {}>", id.value) : name->second;
+  }
+
+ private:
+  std::map<std::string, ConnectionId> open_;
+  std::map<ConnectionId, std::string> names_;
+  std::uint64_t last_id_ = 0;
+};
+
+class InProcessRun {
+ public:
+  InProcessRun(const Vector& vector, LockService& service)
+      : vector_(vector), service_(service), judge_(vector) {}
+
+  VectorVerdict run() {
+    if (judge_.problem()) return fail(*judge_.problem());
+    const auto instants = named_instants(vector_);
+    std::optional<TimeMs> previous;
+    for (const TimeMs instant : instants) {
+      if (auto error = run_up_to(instant, previous)) return fail(*error);
+      if (auto error = run_instant(instant)) return fail(*error);
+      previous = instant;
+    }
+    return VectorVerdict{};
+  }
+
+ private:
+  static VectorVerdict fail(const VectorError& error) {
+    return VectorVerdict{VectorVerdict::Status::fail, error.line, error.message};
+  }
+
+  int line_at_or_before(TimeMs instant) const {
+    int line = vector_.steps.front().line;
+    for (const auto& step : vector_.steps) {
+      if (step.time <= instant) line = std::max(line, step.line);
+    }
+    return line;
+  }
+
+  // Fires what is due between the previous named instant and this one: the
+  // vector names no instant there, so anything sent is unexpected.
+  std::optional<VectorError> run_up_to(TimeMs instant, std::optional<TimeMs> previous) {
+    if (instant.value == 0) return std::nullopt;
+    const TimeMs before{instant.value - 1};
+    if (previous && *previous >= before) return std::nullopt;
+    for (auto due = service_.next_due(); due && *due <= before; due = service_.next_due()) {
+      Outputs out;
+      service_.advance(*due, out);
+      if (!out.empty()) return judge_.unexpected(*due, observed(out), line_at_or_before(*due));
+    }
+    Outputs out;
+    service_.advance(before, out);
+    if (!out.empty()) return judge_.unexpected(before, observed(out), line_at_or_before(before));
+    return std::nullopt;
+  }
+
+  std::optional<VectorError> run_instant(TimeMs instant) {
+    checked_ = 0;
+    Outputs out;
+    service_.advance(instant, out);
+    for (const auto& step : vector_.steps) {
+      if (step.time != instant) continue;
+      if (step.kind == VectorStep::Kind::at) {
+        auto line = judge_.request_line(step);
+        if (auto* error = std::get_if<VectorError>(&line)) return *error;
+        const auto connection = connections_.open(step.connection);
+        if (auto error = check_addressed(out, step.line)) return error;
+        if (service_.on_line(connection, std::get<std::string>(line), instant, out) ==
+            LineOutcome::close_connection) {
+          service_.on_close(connection, instant, out);
+          connections_.close(step.connection);
+        }
+      } else if (step.kind == VectorStep::Kind::close) {
+        const auto connection = connections_.open(step.connection);
+        if (auto error = check_addressed(out, step.line)) return error;
+        service_.on_close(connection, instant, out);
+        connections_.close(step.connection);
+      }
+    }
+    if (auto error = check_addressed(out, line_at_or_before(instant))) return error;
+    return judge_.judge_instant(instant, observed(out));
+  }
+
+  // Responses must go to connections that are open when they are sent.
+  std::optional<VectorError> check_addressed(const Outputs& out, int line) {
+    for (; checked_ < out.size(); ++checked_) {
+      if (!connections_.is_open(out[checked_].connection)) {
+        return VectorError{line, fmt::format("response '{}' sent on {}, which is not open",
+                                             format_response(out[checked_].response),
+                                             connections_.name_of(out[checked_].connection))};
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::vector<ObservedResponse> observed(const Outputs& out) const {
+    std::vector<ObservedResponse> result;
+    for (const auto& o : out) {
+      result.push_back({connections_.name_of(o.connection), format_response(o.response)});
+    }
+    return result;
+  }
+
+  const Vector& vector_;
+  LockService& service_;
+  VectorJudge judge_;
+  Connections connections_;
+  std::size_t checked_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits, InjectedBug bug) {
+  if (kind == ServiceKind::engine) return std::make_unique<EngineService>(limits, bug);
+  return std::make_unique<ModelService>(limits, bug);
+}
+
+VectorVerdict run_vector(const Vector& vector, ServiceKind kind, InjectedBug bug) {
+  if (vector.mode == VectorMode::cluster) {
+    return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster is not implemented yet"};
+  }
+  const auto service = make_service(kind, vector.limits, bug);
+  return InProcessRun(vector, *service).run();
+}
+
+VectorVerdict run_vector_file(const std::string& path, ServiceKind kind, InjectedBug bug) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return VectorVerdict{VectorVerdict::Status::fail, 0, "cannot read the file"};
+  std::stringstream text;
+  text << file.rdbuf();
+  auto parsed = parse_vector(text.str());
+  if (auto* error = std::get_if<VectorError>(&parsed)) {
+    return VectorVerdict{VectorVerdict::Status::fail, error->line,
+                         fmt::format("bad vector: {}", error->message)};
+  }
+  return run_vector(std::get<Vector>(parsed), kind, bug);
+}
+
+std::string verdict_line(const std::string& path, const VectorVerdict& verdict) {
+  switch (verdict.status) {
+    case VectorVerdict::Status::ok:
+      return fmt::format("ok {}", path);
+    case VectorVerdict::Status::skip:
+      return fmt::format("skip {}: {}", path, verdict.message);
+    case VectorVerdict::Status::fail:
+      break;
+  }
+  return fmt::format("FAIL {}:{}: {}", path, verdict.line, verdict.message);
+}
+
+}  // namespace lockstep

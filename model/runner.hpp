@@ -1,0 +1,51 @@
+// Replays conformance vectors against a lock service inside this process, in
+// virtual time. The service is anything that implements LockService: the
+// engine and the reference model both do, through the adapters below.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "impl/engine.hpp"
+#include "impl/protocol.hpp"
+#include "model/vector.hpp"
+
+namespace lockstep {
+
+// A lock service driven in virtual time: the engine's interface, abstracted
+// so that one runner drives the engine and the model alike.
+class LockService {
+ public:
+  virtual ~LockService() = default;
+  virtual LineOutcome on_line(ConnectionId connection, std::string_view line, TimeMs now,
+                              Outputs& out) = 0;
+  virtual void on_close(ConnectionId connection, TimeMs now, Outputs& out) = 0;
+  virtual void advance(TimeMs now, Outputs& out) = 0;
+  virtual std::optional<TimeMs> next_due() const = 0;
+};
+
+enum class ServiceKind { engine, model };
+
+// A fresh service with the given limits. The engine adapter checks the
+// engine's internal invariants after every call.
+std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits,
+                                          InjectedBug bug = InjectedBug::none);
+
+struct VectorVerdict {
+  enum class Status { ok, fail, skip };
+  Status status = Status::ok;
+  int line = 0;
+  std::string message;
+};
+
+VectorVerdict run_vector(const Vector& vector, ServiceKind kind,
+                         InjectedBug bug = InjectedBug::none);
+// Reads, parses and runs one file; a file that cannot be read or parsed fails.
+VectorVerdict run_vector_file(const std::string& path, ServiceKind kind,
+                              InjectedBug bug = InjectedBug::none);
+
+// The runner's report line: `ok FILE`, `FAIL FILE:LINE: ...` or `skip FILE: ...`.
+std::string verdict_line(const std::string& path, const VectorVerdict& verdict);
+
+}  // namespace lockstep

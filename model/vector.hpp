@@ -1,0 +1,47 @@
+// The conformance vector format (VECTORS.md): parsing a `.vec` file into the
+// steps a runner replays. Parsing checks the file itself (known directives,
+// times that never decrease, a valid config); what the service answers is
+// judged elsewhere (model/judge.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "impl/limits.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep {
+
+enum class VectorMode { simple, cluster };
+
+struct VectorStep {
+  enum class Kind { at, close, expect, end };
+  Kind kind = Kind::at;
+  int line = 0;            // 1-based line number in the file
+  TimeMs time;
+  std::string connection;  // empty for `end`
+  std::string text;        // the request line of `at`, the response of `expect`
+};
+
+struct Vector {
+  Limits limits;
+  VectorMode mode = VectorMode::simple;
+  std::vector<VectorStep> steps;  // in file order
+  // Where the run stops: `end T`, or else the latest time the file names.
+  TimeMs final_time;
+};
+
+struct VectorError {
+  int line = 0;
+  std::string message;
+};
+
+std::variant<Vector, VectorError> parse_vector(std::string_view text);
+
+// Every instant the vector names (in at, close, expect or end), ascending.
+std::vector<TimeMs> named_instants(const Vector& vector);
+
+}  // namespace lockstep
