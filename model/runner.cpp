@@ -135,8 +135,10 @@ class InProcessRun {
         if (auto* error = std::get_if<VectorError>(&line)) return *error;
         const auto connection = connections_.open(step.connection);
         if (auto error = check_addressed(out, step.line)) return error;
-        if (service_.on_line(connection, std::get<std::string>(line), instant, out) ==
-            LineOutcome::close_connection) {
+        const auto outcome = service_.on_line(connection, std::get<std::string>(line), instant, out);
+        // The answer goes out before the connection closes (an overlong line).
+        if (auto error = check_addressed(out, step.line)) return error;
+        if (outcome == LineOutcome::close_connection) {
           service_.on_close(connection, instant, out);
           connections_.close(step.connection);
         }
