@@ -189,7 +189,7 @@ std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits
 
 VectorVerdict run_vector(const Vector& vector, ServiceKind kind, InjectedBug bug) {
   if (vector.mode == VectorMode::cluster) {
-    return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster is not implemented yet"};
+    return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster vectors need cluster mode; this runner has simple mode only"};
   }
   const auto service = make_service(kind, vector.limits, bug);
   return InProcessRun(vector, *service).run();
