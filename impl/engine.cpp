@@ -42,19 +42,19 @@ LineOutcome Engine::on_line(ConnectionId connection, std::string_view line, Time
 }
 
 void Engine::on_request(ConnectionId connection, const Request& request, TimeMs now, Outputs& out) {
-  if (bug(InjectedBug::requests_before_timeouts) && now > now_) {
-    advance(TimeMs{now.value - 1}, out);
-    now_ = now;
-  } else {
-    advance(now, out);
-  }
+  LOCKSTEP_ASSERT(now >= now_ && now <= time_max);
+  // The requests-before-timeouts bug handles the request before the work due
+  // at its own instant.
+  fire_due(bug(InjectedBug::requests_before_timeouts) ? TimeMs{now.value - 1} : now, out);
+  now_ = now;
   ++counters_.requests;
   if (const auto* acquire_request = std::get_if<AcquireRequest>(&request)) {
     acquire(connection, *acquire_request, out);
   } else {
     release(connection, std::get<ReleaseRequest>(request), out);
   }
-  if (bug(InjectedBug::requests_before_timeouts)) advance(now, out);
+  // The bug left this instant's due work for after the request.
+  if (bug(InjectedBug::requests_before_timeouts)) fire_due(now, out);
 }
 
 void Engine::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
@@ -75,8 +75,16 @@ void Engine::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
 void Engine::advance(TimeMs now, Outputs& out) {
   LOCKSTEP_ASSERT(now >= now_);
   LOCKSTEP_ASSERT(now <= time_max);
-  for (auto due = next_due(); due && *due <= now; due = next_due()) fire_instant(*due, out);
+  // The requests-before-timeouts bug leaves the work due at a new instant
+  // pending until a request there was handled (or the instant is advanced to
+  // again), so that a request at `now` comes before it.
+  const bool defer = bug(InjectedBug::requests_before_timeouts) && now > now_;
+  fire_due(defer ? TimeMs{now.value - 1} : now, out);
   now_ = now;
+}
+
+void Engine::fire_due(TimeMs through, Outputs& out) {
+  for (auto due = next_due(); due && *due <= through; due = next_due()) fire_instant(*due, out);
 }
 
 std::optional<TimeMs> Engine::next_due() const {

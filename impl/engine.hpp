@@ -138,6 +138,7 @@ class Engine {
 
   void acquire(ConnectionId connection, const AcquireRequest& request, Outputs& out);
   void release(ConnectionId connection, const ReleaseRequest& request, Outputs& out);
+  void fire_due(TimeMs through, Outputs& out);
   void fire_instant(TimeMs instant, Outputs& out);
   void fire_timeouts(TimeMs instant, Outputs& out);
   void sweep(TimeMs instant, Outputs& out);

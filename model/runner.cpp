@@ -44,6 +44,7 @@ class ModelService final : public LockService {
   void on_close(ConnectionId c, TimeMs now, Outputs& out) override { model_.on_close(c, now, out); }
   void advance(TimeMs now, Outputs& out) override { model_.advance(now, out); }
   std::optional<TimeMs> next_due() const override { return model_.next_due(); }
+  const Model& model() const { return model_; }
 
  private:
   Model model_;
@@ -82,17 +83,21 @@ class InProcessRun {
   InProcessRun(const Vector& vector, LockService& service)
       : vector_(vector), service_(service), judge_(vector) {}
 
-  VectorVerdict run() {
+  VectorVerdict run(std::optional<TimeMs> until = std::nullopt) {
     if (judge_.problem()) return fail(*judge_.problem());
     const auto instants = named_instants(vector_);
     std::optional<TimeMs> previous;
     for (const TimeMs instant : instants) {
+      if (until && instant > *until) break;
       if (auto error = run_up_to(instant, previous)) return fail(*error);
       if (auto error = run_instant(instant)) return fail(*error);
       previous = instant;
     }
     return VectorVerdict{};
   }
+
+  const VectorJudge& judge() const { return judge_; }
+  std::string connection_name(ConnectionId id) const { return connections_.name_of(id); }
 
  private:
   static VectorVerdict fail(const VectorError& error) {
@@ -149,6 +154,9 @@ class InProcessRun {
         connections_.close(step.connection);
       }
     }
+    // The instant ends as a live run's does, with one more move to it (a
+    // barrier); for a correct service it fires nothing.
+    service_.advance(instant, out);
     if (auto error = check_addressed(out, line_at_or_before(instant))) return error;
     return judge_.judge_instant(instant, observed(out));
   }
@@ -206,6 +214,30 @@ VectorVerdict run_vector_file(const std::string& path, ServiceKind kind, Injecte
                          fmt::format("bad vector: {}", error->message)};
   }
   return run_vector(std::get<Vector>(parsed), kind, bug);
+}
+
+std::string model_view_at(const Vector& vector, TimeMs at) {
+  ModelService service(vector.limits, InjectedBug::none);
+  InProcessRun run(vector, service);
+  run.run(at);
+  std::map<std::uint64_t, std::string> names;
+  for (const auto& [name, token] : run.judge().bindings()) names[token.value] = "$" + name;
+  const auto token_text = [&](Token token) {
+    const auto found = names.find(token.value);
+    return found == names.end() ? fmt::format("#{}", token.value) : found->second;
+  };
+  const auto& model = service.model();
+  std::string text = fmt::format("  the model at {}:", at.value);
+  if (model.keys().empty()) return text + " no key is registered";
+  for (const auto& [key, state] : model.keys()) {
+    text += fmt::format("\n    {}: held by {} with token {} until {}{}", key, state.holder, token_text(state.token),
+                        state.expiry.value, at >= state.expiry ? " (expired, not swept)" : "");
+    for (const auto& waiter : state.queue) {
+      text += fmt::format("\n      queued: {} on {}, lease {} ms, deadline {}", waiter.owner,
+                          run.connection_name(waiter.connection), waiter.lease_ms.value, waiter.deadline.value);
+    }
+  }
+  return text;
 }
 
 std::string verdict_line(const std::string& path, const VectorVerdict& verdict) {

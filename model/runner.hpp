@@ -45,6 +45,11 @@ VectorVerdict run_vector(const Vector& vector, ServiceKind kind,
 VectorVerdict run_vector_file(const std::string& path, ServiceKind kind,
                               InjectedBug bug = InjectedBug::none);
 
+// What the reference model holds after running `vector` up to and
+// including instant `at`: each key's holder, token (by its `$name` where the
+// vector bound one), expiry and queue. For failure reports of live runs.
+std::string model_view_at(const Vector& vector, TimeMs at);
+
 // The runner's report line: `ok FILE`, `FAIL FILE:LINE: ...` or `skip FILE: ...`.
 std::string verdict_line(const std::string& path, const VectorVerdict& verdict);
 

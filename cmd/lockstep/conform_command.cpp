@@ -1,6 +1,7 @@
 // `lockstep conform`: replays conformance vectors against the engine or the
 // reference model and prints one line per file, then a summary.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "impl/bugs.hpp"
+#include "live/live_runner.hpp"
 #include "model/runner.hpp"
 
 namespace lockstep::cli {
@@ -20,6 +22,8 @@ struct ConformOptions {
   std::vector<std::string> paths;
   std::string against = "engine";
   std::string bug = "none";
+  std::string exec;
+  std::int64_t patience_ms = 5'000;
 };
 
 // Files as given; folders are searched for `.vec` files, in name order.
@@ -56,7 +60,11 @@ int run_conform(const ConformOptions& options) {
   }
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& file : files) {
-    const auto verdict = run_vector_file(file, kind, *bug);
+    const auto verdict = options.exec.empty()
+                             ? run_vector_file(file, kind, *bug)
+                             : live::run_live_vector_file(
+                                   file, live::LiveOptions{options.exec, "127.0.0.1", std::chrono::milliseconds{10'000},
+                                                           std::chrono::milliseconds{options.patience_ms}});
     fmt::print("{}\n", verdict_line(file, verdict));
     switch (verdict.status) {
       case VectorVerdict::Status::ok: ++passed; break;
@@ -64,7 +72,8 @@ int run_conform(const ConformOptions& options) {
       case VectorVerdict::Status::skip: ++skipped; break;
     }
   }
-  fmt::print("conform against {}: {} passed, {} failed, {} skipped\n", options.against, passed,
+  fmt::print("conform against {}: {} passed, {} failed, {} skipped\n",
+             options.exec.empty() ? options.against : "'" + options.exec + "'", passed,
              failed, skipped);
   return failed == 0 ? 0 : 1;
 }
@@ -84,6 +93,13 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   command->add_option("--inject-bug", options->bug,
                       "run a deliberately broken engine (a name from the bug catalogue)")
+      ->capture_default_str();
+  command->add_option("--exec", options->exec,
+                      "replay against a live server with a test clock, one fresh server per vector, started by\n"
+                      "this shell command; {port} (a free port), {max_keys}, {max_waiters_per_key},\n"
+                      "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms} are filled from the vector");
+  command->add_option("--patience-ms", options->patience_ms,
+                      "how long to wait for a live server's answer to a barrier")
       ->capture_default_str();
   command->callback([options, &run] { run = [options] { return run_conform(*options); }; });
 }

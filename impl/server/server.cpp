@@ -1,0 +1,394 @@
+#include "impl/server/server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "impl/engine.hpp"
+#include "impl/line_framer.hpp"
+#include "impl/server/token_store.hpp"
+
+namespace lockstep {
+
+namespace {
+
+constexpr std::size_t read_chunk_bytes = 64 * 1024;
+constexpr int epoll_batch = 256;
+constexpr std::uint64_t listener_key = 0;
+constexpr std::uint64_t signal_key = UINT64_MAX;
+
+std::int64_t monotonic_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+struct Connection {
+  int fd = -1;
+  ConnectionId id;
+  LineFramer framer;
+  std::string output;
+  std::size_t output_sent = 0;
+  bool reading = true;        // EOF, X or an overlong line stop reading
+  bool discarding = false;    // after X or an overlong line, buffered lines are dropped
+  bool engine_closed = false; // its waiters were dropped
+  bool slow = false;          // did not read its responses: closed at once
+  unsigned interest = EPOLLIN;
+
+  Connection(int descriptor, ConnectionId identity, std::size_t max_line)
+      : fd(descriptor), id(identity), framer(max_line) {}
+  std::size_t pending_output() const { return output.size() - output_sent; }
+  bool has_work() const { return !discarding && framer.has_complete_line(); }
+  bool finished() const { return slow || (!reading && !has_work() && pending_output() == 0); }
+};
+
+class Server {
+ public:
+  explicit Server(const ServerConfig& config) : config_(config) {}
+  ~Server();
+  int run();
+
+ private:
+  bool start();
+  void accept_all();
+  void read_from(Connection& c);
+  void handle_lines(Connection& c);
+  bool handle_test_clock_line(Connection& c, std::string_view line);
+  void end_input(Connection& c);
+  void dispatch();
+  void flush(Connection& c);
+  void set_interest(Connection& c);
+  void close_connection(Connection& c);
+  TimeMs now() const;
+
+  ServerConfig config_;
+  std::unique_ptr<Engine> engine_;
+  TokenStore tokens_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int signal_fd_ = -1;
+  std::int64_t start_ms_ = 0;
+  TimeMs test_now_{0};
+  std::uint64_t next_connection_ = 1;
+  std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
+  Outputs out_;
+  std::uint64_t accepted_ = 0, refused_ = 0, lines_ = 0, slow_closed_ = 0;
+};
+
+Server::~Server() {
+  for (auto& [id, c] : connections_) ::close(c->fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+// The engine's clock: the test clock, or monotonic ms since start. Never
+// behind the engine (monotonic clocks do not go back, but be exact).
+TimeMs Server::now() const {
+  if (config_.test_clock) return test_now_;
+  return std::max(TimeMs{monotonic_ms() - start_ms_}, engine_->now());
+}
+
+bool Server::start() {
+  if (auto error = validate(config_.limits)) {
+    fmt::print(stderr, "serve: {}\n", *error);
+    return false;
+  }
+  const auto first = tokens_.open(config_.state_file);
+  if (!first) {
+    fmt::print(stderr, "serve: {}\n", tokens_.error());
+    return false;
+  }
+  engine_ = std::make_unique<Engine>(Engine::Config{config_.limits, *first, std::uint64_t{1} << 20, config_.bug});
+  start_ms_ = monotonic_ms();
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int yes = 1;
+  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(config_.port);
+  if (inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr) != 1) {
+    fmt::print(stderr, "serve: '{}' is not an IPv4 address\n", config_.host);
+    return false;
+  }
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      listen(listen_fd_, 1024) != 0) {
+    fmt::print(stderr, "serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+    return false;
+  }
+  socklen_t length = sizeof address;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
+  config_.port = ntohs(address.sin_port);
+
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.u64 = listener_key;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &event);
+  event.data.u64 = signal_key;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &event);
+
+  if (!config_.quiet) {
+    const auto& l = config_.limits;
+    fmt::print(stderr,
+               "lockstep serve: listening on {}:{} (max_keys={} max_waiters_per_key={} max_waiters={} "
+               "sweep_ms={} max_lease_ms={} max_wait_ms={} max_line_bytes={} max_connections={}{}{}, "
+               "first token {})\n",
+               config_.host, config_.port, l.max_keys, l.max_waiters_per_key, l.max_waiters,
+               l.sweep_ms.value, l.max_lease_ms.value, l.max_wait_ms.value, l.max_line_bytes,
+               config_.max_connections, config_.test_clock ? ", test clock" : "",
+               config_.bug == InjectedBug::none ? "" : fmt::format(", injected bug {}", bug_name(config_.bug)),
+               first->value);
+  }
+  return true;
+}
+
+int Server::run() {
+  if (!start()) return 1;
+  std::vector<epoll_event> events(epoll_batch);
+  bool stopping = false;
+  while (!stopping) {
+    // Wake at the engine's next due instant, or at once when lines are left
+    // over from the previous turn.
+    int timeout_ms = -1;
+    const bool backlog = std::any_of(connections_.begin(), connections_.end(),
+                                     [](const auto& entry) { return entry.second->has_work(); });
+    if (backlog) {
+      timeout_ms = 0;
+    } else if (!config_.test_clock) {
+      if (const auto due = engine_->next_due()) {
+        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(due->value - now().value, 0, 60'000));
+      }
+    }
+    const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
+      return 1;
+    }
+    if (!config_.test_clock) {
+      engine_->advance(now(), out_);
+      dispatch();
+    }
+    for (int i = 0; i < ready; ++i) {
+      const auto& event = events[static_cast<std::size_t>(i)];
+      if (event.data.u64 == signal_key) {
+        stopping = true;
+      } else if (event.data.u64 == listener_key) {
+        accept_all();
+      } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
+        if (event.events & EPOLLOUT) flush(*found->second);
+        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
+      }
+    }
+    // Each connection gets its share of lines, in connection order.
+    for (auto& [id, c] : connections_) handle_lines(*c);
+    for (auto& [id, c] : connections_) flush(*c);
+    std::vector<Connection*> done;
+    for (auto& [id, c] : connections_) {
+      if (c->finished()) done.push_back(c.get());
+    }
+    for (auto* c : done) close_connection(*c);
+    dispatch();
+    for (auto& [id, c] : connections_) flush(*c);
+  }
+  if (!config_.quiet) {
+    fmt::print(stderr, "lockstep serve: stopped ({} connections accepted, {} refused at the limit, {} closed for "
+                       "not reading, {} lines)\n",
+               accepted_, refused_, slow_closed_, lines_);
+  }
+  return 0;
+}
+
+void Server::accept_all() {
+  while (true) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (connections_.size() >= config_.max_connections) {
+      // Past the limit: accept, say why, close.
+      static constexpr std::string_view refusal = "E too many connections\n";
+      [[maybe_unused]] const auto written = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
+      ::close(fd);
+      ++refused_;
+      continue;
+    }
+    const int yes = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    const ConnectionId id{next_connection_++};
+    auto connection = std::make_unique<Connection>(fd, id, config_.limits.max_line_bytes);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = id.value;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+    connections_.emplace(id, std::move(connection));
+    ++accepted_;
+  }
+}
+
+void Server::read_from(Connection& c) {
+  // Read only once the engine has taken every complete line: the framer
+  // then never holds more than one chunk plus one partial line.
+  if (!c.reading || c.framer.has_complete_line()) return;
+  char chunk[read_chunk_bytes];
+  const auto got = ::recv(c.fd, chunk, sizeof chunk, 0);
+  if (got > 0) {
+    c.framer.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
+    return;
+  }
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  // EOF or an error: the lines already received are still handled, then the
+  // connection closes (and takes its waiters with it).
+  c.reading = false;
+  set_interest(c);
+}
+
+void Server::handle_lines(Connection& c) {
+  for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
+    const auto line = c.framer.next_line();
+    ++lines_;
+    if (config_.test_clock && handle_test_clock_line(c, *line)) continue;
+    if (engine_->on_line(c.id, *line, now(), out_) == LineOutcome::close_connection) end_input(c);
+    dispatch();
+  }
+  if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
+    // A line past the limit: E, then the connection closes (CONTRACT.md).
+    out_.push_back({c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes))});
+    dispatch();
+    end_input(c);
+  }
+}
+
+// No more input is taken from `c`: its waiters are dropped at once; the
+// responses already owed to it are still written before it closes.
+void Server::end_input(Connection& c) {
+  c.reading = false;
+  c.discarding = true;
+  if (!c.engine_closed) {
+    c.engine_closed = true;
+    engine_->on_close(c.id, now(), out_);
+    dispatch();
+  }
+  set_interest(c);
+}
+
+bool Server::handle_test_clock_line(Connection& c, std::string_view line) {
+  if (line == "X") {
+    end_input(c);
+    return true;
+  }
+  if (!line.starts_with("C ")) return false;
+  const auto digits = line.substr(2);
+  const bool numeric = !digits.empty() && digits.size() <= 19 &&
+                       std::all_of(digits.begin(), digits.end(), [](char d) { return d >= '0' && d <= '9'; });
+  const auto value = numeric ? std::stoull(std::string(digits)) : 0;
+  if (!numeric || value > static_cast<std::uint64_t>(time_max.value) ||
+      TimeMs{static_cast<std::int64_t>(value)} < test_now_) {
+    out_.push_back({c.id, Response::error(numeric ? "C must not move the clock back" : "expected C <now_ms>")});
+    dispatch();
+    return true;
+  }
+  test_now_ = TimeMs{static_cast<std::int64_t>(value)};
+  engine_->advance(test_now_, out_);
+  dispatch();
+  // The marker goes on every accepted connection, after its responses.
+  const auto marker = fmt::format("C {}\n", test_now_.value);
+  for (auto& [id, other] : connections_) {
+    if (!other->engine_closed) other->output += marker;
+  }
+  return true;
+}
+
+void Server::dispatch() {
+  if (out_.empty()) return;
+  // Persist before send: the mark on disk covers every token about to go out.
+  if (!tokens_.persist(engine_->token_mark())) {
+    fmt::print(stderr, "serve: cannot persist the token mark: {}\n", tokens_.error());
+    std::abort();
+  }
+  for (const auto& o : out_) {
+    const auto found = connections_.find(o.connection);
+    if (found == connections_.end()) continue;  // closed meanwhile: nothing is owed to it
+    Connection& c = *found->second;
+    if (c.slow) continue;
+    append_response_line(o.response, c.output);
+    if (c.pending_output() > config_.max_output_bytes) {
+      // A client that does not read its responses: it is closed, and its
+      // waiters dropped, before it can make the server hold more.
+      c.slow = true;
+      ++slow_closed_;
+    }
+  }
+  out_.clear();
+}
+
+void Server::flush(Connection& c) {
+  while (c.pending_output() > 0 && !c.slow) {
+    const auto wrote = ::send(c.fd, c.output.data() + c.output_sent, c.pending_output(), MSG_NOSIGNAL);
+    if (wrote < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      c.slow = true;  // the peer is gone: nothing more can be written
+      break;
+    }
+    c.output_sent += static_cast<std::size_t>(wrote);
+  }
+  if (c.output_sent == c.output.size()) {
+    c.output.clear();
+    c.output_sent = 0;
+  } else if (c.output_sent > read_chunk_bytes) {
+    c.output.erase(0, c.output_sent);
+    c.output_sent = 0;
+  }
+  set_interest(c);
+}
+
+void Server::set_interest(Connection& c) {
+  const unsigned interest = (c.reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
+                            (c.pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);
+  if (interest == c.interest) return;
+  c.interest = interest;
+  epoll_event event{};
+  event.events = interest;
+  event.data.u64 = c.id.value;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &event);
+}
+
+void Server::close_connection(Connection& c) {
+  const ConnectionId id = c.id;
+  const bool engine_closed = c.engine_closed;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  connections_.erase(id);
+  if (!engine_closed) engine_->on_close(id, now(), out_);
+}
+
+}  // namespace
+
+int run_server(const ServerConfig& config) {
+  Server server(config);
+  return server.run();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,29 @@
+// Replays conformance vectors exactly against a live server that offers the
+// test clock of CONTRACT.md ("Live targets", "Exact, with a test clock"):
+// one fresh server per vector, started from a command template; the clock is
+// moved to every instant the vector names (and to the instant before, to see
+// answers fired at an instant the vector does not list); after each request
+// a `C` barrier on its connection, with its markers awaited on every open
+// connection, orders requests across connections; `X` ends a connection.
+// Each instant is judged by the same VectorJudge as the in-process runner.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "model/runner.hpp"
+#include "model/vector.hpp"
+
+namespace lockstep::live {
+
+struct LiveOptions {
+  std::string command_template;  // with {port}, {max_keys}, ...
+  std::string host = "127.0.0.1";
+  std::chrono::milliseconds connect_patience{10'000};
+  std::chrono::milliseconds answer_patience{5'000};
+};
+
+VectorVerdict run_live_vector(const Vector& vector, const LiveOptions& options);
+VectorVerdict run_live_vector_file(const std::string& path, const LiveOptions& options);
+
+}  // namespace lockstep::live

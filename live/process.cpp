@@ -1,0 +1,111 @@
+#include "live/process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace lockstep::live {
+
+std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values) {
+  std::string result;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '{') {
+      const auto close = text.find('}', i);
+      if (close != std::string::npos) {
+        const auto found = values.find(text.substr(i + 1, close - i - 1));
+        if (found != values.end()) {
+          result += found->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    result += text[i++];
+  }
+  return result;
+}
+
+std::map<std::string, std::string> template_values(std::uint16_t port, const Limits& l) {
+  return {{"port", std::to_string(port)},
+          {"max_keys", std::to_string(l.max_keys)},
+          {"max_waiters_per_key", std::to_string(l.max_waiters_per_key)},
+          {"max_waiters", std::to_string(l.max_waiters)},
+          {"sweep_ms", std::to_string(l.sweep_ms.value)},
+          {"max_lease_ms", std::to_string(l.max_lease_ms.value)},
+          {"max_wait_ms", std::to_string(l.max_wait_ms.value)},
+          {"max_line_bytes", std::to_string(l.max_line_bytes)}};
+}
+
+std::optional<ServerProcess> ServerProcess::start(const std::string& command, const std::string& log_path) {
+  const pid_t pid = fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return ServerProcess(pid, log_path);
+}
+
+ServerProcess::ServerProcess(ServerProcess&& other) noexcept
+    : pid_(other.pid_), log_path_(std::move(other.log_path_)) {
+  other.pid_ = -1;
+}
+
+ServerProcess::~ServerProcess() { stop(); }
+
+bool ServerProcess::running() {
+  if (pid_ < 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+int ServerProcess::stop() {
+  if (pid_ < 0) return -1;
+  kill(-pid_, SIGTERM);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= give_up) {
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(-pid_, SIGKILL);  // whatever else the command started
+  pid_ = -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+std::string ServerProcess::log_tail() const {
+  std::ifstream file(log_path_);
+  std::stringstream text;
+  text << file.rdbuf();
+  auto all = text.str();
+  if (all.size() > 2000) all = all.substr(all.size() - 2000);
+  return all;
+}
+
+}  // namespace lockstep::live

@@ -1,0 +1,45 @@
+// A server under test, started from a shell command template and stopped
+// again: the `{name}` placeholders of the template are filled in, the
+// command runs in its own process group, and stopping it ends the group.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+#include "impl/limits.hpp"
+
+namespace lockstep::live {
+
+// Replaces every `{name}` whose name is a key of `values`; other text stays.
+std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values);
+
+// `{port}` and every limit of CONTRACT.md (`{max_keys}` ...).
+std::map<std::string, std::string> template_values(std::uint16_t port, const Limits& limits);
+
+class ServerProcess {
+ public:
+  // Runs `command` with /bin/sh; its output goes to `log_path`.
+  static std::optional<ServerProcess> start(const std::string& command, const std::string& log_path);
+  ServerProcess(ServerProcess&& other) noexcept;
+  ServerProcess& operator=(ServerProcess&&) = delete;
+  ~ServerProcess();
+
+  // SIGTERM to the group, then SIGKILL if it has not exited within a second.
+  // Returns the exit status (128 + signal if it was killed), -1 if it had
+  // already been reaped.
+  int stop();
+  pid_t pid() const { return pid_; }
+  // Whether it is still running (it may have exited on its own).
+  bool running();
+  // The tail of what it printed, for error messages.
+  std::string log_tail() const;
+
+ private:
+  ServerProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+}  // namespace lockstep::live
