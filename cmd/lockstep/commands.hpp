@@ -11,5 +11,6 @@ namespace lockstep::cli {
 void add_conform_command(CLI::App& app, std::function<int()>& run);
 void add_bench_command(CLI::App& app, std::function<int()>& run);
 void add_serve_command(CLI::App& app, std::function<int()>& run);
+void add_sim_command(CLI::App& app, std::function<int()>& run);
 
 }  // namespace lockstep::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   lockstep::cli::add_conform_command(app, run);
   lockstep::cli::add_bench_command(app, run);
   lockstep::cli::add_serve_command(app, run);
+  lockstep::cli::add_sim_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

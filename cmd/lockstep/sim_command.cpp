@@ -1,0 +1,315 @@
+// `lockstep sim`: runs the deterministic simulator over one seed or a range
+// of seeds, prints a summary table and the machine-readable lines
+// `violations: N` and `speed: X`, and exits 1 on any violation. A failing
+// seed is printed with the one command that reproduces it, and its inputs
+// are shrunk to a conformance vector that `lockstep conform` replays.
+// Wall time is read here only: the simulator itself never reads a clock.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/commands.hpp"
+#include "sim/shrink.hpp"
+#include "sim/simulation.hpp"
+#include "sim/timeline.hpp"
+#include "sim/trace.hpp"
+
+namespace lockstep::cli {
+
+namespace {
+
+struct SimOptions {
+  std::optional<std::uint64_t> seed;
+  std::string seeds;
+  bool swarm = false;
+  std::optional<std::uint32_t> clients;
+  std::optional<std::uint32_t> keys;
+  std::optional<std::int64_t> duration_ms;
+  std::string trace;
+  std::string timeline;
+  bool check_determinism = false;
+  std::string bug = "none";
+  bool no_model = false;
+  std::string shrink_dir = ".";
+};
+
+// The run when no seed is named: a swarm that ends within a minute.
+constexpr std::uint64_t default_first_seed = 1, default_last_seed = 1000;
+
+struct Totals {
+  std::uint64_t seeds = 0, failed_seeds = 0, violations = 0, events = 0, simulated_ms = 0;
+  std::uint64_t restarts = 0, drops = 0, crashes = 0;
+  EngineCounters engine;
+};
+
+void add(Totals& t, const sim::RunResult& r) {
+  ++t.seeds;
+  t.events += r.stats.events;
+  t.simulated_ms += static_cast<std::uint64_t>(r.stats.simulated_until.value);
+  t.restarts += r.stats.restarts;
+  t.drops += r.stats.drops;
+  t.crashes += r.stats.crashes;
+  const auto& c = r.stats.engine;
+  t.engine.requests += c.requests;
+  t.engine.grants += c.grants;
+  t.engine.takeovers += c.takeovers;
+  t.engine.handoffs += c.handoffs;
+  t.engine.sweep_handoffs += c.sweep_handoffs;
+  t.engine.queued += c.queued;
+  t.engine.timeouts += c.timeouts;
+  t.engine.refused += c.refused;
+  t.engine.busy += c.busy;
+  t.engine.releases += c.releases;
+  t.engine.not_held += c.not_held;
+  t.engine.sweeps += c.sweeps;
+  t.engine.sweep_deletions += c.sweep_deletions;
+  t.engine.dropped_waiters += c.dropped_waiters;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_range(const std::string& text) {
+  const auto dots = text.find("..");
+  try {
+    if (dots == std::string::npos) {
+      const auto one = std::stoull(text);
+      return std::pair{one, one};
+    }
+    const auto first = std::stoull(text.substr(0, dots));
+    const auto last = std::stoull(text.substr(dots + 2));
+    if (last < first) return std::nullopt;
+    return std::pair{first, last};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+sim::SimParams params_for(const SimOptions& o, std::uint64_t seed, InjectedBug bug, sim::ServerFault fault) {
+  sim::SimParams p = o.swarm ? sim::swarm_params(seed) : sim::default_params(seed);
+  if (o.clients) p.workload.clients = *o.clients;
+  if (o.keys) p.workload.keys = *o.keys;
+  if (o.duration_ms) p.duration_ms = DurationMs{*o.duration_ms};
+  p.bug = bug;
+  p.server_fault = fault;
+  return p;
+}
+
+std::string reproduce_command(const SimOptions& o, std::uint64_t seed) {
+  std::string command = fmt::format("lockstep sim --seed {}", seed);
+  if (o.swarm) command += " --swarm";
+  if (o.clients) command += fmt::format(" --clients {}", *o.clients);
+  if (o.keys) command += fmt::format(" --keys {}", *o.keys);
+  if (o.duration_ms) command += fmt::format(" --duration-ms {}", *o.duration_ms);
+  if (o.bug != "none") command += fmt::format(" --inject-bug {}", o.bug);
+  if (o.no_model) command += " --no-model";
+  return command;
+}
+
+void report_failure(const SimOptions& o, const sim::RunResult& r, bool shrink) {
+  fmt::print("\nFAIL seed {}: {} violation(s)\n  params: {}\n", r.params.seed, r.violation_count, sim::describe(r.params));
+  for (std::size_t i = 0; i < r.violations.size() && i < 5; ++i) {
+    const auto& v = r.violations[i];
+    fmt::print("  [{}] at {} ms: {}\n", v.checker, v.at.value, v.what);
+  }
+  fmt::print("  reproduce: {}\n", reproduce_command(o, r.params.seed));
+  if (!shrink || r.violations.empty()) return;
+  // Run the seed again, recording the server's inputs: the same run, since
+  // recording only watches.
+  sim::RunOptions again;
+  again.compare_with_model = !o.no_model;
+  again.record_inputs = true;
+  again.stop_at_first_violation = false;
+  const auto recorded = sim::run_simulation(r.params, again);
+  if (recorded.violations.empty()) return;
+  const auto shrunk = sim::shrink_failure(recorded, recorded.violations.front());
+  if (shrunk.vector_text.empty()) {
+    fmt::print("  shrink: {}\n", shrunk.note);
+    return;
+  }
+  const auto path = fmt::format("{}/sim-seed-{}.vec", o.shrink_dir, r.params.seed);
+  std::ofstream file(path, std::ios::binary);
+  file << shrunk.vector_text;
+  if (!file) {
+    fmt::print("  shrink: cannot write {}\n", path);
+    return;
+  }
+  fmt::print("  shrunk: {} ({})\n  replay: lockstep conform{} {}\n", path, shrunk.note,
+             r.params.bug == InjectedBug::none ? "" : fmt::format(" --inject-bug {}", bug_name(r.params.bug)), path);
+}
+
+class Progress {
+ public:
+  explicit Progress(std::uint64_t total) : total_(total), on_(isatty(STDOUT_FILENO) != 0) {}
+  void show(std::uint64_t done, double fraction_of_current, std::uint64_t failed) {
+    if (!on_) return;
+    const double share = (static_cast<double>(done) + fraction_of_current) / static_cast<double>(total_);
+    const int width = 40;
+    const int filled = static_cast<int>(share * width);
+    fmt::print("\r[{}{}] {}/{} seeds, {} failed ", std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(width - filled), '.'), done, total_, failed);
+    std::fflush(stdout);
+  }
+  void clear() {
+    if (on_) fmt::print("\r{}\r", std::string(72, ' '));
+  }
+
+ private:
+  std::uint64_t total_;
+  bool on_;
+};
+
+void print_summary(const Totals& t, double wall_s) {
+  const auto& c = t.engine;
+  const auto row = [](const char* name, auto value) { fmt::print("  {:<22} {:>14}\n", name, value); };
+  fmt::print("\nlockstep sim summary\n");
+  row("seeds", t.seeds);
+  row("failed seeds", t.failed_seeds);
+  row("events", t.events);
+  row("requests", c.requests);
+  row("grants", c.grants);
+  row("takeovers", c.takeovers);
+  row("hand-offs (release)", c.handoffs);
+  row("hand-offs (sweep)", c.sweep_handoffs);
+  row("queued", c.queued);
+  row("timeouts", c.timeouts);
+  row("try-locks refused", c.refused);
+  row("busy", c.busy);
+  row("releases", c.releases);
+  row("not held", c.not_held);
+  row("expiries", c.takeovers + c.sweep_deletions + c.sweep_handoffs);
+  row("sweeps", c.sweeps);
+  row("restarts", t.restarts);
+  row("connection drops", t.drops);
+  row("client crashes", t.crashes);
+  row("simulated time (s)", fmt::format("{:.1f}", static_cast<double>(t.simulated_ms) / 1000));
+  row("wall time (s)", fmt::format("{:.2f}", wall_s));
+  row("events/s", fmt::format("{:.0f}", static_cast<double>(t.events) / wall_s));
+  fmt::print("violations: {}\n", t.violations);
+  fmt::print("speed: {:.0f}\n", static_cast<double>(t.simulated_ms) / 1000 / wall_s);
+}
+
+int run_sim(const SimOptions& o) {
+  std::uint64_t first = default_first_seed, last = default_last_seed;
+  SimOptions options = o;
+  if (o.seed) {
+    first = last = *o.seed;
+  } else if (!o.seeds.empty()) {
+    const auto range = parse_range(o.seeds);
+    if (!range) {
+      fmt::print(stderr, "sim: --seeds takes A..B with A <= B, not '{}'\n", o.seeds);
+      return 2;
+    }
+    std::tie(first, last) = *range;
+  } else {
+    options.swarm = true;  // the default run is a swarm
+  }
+  auto bug = bug_from_name(o.bug);
+  const auto fault = sim::server_fault_from_name(o.bug);
+  if (!bug && !fault) {
+    fmt::print(stderr, "sim: unknown bug '{}'; engine bugs:", o.bug);
+    for (const auto& entry : bug_catalogue()) fmt::print(stderr, " {}", entry.name);
+    fmt::print(stderr, "; server faults: restart-forgets-tokens\n");
+    return 2;
+  }
+  if (!bug) bug = InjectedBug::none;
+  if ((!o.trace.empty() || !o.timeline.empty()) && first != last) {
+    fmt::print(stderr, "sim: --trace and --timeline draw one seed; use --seed N\n");
+    return 2;
+  }
+  Totals totals;
+  Progress progress(last - first + 1);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t seed = first; seed <= last; ++seed) {
+    const auto params = params_for(options, seed, *bug, fault.value_or(sim::ServerFault::none));
+    sim::RunOptions run;
+    run.compare_with_model = !o.no_model;
+    std::ofstream trace_file;
+    std::unique_ptr<sim::TraceWriter> trace;
+    std::unique_ptr<sim::TimelineRecorder> timeline;
+    if (!o.trace.empty()) {
+      trace_file.open(o.trace, std::ios::binary);
+      if (!trace_file) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.trace);
+        return 2;
+      }
+      trace = std::make_unique<sim::TraceWriter>(trace_file, params);
+      run.observers.push_back(trace.get());
+    }
+    if (!o.timeline.empty()) {
+      timeline = std::make_unique<sim::TimelineRecorder>(params);
+      run.observers.push_back(timeline.get());
+    }
+    const double planned_ms = static_cast<double>(params.duration_ms.value + sim::drain_ms(params).value);
+    run.progress = [&](TimeMs now) {
+      progress.show(seed - first, static_cast<double>(now.value) / planned_ms, totals.failed_seeds);
+    };
+    run.progress_events = 1 << 18;
+    auto result = sim::run_simulation(params, run);
+    if (trace) trace->finish(result.stats.simulated_until, result.violation_count, result.event_hash);
+    if (timeline) {
+      timeline->finish(result.stats.simulated_until);
+      std::ofstream svg(o.timeline, std::ios::binary);
+      svg << sim::render_svg(*timeline, params, result.stats.simulated_until);
+      if (!svg) fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+    }
+    if (o.check_determinism) {
+      sim::RunOptions again;
+      again.compare_with_model = !o.no_model;
+      const auto second = sim::run_simulation(params, again);
+      if (second.event_hash != result.event_hash || second.stats.events != result.stats.events) {
+        ++result.violation_count;
+        result.violations.push_back({result.stats.simulated_until, "determinism",
+                                     fmt::format("two runs of seed {} differ: event hash {:016x} over {} events, then {:016x} over {}",
+                                                 seed, result.event_hash, result.stats.events, second.event_hash, second.stats.events),
+                                     {}});
+      }
+    }
+    add(totals, result);
+    if (result.violation_count > 0) {
+      progress.clear();
+      ++totals.failed_seeds;
+      totals.violations += result.violation_count;
+      report_failure(options, result, totals.failed_seeds == 1);
+    }
+    progress.show(seed - first + 1, 0, totals.failed_seeds);
+  }
+  progress.clear();
+  const double wall_s = std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (o.check_determinism) fmt::print("determinism: every seed ran twice with the same event hash{}\n", totals.failed_seeds ? " (see failures above)" : "");
+  print_summary(totals, wall_s);
+  return totals.violations == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_sim_command(CLI::App& app, std::function<int()>& run) {
+  auto options = std::make_shared<SimOptions>();
+  auto* command = app.add_subcommand(
+      "sim",
+      "Run the deterministic simulator: clients, a virtual network with delays, drops, crashes\n"
+      "and server restarts, around the engine, judged after every event against the reference\n"
+      "model and from the clients' side. Without options: a swarm over seeds 1..1000.");
+  auto* seed = command->add_option("--seed", options->seed, "run one seed");
+  command->add_option("--seeds", options->seeds, "run the seeds A..B")->excludes(seed);
+  command->add_flag("--swarm", options->swarm, "draw the parameters themselves from each seed");
+  command->add_option("--clients", options->clients, "simulated clients")->check(CLI::Range(1, 10000));
+  command->add_option("--keys", options->keys, "distinct keys")->check(CLI::Range(1, 1000000));
+  command->add_option("--duration-ms", options->duration_ms, "simulated time during which requests are sent (a drain follows)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  command->add_option("--trace", options->trace, "write the run as NDJSON (schema: sim/TRACE.md)");
+  command->add_option("--timeline", options->timeline, "draw per-key ownership over time as SVG");
+  command->add_flag("--check-determinism", options->check_determinism, "run each seed twice and compare the event hashes");
+  command->add_option("--inject-bug", options->bug, "an engine bug from the catalogue, or restart-forgets-tokens")
+      ->capture_default_str();
+  command->add_flag("--no-model", options->no_model, "do not compare with the reference model (faster; the other checkers run)");
+  command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")->capture_default_str();
+  command->callback([options, &run] { run = [options] { return run_sim(*options); }; });
+}
+
+}  // namespace lockstep::cli

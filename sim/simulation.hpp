@@ -1,0 +1,74 @@
+// One simulated run of simple mode: clients, a virtual network and one
+// server node, driven by one event loop from one seed, judged after every
+// event. The run stops at the first violation (the point of a seed is to
+// reproduce it), or after the workload and the drain phase.
+//
+// Phases: [0, duration) the clients send requests and faults strike; then
+// the drain: no new requests and no faults, time runs on until every wait
+// and lease has ended and a sweep has run; then the final checks: every
+// request answered (unless its connection closed), no key left registered.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "impl/engine.hpp"
+#include "sim/client_edge.hpp"
+#include "sim/observer.hpp"
+#include "sim/params.hpp"
+#include "sim/violations.hpp"
+
+namespace lockstep::sim {
+
+// One input the server handled, as the shrinker replays it.
+struct InputRecord {
+  enum class Kind { line, close, restart };
+  Kind kind = Kind::line;
+  TimeMs at;
+  ConnectionId connection;
+  std::string line;
+  RequestId request = 0;     // the request the line carries
+  RequestId release_of = 0;  // a release: the acquire whose grant gave its token
+};
+
+struct SimStats {
+  std::uint64_t events = 0;
+  std::uint64_t requests_sent = 0;
+  std::uint64_t responses_received = 0;
+  std::uint64_t connections = 0;
+  std::uint64_t drops = 0;
+  std::uint64_t crashes = 0;
+  std::uint64_t restarts = 0;
+  std::uint64_t lost_messages = 0;
+  std::uint64_t server_steps = 0;
+  EngineCounters engine;  // summed over the server's incarnations
+  TimeMs simulated_until;
+};
+
+struct RunOptions {
+  bool compare_with_model = true;
+  bool check_protocol = true;
+  bool record_inputs = false;
+  // Stop at the first violation (a seed's point); the shrinker's recording
+  // run goes on, to find a later symptom that a vector can show.
+  bool stop_at_first_violation = true;
+  std::vector<Observer*> observers;
+  // Called every `progress_events` events with the current instant.
+  std::function<void(TimeMs)> progress;
+  std::uint64_t progress_events = 1 << 20;
+};
+
+struct RunResult {
+  SimParams params;
+  SimStats stats;
+  std::uint64_t violation_count = 0;
+  std::vector<Violation> violations;  // the first few
+  std::uint64_t event_hash = 0;       // of every event and every response, in order
+  std::vector<InputRecord> inputs;    // with record_inputs
+};
+
+RunResult run_simulation(const SimParams& params, const RunOptions& options);
+
+}  // namespace lockstep::sim

@@ -1,0 +1,76 @@
+// The timeline of a run, for teaching and design review: per key, who held
+// it when (owner and token), who waited in its queue, and marks where the
+// contract acted: grants, release hand-offs, sweep hand-offs, takeovers of
+// expired keys, timeouts, sweeps, server restarts. The recorder is an
+// observer that reads the engine's key views after each step; render_svg
+// draws what it recorded as a self-contained SVG.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/observer.hpp"
+#include "sim/params.hpp"
+
+namespace lockstep::sim {
+
+struct TimelineBar {
+  std::string key;
+  bool hold = true;  // else a waiter
+  TimeMs start;
+  TimeMs end;
+  std::string owner;
+  Token token;        // holds
+  std::string ended;  // released, expired, restart, served, timeout, dropped, end
+  TimeMs expiry;      // holds: when the lease ended (the bar may run on, unswept)
+};
+
+struct TimelineMark {
+  std::string key;  // empty: the whole server (a restart)
+  TimeMs at;
+  std::string kind;  // grant, handoff, sweep-handoff, takeover, timeout, sweep, restart
+};
+
+class TimelineRecorder final : public Observer {
+ public:
+  explicit TimelineRecorder(const SimParams& params) : params_(params) {}
+
+  void server_step(const ServerStep& step, const SimpleServerNode& server) override;
+  void world(TimeMs, WorldEvent, std::uint32_t, ConnectionId, std::string_view) override {}
+  // Closes what is still open at the end of the run.
+  void finish(TimeMs at);
+
+  const std::vector<TimelineBar>& bars() const { return bars_; }
+  const std::vector<TimelineMark>& marks() const { return marks_; }
+
+ private:
+  struct Waiting {
+    ConnectionId connection;
+    std::string owner;
+    TimeMs start;
+    TimeMs deadline;
+  };
+  struct Track {
+    bool held = false;
+    std::string owner;
+    Token token;
+    TimeMs start;
+    TimeMs expiry;
+    std::vector<Waiting> waiting;
+  };
+
+  void update_key(const std::string& key, const ServerStep& step, const SimpleServerNode& server);
+
+  SimParams params_;
+  std::map<std::string, Track> tracks_;
+  std::vector<TimelineBar> bars_;
+  std::vector<TimelineMark> marks_;
+};
+
+// At most `keys_max` keys are drawn: the busiest, in key order.
+std::string render_svg(const TimelineRecorder& recorder, const SimParams& params, TimeMs end,
+                       std::size_t keys_max = 12);
+
+}  // namespace lockstep::sim

@@ -1,0 +1,38 @@
+// What the checkers found. Each violation names the checker that saw it
+// (model, protocol, client, drain, invariant, determinism) so that a report
+// says which opinion of the contract was broken, and, when it is about one
+// key, that key, which the shrinker uses to focus its first cut.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "impl/units.hpp"
+
+namespace lockstep::sim {
+
+struct Violation {
+  TimeMs at;
+  std::string checker;
+  std::string what;
+  std::string key;  // empty when the violation is not about one key
+};
+
+class ViolationLog {
+ public:
+  void add(TimeMs at, std::string checker, std::string what, std::string key = {}) {
+    ++count_;
+    if (items_.size() < kept_max) items_.push_back({at, std::move(checker), std::move(what), std::move(key)});
+  }
+  bool any() const { return count_ > 0; }
+  std::uint64_t count() const { return count_; }
+  const std::vector<Violation>& items() const { return items_; }
+
+ private:
+  static constexpr std::size_t kept_max = 32;  // the first ones explain; the rest are counted
+  std::vector<Violation> items_;
+  std::uint64_t count_ = 0;
+};
+
+}  // namespace lockstep::sim

@@ -1,0 +1,167 @@
+// The simulated world behind run_simulation (simulation.hpp): its event
+// kinds, its clients and its connections. world.cpp runs the loop, the
+// network and the faults; clients.cpp is what the clients do.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "impl/protocol.hpp"
+#include "sim/client_edge.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/network.hpp"
+#include "sim/params.hpp"
+#include "sim/prng.hpp"
+#include "sim/server_node.hpp"
+#include "sim/simulation.hpp"
+#include "sim/storage.hpp"
+#include "sim/violations.hpp"
+
+namespace lockstep::sim {
+
+enum class EventKind : std::uint8_t {
+  slot_wake,      // an owner of a client may send its next acquire
+  release_due,    // a client's hold is to be released
+  to_server,      // a message reaches the server's end of a connection
+  to_client,      // a response reaches the client's end
+  server_tick,    // something is due at the server
+  drop,           // a connection breaks (fault)
+  client_crash,   // a client dies (fault)
+  client_revive,  // a crashed client starts again
+  reconnect,      // a client tries to connect
+  reset_notice,   // a client learns that the server side of its connection died
+  server_crash,   // the server dies (fault)
+  server_up,      // the server starts again
+  audit,          // the clients' checker looks for requests never answered
+  workload_end,   // the drain begins
+};
+
+struct Event {
+  EventKind kind = EventKind::audit;
+  std::uint32_t client = 0;
+  std::uint32_t slot = 0;       // an owner slot, a hold index
+  std::uint64_t value = 0;      // a pool index, a connection id
+  std::uint64_t generation = 0; // the client's life or link it belongs to
+};
+
+// A message from a client to the server: a request line, or the end of the
+// connection (TCP's FIN, which follows the data sent before it).
+struct Upstream {
+  ConnectionId connection;
+  bool close = false;
+  std::string line;
+  RequestId request = 0;
+  RequestId release_of = 0;
+};
+
+struct Downstream {
+  ConnectionId connection;
+  Response response;
+  std::uint32_t incarnation = 0;
+};
+
+struct OwnerSlot {
+  std::uint32_t owner = 0;
+  std::string owner_name;
+  bool in_flight = false;
+  RequestId request = 0;
+};
+
+struct Hold {
+  std::uint32_t key = 0;
+  Token token;
+  RequestId request = 0;  // the acquire that got it
+  std::uint32_t owner = 0;
+  bool live = false;
+};
+
+struct Client {
+  bool alive = true;
+  std::optional<ConnectionId> connection;
+  std::uint64_t life = 0;  // bumped by a crash: voids release timers
+  std::uint64_t link = 0;  // bumped by a crash or a drop: voids slot timers
+  std::vector<OwnerSlot> slots;
+  std::vector<Hold> holds;       // fixed size; `live` marks the used ones
+  std::vector<Hold> released;    // recent releases, for stale-token releases
+  std::size_t released_next = 0;
+};
+
+struct ConnectionEnds {
+  std::uint32_t client = 0;
+  bool client_open = false;
+  FifoChannel upstream;
+  FifoChannel downstream;
+};
+
+class World {
+ public:
+  World(const SimParams& params, const RunOptions& options);
+  RunResult run();
+
+ private:
+  // world.cpp
+  void dispatch(const Event& event);
+  void schedule(TimeMs at, Event event);
+  void send_upstream(std::uint32_t client, Upstream message);
+  void send_downstream(const Outputs& out, std::size_t first);
+  void deliver_to_server(Upstream message);
+  void deliver_to_client(Downstream message);
+  void tick_server_to(TimeMs now);
+  void arm_server_tick();
+  void notify_step(ServerAction action, ConnectionId connection, std::string_view line,
+                   const Outputs& out, std::size_t first);
+  void notify_world(WorldEvent event, std::uint32_t client, ConnectionId connection,
+                    std::string_view line = {});
+  void on_drop(std::uint32_t client);
+  void on_server_crash();
+  void on_server_up();
+  void schedule_fault(EventKind kind, double per_hour);
+  void final_checks();
+  void mix(std::uint64_t value);
+  void mix(std::string_view text);
+  TimeMs now() const { return queue_.now(); }
+
+  // clients.cpp
+  void start_client(std::uint32_t client);
+  void connect(std::uint32_t client);
+  void close_client_side(std::uint32_t client);
+  void on_slot_wake(std::uint32_t client, std::uint32_t slot);
+  void on_release_due(std::uint32_t client, std::uint32_t hold);
+  void on_answer(std::uint32_t client, const Answer& answer);
+  void on_crash(std::uint32_t client);
+  void on_revive(std::uint32_t client);
+  void wake_slot_later(std::uint32_t client, std::uint32_t slot);
+  DurationMs think_time();
+  DurationMs hold_time(TimeMs sent_at, DurationMs lease_ms);
+  bool sending() const { return !draining_; }
+
+  SimParams params_;
+  RunOptions options_;
+  Prng workload_prng_;
+  Prng network_prng_;
+  Prng fault_prng_;
+  KeyChooser keys_;
+  std::vector<std::string> key_names_;
+  EventQueue<Event> queue_;
+  InFlightPool<Upstream> upstream_pool_;
+  InFlightPool<Downstream> downstream_pool_;
+  ViolationLog violations_;
+  DurableStorage storage_;
+  SimpleServerNode server_;
+  ClientEdgeChecker edge_;
+  std::vector<Client> clients_;
+  std::vector<ConnectionEnds> connections_;  // by connection id - 1
+  std::optional<TimeMs> tick_armed_at_;
+  bool draining_ = false;
+  TimeMs end_;
+  RequestId next_request_ = 1;
+  Outputs out_;
+  SimStats stats_;
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+  std::vector<InputRecord> inputs_;
+  std::string line_buffer_;
+};
+
+}  // namespace lockstep::sim
