@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev
   googletest libgtest-dev librapidcheck-dev
+  libhiredis-dev redis-server
 )
 
 missing=()

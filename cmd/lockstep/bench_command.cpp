@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "impl/engine.hpp"
+#include "live/server_bench.hpp"
 
 namespace lockstep::cli {
 
@@ -196,6 +198,26 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   engine->add_option("--requests", options->requests, "requests in the timed mix")->capture_default_str();
   engine->add_option("--seed", options->seed, "seed of the workload")->capture_default_str();
   engine->callback([options, &run] { run = [options] { return run_bench_engine(*options); }; });
+
+  auto server_options = std::make_shared<live::ServerBenchOptions>();
+  auto* server = bench->add_subcommand(
+      "server",
+      "lockstep serve and redis-server (SET NX PX + compare-and-delete by EVALSHA) side by side:\n"
+      "the same load generator, connections, keys and try-lock/release mix in one run, unpipelined\n"
+      "and at pipeline depth 16; ops/s, p50/p99/p99.9 latency, `ratio: X`; then lockstep alone on\n"
+      "a contention mix with waiters");
+  std::string against = "redis";
+  server->add_option("--against", against, "the server to compare with")->check(CLI::IsMember({"redis"}));
+  server->add_option("--connections", server_options->connections, "client connections")->capture_default_str();
+  server->add_option("--keys", server_options->keys, "keys drawn from uniformly")->capture_default_str();
+  server->add_option("--seconds", server_options->seconds, "length of each run")->capture_default_str();
+  server->add_option("--redis-server", server_options->redis_binary, "the redis-server binary")->capture_default_str();
+  server->callback([server_options, &run] {
+    run = [server_options] {
+      server_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+      return live::run_server_bench(*server_options);
+    };
+  });
 }
 
 }  // namespace lockstep::cli

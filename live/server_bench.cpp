@@ -1,0 +1,119 @@
+#include "live/server_bench.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+
+#include "client/line_socket.hpp"
+#include "live/load.hpp"
+#include "live/process.hpp"
+
+namespace lockstep::live {
+
+namespace {
+
+// The compare-and-delete release of the usual Redis lock recipe.
+constexpr const char* release_script =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return fmt::format("{} {} {}", one, five, fifteen);
+}
+
+void print_result(const std::string& name, const LoadResult& r) {
+  fmt::print("  {:<9} {:>10.0f} ops/s   p50 {:>6.0f} us   p99 {:>6.0f} us   p99.9 {:>6.0f} us   ({} ops, {} grants)\n",
+             name, r.ops_per_second(), r.p50_us, r.p99_us, r.p999_us, r.operations, r.grants);
+}
+
+}  // namespace
+
+int run_server_bench(const ServerBenchOptions& options) {
+  const auto lockstep_port = client::pick_free_port();
+  const auto redis_port = client::pick_free_port();
+  if (!lockstep_port || !redis_port || *lockstep_port == *redis_port) {
+    fmt::print(stderr, "bench server: no free ports\n");
+    return 2;
+  }
+  const auto log = [&](const char* name) { return fmt::format("/tmp/lockstep-bench-{}-{}.log", name, getpid()); };
+  auto lockstep = ServerProcess::start(
+      fmt::format("exec {} serve --quiet --port {} --max-connections 4096", options.lockstep_binary, *lockstep_port),
+      log("lockstep"));
+  auto redis = ServerProcess::start(
+      fmt::format("exec {} --port {} --bind 127.0.0.1 --save '' --appendonly no --protected-mode no",
+                  options.redis_binary, *redis_port),
+      log("redis"));
+  if (!lockstep || !redis) {
+    fmt::print(stderr, "bench server: cannot start the servers\n");
+    return 2;
+  }
+  // Wait for both, and load the release script into Redis.
+  if (!client::LineSocket::connect("127.0.0.1", *lockstep_port, std::chrono::seconds(10)) ||
+      !client::LineSocket::connect("127.0.0.1", *redis_port, std::chrono::seconds(10))) {
+    fmt::print(stderr, "bench server: a server did not start:\n{}\n{}\n", lockstep->log_tail(), redis->log_tail());
+    return 2;
+  }
+  redisContext* setup = redisConnect("127.0.0.1", *redis_port);
+  auto* loaded = static_cast<redisReply*>(redisCommand(setup, "SCRIPT LOAD %s", release_script));
+  if (loaded == nullptr || loaded->type != REDIS_REPLY_STRING) {
+    fmt::print(stderr, "bench server: cannot load the release script into Redis\n");
+    return 2;
+  }
+  const std::string sha(loaded->str, loaded->len);
+  freeReplyObject(loaded);
+  redisFree(setup);
+
+  fmt::print("bench server: {} connections, {} keys, {} s per run, try-lock (lease 10 s, wait 0) then release\n",
+             options.connections, options.keys, options.seconds);
+  fmt::print("  load average before: {}\n", load_average());
+  for (const int depth : {1, 16}) {
+    LoadConfig config;
+    config.connections = options.connections;
+    config.depth = depth;
+    config.keys = options.keys;
+    config.duration = std::chrono::seconds(options.seconds);
+    config.seed = options.seed;
+    config.port = *lockstep_port;
+    auto ours = lockstep_protocol();
+    const auto a = run_load(config, *ours);
+    config.port = *redis_port;
+    auto theirs = redis_protocol(sha);
+    const auto b = run_load(config, *theirs);
+    if (!a.error.empty() || !b.error.empty()) {
+      fmt::print(stderr, "bench server: {} {}\n", a.error, b.error);
+      return 1;
+    }
+    fmt::print("pipeline depth {}:\n", depth);
+    print_result("lockstep", a);
+    print_result("redis", b);
+    fmt::print("ratio: {:.2f}  (depth {}: lockstep ops/s / redis ops/s; p99 {:.0f} us vs {:.0f} us)\n",
+               a.ops_per_second() / b.ops_per_second(), depth, a.p99_us, b.p99_us);
+  }
+  // Contention with waiters: 100 hot keys, short leases, waits.
+  LoadConfig contention;
+  contention.connections = options.connections;
+  contention.depth = 4;
+  contention.hot_keys = 100;
+  contention.lease_ms = 5;
+  contention.wait_ms = 50;
+  contention.duration = std::chrono::seconds(options.seconds);
+  contention.port = *lockstep_port;
+  auto ours = lockstep_protocol();
+  const auto c = run_load(contention, *ours);
+  fmt::print("contention (lockstep only: 100 hot keys, lease 5 ms, wait 50 ms, depth 4):\n");
+  print_result("lockstep", c);
+  fmt::print("  load average after: {}\n", load_average());
+  lockstep->stop();
+  redis->stop();
+  ::unlink(log("lockstep").c_str());
+  ::unlink(log("redis").c_str());
+  return c.error.empty() ? 0 : 1;
+}
+
+}  // namespace lockstep::live
