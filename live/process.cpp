@@ -56,6 +56,8 @@ std::optional<ServerProcess> ServerProcess::start(const std::string& command, co
       dup2(log, 1);
       dup2(log, 2);
     }
+    // The server inherits nothing else of ours (sockets, log files).
+    closefrom(3);
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

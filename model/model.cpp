@@ -172,6 +172,9 @@ std::optional<TimeMs> Model::next_due() const {
 
 void Model::advance(TimeMs now, Outputs& out) {
   if (now < now_) throw std::logic_error("time went back");
+  // Time did not move: whatever was due up to now_ has fired, and nothing
+  // created at now_ is due before a later instant.
+  if (now == now_) return;
   for (auto due = next_due(); due && *due <= now; due = next_due()) {
     now_ = *due;
     // At one instant: wait timeouts first, then the sweep.
