@@ -40,13 +40,7 @@ class LiveRun {
   }
 
  private:
-  int line_at_or_before(TimeMs instant) const {
-    int line = vector_.steps.front().line;
-    for (const auto& step : vector_.steps) {
-      if (step.time <= instant) line = std::max(line, step.line);
-    }
-    return line;
-  }
+  int line_at_or_before(TimeMs instant) const { return lockstep::line_at_or_before(vector_, instant); }
 
   std::optional<VectorError> run_instant(TimeMs instant, std::optional<TimeMs> previous) {
     // First the instant before: whatever fires between two named instants
@@ -207,13 +201,9 @@ VectorVerdict run_live_vector(const Vector& vector, const LiveOptions& options) 
 }
 
 VectorVerdict run_live_vector_file(const std::string& path, const LiveOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return VectorVerdict{VectorVerdict::Status::fail, 0, "cannot read the file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  auto parsed = parse_vector(text.str());
+  auto parsed = read_vector_file(path);
   if (auto* error = std::get_if<VectorError>(&parsed)) {
-    return VectorVerdict{VectorVerdict::Status::fail, error->line, fmt::format("bad vector: {}", error->message)};
+    return VectorVerdict{VectorVerdict::Status::fail, error->line, error->message};
   }
   return run_live_vector(std::get<Vector>(parsed), options);
 }

@@ -104,13 +104,7 @@ class InProcessRun {
     return VectorVerdict{VectorVerdict::Status::fail, error.line, error.message};
   }
 
-  int line_at_or_before(TimeMs instant) const {
-    int line = vector_.steps.front().line;
-    for (const auto& step : vector_.steps) {
-      if (step.time <= instant) line = std::max(line, step.line);
-    }
-    return line;
-  }
+  int line_at_or_before(TimeMs instant) const { return lockstep::line_at_or_before(vector_, instant); }
 
   // Fires what is due between the previous named instant and this one: the
   // vector names no instant there, so anything sent is unexpected.
@@ -204,14 +198,9 @@ VectorVerdict run_vector(const Vector& vector, ServiceKind kind, InjectedBug bug
 }
 
 VectorVerdict run_vector_file(const std::string& path, ServiceKind kind, InjectedBug bug) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return VectorVerdict{VectorVerdict::Status::fail, 0, "cannot read the file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  auto parsed = parse_vector(text.str());
+  auto parsed = read_vector_file(path);
   if (auto* error = std::get_if<VectorError>(&parsed)) {
-    return VectorVerdict{VectorVerdict::Status::fail, error->line,
-                         fmt::format("bad vector: {}", error->message)};
+    return VectorVerdict{VectorVerdict::Status::fail, error->line, error->message};
   }
   return run_vector(std::get<Vector>(parsed), kind, bug);
 }

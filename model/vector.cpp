@@ -1,6 +1,8 @@
 #include "model/vector.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include <fmt/format.h>
@@ -154,6 +156,26 @@ std::vector<TimeMs> named_instants(const Vector& vector) {
   std::set<TimeMs> instants;
   for (const auto& step : vector.steps) instants.insert(step.time);
   return {instants.begin(), instants.end()};
+}
+
+int line_at_or_before(const Vector& vector, TimeMs instant) {
+  int line = vector.steps.front().line;
+  for (const auto& step : vector.steps) {
+    if (step.time <= instant) line = std::max(line, step.line);
+  }
+  return line;
+}
+
+std::variant<Vector, VectorError> read_vector_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return VectorError{0, "cannot read the file"};
+  std::stringstream text;
+  text << file.rdbuf();
+  auto parsed = parse_vector(text.str());
+  if (auto* error = std::get_if<VectorError>(&parsed)) {
+    return VectorError{error->line, fmt::format("bad vector: {}", error->message)};
+  }
+  return parsed;
 }
 
 }  // namespace lockstep

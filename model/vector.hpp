@@ -44,4 +44,11 @@ std::variant<Vector, VectorError> parse_vector(std::string_view text);
 // Every instant the vector names (in at, close, expect or end), ascending.
 std::vector<TimeMs> named_instants(const Vector& vector);
 
+// The last line of the file whose step lies at or before `instant`: where a
+// failure at that instant is reported when no expect line is to blame.
+int line_at_or_before(const Vector& vector, TimeMs instant);
+
+// Reads and parses a file; an unreadable file is an error at line 0.
+std::variant<Vector, VectorError> read_vector_file(const std::string& path);
+
 }  // namespace lockstep

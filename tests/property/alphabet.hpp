@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "impl/bugs.hpp"
 #include "impl/limits.hpp"
 #include "impl/units.hpp"
 
@@ -33,6 +34,13 @@ inline std::string bug_test_name(const ::testing::TestParamInfo<const char*>& in
   std::string name = info.param;
   for (auto& c : name) c = c == '-' ? '_' : c;
   return name;
+}
+
+// Every bug of the catalogue, by name, for parameterized tests.
+inline std::vector<const char*> catalogue_bug_names() {
+  std::vector<const char*> names;
+  for (const auto& entry : bug_catalogue()) names.push_back(entry.name.data());
+  return names;
 }
 
 inline std::string key_name(int index) { return "k" + std::to_string(index); }

@@ -173,11 +173,7 @@ TEST_P(ClientPropertiesCatchBug, FindsAViolation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, ClientPropertiesCatchBug,
-                         ::testing::Values("lifo-handoff", "sweep-before-timeouts", "early-expiry",
-                                           "no-timeout", "same-owner-renewal", "stale-release",
-                                           "busy-early", "sweep-drops-waiters",
-                                           "requests-before-timeouts", "double-answer",
-                                           "token-per-key"),
+                         ::testing::ValuesIn(catalogue_bug_names()),
                          bug_test_name);
 
 }  // namespace

@@ -161,11 +161,7 @@ TEST_P(EngineVsModelCatchesBug, FindsADifference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, EngineVsModelCatchesBug,
-                         ::testing::Values("lifo-handoff", "sweep-before-timeouts", "early-expiry",
-                                           "no-timeout", "same-owner-renewal", "stale-release",
-                                           "busy-early", "sweep-drops-waiters",
-                                           "requests-before-timeouts", "double-answer",
-                                           "token-per-key"),
+                         ::testing::ValuesIn(catalogue_bug_names()),
                          bug_test_name);
 
 }  // namespace
