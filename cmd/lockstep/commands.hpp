@@ -10,6 +10,7 @@ namespace lockstep::cli {
 // the process's exit code.
 void add_conform_command(CLI::App& app, std::function<int()>& run);
 void add_bench_command(CLI::App& app, std::function<int()>& run);
+void add_check_command(CLI::App& app, std::function<int()>& run);
 void add_serve_command(CLI::App& app, std::function<int()>& run);
 void add_sim_command(CLI::App& app, std::function<int()>& run);
 

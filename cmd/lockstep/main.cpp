@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   std::function<int()> run;
   lockstep::cli::add_conform_command(app, run);
   lockstep::cli::add_bench_command(app, run);
+  lockstep::cli::add_check_command(app, run);
   lockstep::cli::add_serve_command(app, run);
   lockstep::cli::add_sim_command(app, run);
   try {

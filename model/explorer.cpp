@@ -1,0 +1,277 @@
+#include "model/explorer.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace lockstep {
+
+namespace {
+
+// Every action the spec's Next can take, in one fixed order: Acquire for each
+// connection, key, owner, lease and wait; Release for each connection, key
+// and token the bounds allow; Close for each connection; Tick.
+std::vector<ExplorerAction> all_actions(const SpecBounds& b) {
+  std::vector<ExplorerAction> actions;
+  for (std::uint8_t c = 0; c < b.conns.size(); ++c) {
+    for (std::uint8_t k = 0; k < b.keys.size(); ++k) {
+      for (std::uint8_t o = 0; o < b.owners.size(); ++o) {
+        for (const auto lease : b.leases_ms) {
+          for (const auto wait : b.waits_ms) {
+            actions.push_back({StepKind::acquire, c, k, o, lease, wait, 0,
+                               fmt::format("A {} {} {} {}", b.keys[k], b.owners[o], lease, wait)});
+          }
+        }
+      }
+    }
+  }
+  for (std::uint8_t c = 0; c < b.conns.size(); ++c) {
+    for (std::uint8_t k = 0; k < b.keys.size(); ++k) {
+      for (std::uint64_t t = 1; t < b.token_bound(); ++t) {
+        actions.push_back({StepKind::release, c, k, 0, 0, 0, t, fmt::format("R {} {}", b.keys[k], t)});
+      }
+    }
+  }
+  for (std::uint8_t c = 0; c < b.conns.size(); ++c) {
+    actions.push_back({StepKind::close, c, 0, 0, 0, 0, 0, {}});
+  }
+  actions.push_back({StepKind::tick, 0, 0, 0, 0, 0, 0, {}});
+  return actions;
+}
+
+std::uint32_t all_open(const SpecBounds& b) { return (std::uint32_t{1} << b.conns.size()) - 1; }
+
+// A response as a vector's expect line writes it: tokens by name, `$t<value>`.
+std::string expect_text(const Response& r) {
+  switch (r.kind) {
+    case ResponseKind::granted: return fmt::format("A $t{} {} {}", r.token.value, r.owner, r.key);
+    case ResponseKind::timed_out: return fmt::format("T {} {}", r.owner, r.key);
+    case ResponseKind::busy: return fmt::format("B {} {}", r.owner, r.key);
+    case ResponseKind::released: return fmt::format("R $t{} {}", r.token.value, r.key);
+    case ResponseKind::not_held: return fmt::format("N $t{} {}", r.token.value, r.key);
+    case ResponseKind::error: break;
+  }
+  return "E";
+}
+
+std::string action_text(const ExplorerAction& a, const SpecBounds& b, TimeMs at) {
+  switch (a.kind) {
+    case StepKind::acquire:
+    case StepKind::release: return fmt::format("at {} {} sends {}", at.value, b.conns[a.conn], a.line);
+    case StepKind::close: return fmt::format("at {} {} closes", at.value, b.conns[a.conn]);
+    case StepKind::tick: break;
+  }
+  return fmt::format("time moves to {}", at.value);
+}
+
+}  // namespace
+
+Explorer::Explorer(SpecBounds bounds, std::optional<InjectedBug> bug)
+    : bounds_(std::move(bounds)),
+      bug_(bug.value_or(bounds_.bug())),
+      names_(bounds_),
+      actions_(all_actions(bounds_)) {}
+
+Model Explorer::initial_model() const { return Model(bounds_.limits(), Token{1}, bug_); }
+
+bool Explorer::enabled(const ExplorerAction& a, const StateView& view) const {
+  switch (a.kind) {
+    case StepKind::acquire: return view.is_open(a.conn) && view.clock_ms + a.wait_ms <= bounds_.max_time_ms;
+    case StepKind::release: return view.is_open(a.conn) && a.token < view.next_token;
+    case StepKind::close: return view.is_open(a.conn);
+    case StepKind::tick: return view.clock_ms < bounds_.max_time_ms;
+  }
+  return false;
+}
+
+bool Explorer::apply(const ExplorerAction& a, Model& model, std::uint32_t& open, Outputs& out) const {
+  const TimeMs now = model.now();
+  switch (a.kind) {
+    case StepKind::acquire:
+    case StepKind::release:
+      model.on_line(connection_of(a.conn), a.line, now, out);
+      return model.next_token().value <= bounds_.max_token + 1;
+    case StepKind::close:
+      model.on_close(connection_of(a.conn), now, out);
+      open &= ~(std::uint32_t{1} << a.conn);
+      return true;
+    case StepKind::tick:
+      model.advance(TimeMs{now.value + 1}, out);
+      return true;
+  }
+  return false;
+}
+
+ExploreResult Explorer::run(std::optional<int> steps_max) {
+  struct Node {
+    Model model;
+    StateView view;
+    std::uint32_t index;
+    int steps;
+  };
+  ExploreResult result;
+  parents_.clear();
+  std::unordered_set<std::string> seen;  // encoded views; only looked up, never iterated
+  std::deque<Node> frontier;
+  std::string bytes;
+
+  const auto stop = [&](PropertyFailure failure, std::vector<std::uint32_t> behaviour) {
+    result.failure = std::move(failure);
+    result.counterexample = std::move(behaviour);
+    result.complete = false;
+  };
+
+  {
+    Node init{initial_model(), {}, 0, 0};
+    view_of(init.model, all_open(bounds_), {}, names_, init.view);
+    encode(init.view, bytes);
+    seen.insert(bytes);
+    parents_.push_back({0, 0});
+    result.states_generated = 1;
+    result.depth = 1;
+    if (auto failure = check_state(init.view, bounds_)) {
+      stop(*failure, {});
+      result.distinct_states = 1;
+      return result;
+    }
+    frontier.push_back(std::move(init));
+  }
+
+  // Reused for every successor: assigning a model to it reuses its storage.
+  Model scratch = initial_model();
+  StateView after;
+  Outputs out;
+  while (!frontier.empty() && !result.failure) {
+    const Node& node = frontier.front();
+    if (steps_max && node.steps >= *steps_max) {
+      result.complete = false;
+      frontier.pop_front();
+      continue;
+    }
+    for (std::uint32_t a = 0; a < actions_.size() && !result.failure; ++a) {
+      const auto& action = actions_[a];
+      if (!enabled(action, node.view)) continue;
+      scratch = node.model;
+      std::uint32_t open = node.view.open;
+      out.clear();
+      if (!apply(action, scratch, open, out)) continue;
+      ++result.states_generated;
+      view_of(scratch, open, out, names_, after);
+      count_step(node.view, after, action.kind, bounds_, result.coverage);
+      if (auto failure = check_step(node.view, after, action.kind, bounds_)) {
+        auto behaviour = behaviour_to(node.index);
+        behaviour.push_back(a);
+        stop(*failure, std::move(behaviour));
+        break;
+      }
+      encode(after, bytes);
+      if (!seen.insert(bytes).second) continue;
+      const auto index = static_cast<std::uint32_t>(parents_.size());
+      parents_.push_back({node.index, a});
+      result.depth = std::max(result.depth, node.steps + 2);
+      if (auto failure = check_state(after, bounds_)) {
+        stop(*failure, behaviour_to(index));
+        break;
+      }
+      frontier.push_back(Node{scratch, after, index, node.steps + 1});
+    }
+    frontier.pop_front();
+  }
+  result.distinct_states = parents_.size();
+  return result;
+}
+
+std::vector<std::uint32_t> Explorer::behaviour_to(std::uint32_t state) const {
+  std::vector<std::uint32_t> behaviour;
+  for (auto s = state; s != 0; s = parents_[s].state) behaviour.push_back(parents_[s].action);
+  std::reverse(behaviour.begin(), behaviour.end());
+  return behaviour;
+}
+
+void Explorer::replay(const std::vector<std::uint32_t>& behaviour,
+                      const std::function<void(const Replayed&)>& visit) const {
+  Model model = initial_model();
+  std::uint32_t open = all_open(bounds_);
+  Replayed step{nullptr, TimeMs{0}, {}, {}};
+  view_of(model, open, {}, names_, step.view);
+  visit(step);
+  for (const auto a : behaviour) {
+    step.action = &actions_.at(a);
+    step.sent.clear();
+    apply(*step.action, model, open, step.sent);
+    step.at = model.now();
+    view_of(model, open, step.sent, names_, step.view);
+    visit(step);
+  }
+}
+
+std::string Explorer::trace_text(const std::vector<std::uint32_t>& behaviour) const {
+  std::string text;
+  int number = 0;
+  replay(behaviour, [&](const Replayed& step) {
+    if (step.action == nullptr) {
+      text += fmt::format("  {:>3}. initial state\n", number++);
+    } else {
+      text += fmt::format("  {:>3}. {}\n", number++, action_text(*step.action, bounds_, step.at));
+      for (const auto& o : step.sent) {
+        text += fmt::format("         -> {} gets {}\n", bounds_.conns[o.connection.value - 1],
+                            format_response(o.response));
+      }
+    }
+    text += fmt::format("         {}\n", describe(step.view, bounds_));
+  });
+  return text;
+}
+
+std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
+                                  std::string_view comment) const {
+  const auto limits = bounds_.limits();
+  std::string text = fmt::format("# {}\n", comment);
+  text += fmt::format("config max_keys={} max_waiters_per_key={} max_waiters={} sweep_ms={} "
+                      "max_lease_ms={} max_wait_ms={}\n",
+                      limits.max_keys, limits.max_waiters_per_key, limits.max_waiters,
+                      limits.sweep_ms.value, limits.max_lease_ms.value, limits.max_wait_ms.value);
+  // A vector binds a token's name at the end of the instant it was granted
+  // (VECTORS.md), so a release at that same instant carries the token's
+  // value instead: the model and the engine both issue tokens from 1.
+  std::vector<std::uint64_t> named;    // tokens granted at earlier instants
+  std::vector<std::uint64_t> granted;  // tokens granted at the current instant
+  bool literal = false;
+  TimeMs last{0};
+  replay(behaviour, [&](const Replayed& step) {
+    if (step.action == nullptr) return;
+    if (step.at != last) {
+      named.insert(named.end(), granted.begin(), granted.end());
+      granted.clear();
+    }
+    const auto& a = *step.action;
+    const auto& conn = bounds_.conns[a.conn];
+    if (a.kind == StepKind::acquire) {
+      text += fmt::format("at {} {} {}\n", step.at.value, conn, a.line);
+    } else if (a.kind == StepKind::release) {
+      const bool by_name = std::find(named.begin(), named.end(), a.token) != named.end();
+      literal = literal || !by_name;
+      text += fmt::format("at {} {} R {} {}{}\n", step.at.value, conn, bounds_.keys[a.key],
+                          by_name ? "$t" : "", a.token);
+    } else if (a.kind == StepKind::close) {
+      text += fmt::format("close {} {}\n", step.at.value, conn);
+    }
+    for (const auto& o : step.sent) {
+      text += fmt::format("expect {} {} {}\n", step.at.value, bounds_.conns[o.connection.value - 1],
+                          expect_text(o.response));
+      if (o.response.kind == ResponseKind::granted) granted.push_back(o.response.token.value);
+    }
+    last = step.at;
+  });
+  text += fmt::format("end {}\n", last.value);
+  if (literal) {
+    text.insert(text.find('\n') + 1,
+                "# A token released at the instant it was granted is written as its value:\n"
+                "# the service must issue tokens 1, 2, ... as the model does.\n");
+  }
+  return text;
+}
+
+}  // namespace lockstep
