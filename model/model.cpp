@@ -198,7 +198,9 @@ void Model::fire_timeouts(Outputs& out) {
     }
   }
   std::sort(due.begin(), due.end());
-  for (const auto& [order, key] : due) {
+  for (const auto& entry : due) {
+    const std::uint64_t order = entry.first;
+    const std::string& key = entry.second;
     auto& queue = keys_[key].queue;
     const auto waiter = std::find_if(queue.begin(), queue.end(),
                                      [&](const Waiter& w) { return w.queued_order == order; });
