@@ -1,0 +1,139 @@
+// `lockstep trace-to-tla` and `lockstep validate-trace`: simulator traces
+// checked by TLC against spec/TraceLockServer.tla (spec/README.md, "Trace
+// validation"). `lockstep sim --validate-trace` uses the same code on the
+// trace of the seed it has just run.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/embedded_spec.hpp"
+#include "cmd/lockstep/validate_trace.hpp"
+
+namespace lockstep::cli {
+
+std::optional<sim::TlaTrace> read_trace_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fmt::print(stderr, "cannot read {}\n", path);
+    return std::nullopt;
+  }
+  try {
+    return sim::trace_to_tla(in, "TraceRun", trace_lock_server_tla);
+  } catch (const sim::TraceFormatError& e) {
+    fmt::print(stderr, "{}: {}\n", path, e.what());
+    return std::nullopt;
+  }
+}
+
+TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir) {
+  std::string dir = keep_dir;
+  if (dir.empty()) {
+    dir = make_work_dir();
+  } else {
+    std::filesystem::create_directories(dir);
+  }
+  auto verdict = validate_trace(trace, jar, dir);
+  if (keep_dir.empty()) remove_work_dir(dir);
+  return verdict;
+}
+
+namespace {
+
+struct TraceToTlaOptions {
+  std::string trace;
+  std::string out_dir = ".";
+};
+
+int run_trace_to_tla(const TraceToTlaOptions& o) {
+  const auto trace = read_trace_file(o.trace);
+  if (!trace) return 2;
+  try {
+    std::filesystem::create_directories(o.out_dir);
+    write_tla_files(*trace, o.out_dir);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "trace-to-tla: {}\n", e.what());
+    return 2;
+  }
+  fmt::print("wrote {0}/{1}.tla and {0}/{1}.cfg ({2} events), with LockServer.tla and TraceLockServer.tla\n",
+             o.out_dir, trace->module_name, trace->steps.size());
+  fmt::print("check with: cd {} && java -cp $TLA2TOOLS_JAR tlc2.TLC -workers 1 -config {}.cfg {}.tla\n", o.out_dir,
+             trace->module_name, trace->module_name);
+  fmt::print("{}", format_coverage(trace->coverage));
+  return 0;
+}
+
+struct ValidateOptions {
+  std::vector<std::string> traces;
+  std::string keep_dir;
+  bool require_coverage = false;
+};
+
+int run_validate(const ValidateOptions& o) {
+  const auto jar = find_tla2tools_jar();
+  if (!jar.jar) {
+    fmt::print(stderr, "validate-trace: {}\n", jar.problem);
+    return 2;
+  }
+  sim::TraceCoverage coverage;
+  std::uint64_t valid = 0, invalid = 0, errors = 0;
+  double seconds_max = 0;
+  for (const auto& path : o.traces) {
+    const auto trace = read_trace_file(path);
+    if (!trace) {
+      ++errors;
+      continue;
+    }
+    const auto verdict = validate_in_fresh_dir(*trace, *jar.jar, o.keep_dir);
+    fmt::print("{}: {}", path, format_verdict(*trace, verdict));
+    seconds_max = std::max(seconds_max, verdict.tlc_seconds);
+    if (verdict.kind == TraceVerdict::Kind::valid) {
+      ++valid;
+      coverage.merge(trace->coverage);
+    } else if (verdict.kind == TraceVerdict::Kind::invalid) {
+      ++invalid;
+    } else {
+      ++errors;
+    }
+  }
+  fmt::print("{}", format_coverage(coverage));
+  const auto missing = missing_coverage(coverage);
+  if (!missing.empty()) fmt::print("not covered by the valid traces: {}\n", missing);
+  fmt::print("traces: {} valid, {} invalid, {} not validated; slowest TLC run {:.1f} s\n", valid, invalid, errors,
+             seconds_max);
+  if (errors > 0) return 2;
+  if (invalid > 0) return 1;
+  if (o.require_coverage && !missing.empty()) return 1;
+  return 0;
+}
+
+}  // namespace
+
+void add_trace_commands(CLI::App& app, std::function<int()>& run) {
+  auto to_tla = std::make_shared<TraceToTlaOptions>();
+  auto* convert = app.add_subcommand(
+      "trace-to-tla",
+      "Write a simulator trace as a TLA+ module and config for TLC (spec/TraceLockServer.tla),\n"
+      "with the spec modules it extends.");
+  convert->add_option("trace", to_tla->trace, "the NDJSON trace (lockstep sim --trace)")->required();
+  convert->add_option("-o,--out-dir", to_tla->out_dir, "where to write TraceRun.tla, TraceRun.cfg and the spec");
+  convert->callback([to_tla, &run] { run = [to_tla] { return run_trace_to_tla(*to_tla); }; });
+
+  auto validate = std::make_shared<ValidateOptions>();
+  auto* check = app.add_subcommand(
+      "validate-trace",
+      "Check simulator traces with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar):\n"
+      "each is valid when the spec has a behaviour that takes exactly its server steps.\n"
+      "Exit 0 all valid, 1 one is invalid (or --require-coverage fails), 2 one could not be checked.");
+  check->add_option("traces", validate->traces, "NDJSON traces (lockstep sim --trace)")->required();
+  check->add_option("--keep-dir", validate->keep_dir, "write TLC's files here and keep them");
+  check->add_flag("--require-coverage", validate->require_coverage,
+                  "fail unless the valid traces together cover every action branch and response kind");
+  check->callback([validate, &run] { run = [validate] { return run_validate(*validate); }; });
+}
+
+}  // namespace lockstep::cli

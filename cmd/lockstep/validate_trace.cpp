@@ -1,0 +1,208 @@
+#include "cmd/lockstep/validate_trace.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/embedded_spec.hpp"
+
+namespace lockstep::cli {
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// Runs argv in `dir` with stdout and stderr into `log`; returns the exit
+// status, or -1 if it could not run.
+int run_in(const std::string& dir, const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    closefrom(3);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The first TLC line that starts with "Error:", and the few lines after it.
+std::string tlc_error(const std::string& log) {
+  const auto at = log.find("Error:");
+  if (at == std::string::npos) return {};
+  std::istringstream lines(log.substr(at));
+  std::string line, text;
+  for (int n = 0; n < 6 && std::getline(lines, line); ++n) text += (text.empty() ? "" : " ") + line;
+  return text;
+}
+
+}  // namespace
+
+JarLookup find_tla2tools_jar() {
+  const char* env = std::getenv("TLA2TOOLS_JAR");
+  if (env == nullptr || *env == '\0') {
+    return {std::nullopt, "TLA2TOOLS_JAR is not set: set it to the path of a tla2tools.jar (TLC 1.7 or later)"};
+  }
+  struct stat info {};
+  if (stat(env, &info) != 0 || !S_ISREG(info.st_mode)) {
+    return {std::nullopt, fmt::format("TLA2TOOLS_JAR={} is not a file", env)};
+  }
+  return {std::string(env), {}};
+}
+
+void write_tla_files(const sim::TlaTrace& trace, const std::string& work_dir) {
+  write_file(work_dir + "/LockServer.tla", lock_server_tla);
+  write_file(work_dir + "/TraceLockServer.tla", trace_lock_server_tla);
+  write_file(work_dir + "/" + trace.module_name + ".tla", trace.module_text);
+  write_file(work_dir + "/" + trace.module_name + ".cfg", trace.config_text);
+}
+
+TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir) {
+  TraceVerdict verdict;
+  write_tla_files(trace, work_dir);
+  const std::string log = work_dir + "/tlc.log";
+  // One worker: the trace spec has one path, so more workers only contend.
+  const std::vector<std::string> argv{"java", "-XX:+UseParallelGC", "-Xss64m", "-cp", jar, "tlc2.TLC",
+                                      "-workers", "1", "-metadir", work_dir + "/states", "-config",
+                                      trace.module_name + ".cfg", trace.module_name + ".tla"};
+  const auto started = std::chrono::steady_clock::now();
+  const int status = run_in(work_dir, argv, log);
+  verdict.tlc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto output = read_file(log);
+  std::smatch match;
+  static const std::regex distinct(R"(states generated, ([0-9]+) distinct states found, 0 states left)");
+  if (std::regex_search(output, match, distinct)) verdict.tlc_states = std::stoull(match[1]);
+
+  static const std::regex done(R"(<<"trace-done", ([0-9]+), ([0-9]+)>>)");
+  static const std::regex stuck(R"(<<"trace-stuck", ([0-9]+), ([0-9]+)>>)");
+  if (status == 127 || status < 0) {
+    verdict.message = fmt::format("could not run java (status {}); is a JDK on PATH?", status);
+  } else if (std::regex_search(output, match, stuck)) {
+    verdict.kind = TraceVerdict::Kind::invalid;
+    verdict.event = std::stoull(match[1]);
+    verdict.message = fmt::format("no step of the spec explains it (spec clock at {} ms)", match[2].str());
+  } else if (output.find("Invariant TraceInvariant is violated") != std::string::npos) {
+    // The error trace's last state says how many events it had explained.
+    static const std::regex index(R"(/\\ i = ([0-9]+))");
+    std::uint64_t last = 0;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), index); it != std::sregex_iterator(); ++it) {
+      last = std::stoull((*it)[1]);
+    }
+    verdict.kind = TraceVerdict::Kind::invalid;
+    verdict.event = std::max<std::uint64_t>(last, 1);
+    verdict.message = "a state invariant of LockServer (TraceInvariant) is violated after it";
+  } else if (status == 0 && std::regex_search(output, match, done)) {
+    const auto explained = std::stoull(match[1]);
+    if (explained == trace.steps.size()) {
+      verdict.kind = TraceVerdict::Kind::valid;
+    } else {
+      verdict.message = fmt::format("TLC explained {} events of {}", explained, trace.steps.size());
+    }
+  } else {
+    const auto error = tlc_error(output);
+    verdict.message = fmt::format("TLC exited with status {}{}{} (log: {})", status, error.empty() ? "" : ": ",
+                                  error, log);
+  }
+  return verdict;
+}
+
+std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdict) {
+  switch (verdict.kind) {
+    case TraceVerdict::Kind::valid:
+      return fmt::format("trace: valid ({} events, {} states, TLC {:.1f} s)\n", trace.steps.size(),
+                         verdict.tlc_states, verdict.tlc_seconds);
+    case TraceVerdict::Kind::invalid: {
+      std::string text = fmt::format("trace: invalid at event {}: {}\n", verdict.event, verdict.message);
+      if (verdict.event >= 1 && verdict.event <= trace.steps.size()) {
+        const auto& step = trace.steps[verdict.event - 1];
+        text += fmt::format("  event {} (trace line {}, t={} ms): {}\n", verdict.event, step.line, step.t, step.summary);
+        if (verdict.event >= 2) {
+          const auto& before = trace.steps[verdict.event - 2];
+          text += fmt::format("  after event {} (trace line {}, t={} ms): {}\n", verdict.event - 1, before.line,
+                              before.t, before.summary);
+        }
+      }
+      return text;
+    }
+    case TraceVerdict::Kind::error:
+      break;
+  }
+  return fmt::format("trace: not validated: {}\n", verdict.message);
+}
+
+std::string format_coverage(const sim::TraceCoverage& coverage) {
+  std::string text = "coverage of the spec's actions (steps):\n";
+  for (const auto& name : sim::coverage_actions()) {
+    const auto it = coverage.actions.find(name);
+    text += fmt::format("  {:<28}{:>10}\n", name, it == coverage.actions.end() ? 0 : it->second);
+  }
+  text += "responses:";
+  for (const auto& name : sim::coverage_responses()) {
+    const auto it = coverage.responses.find(name);
+    text += fmt::format(" {} {}", name, it == coverage.responses.end() ? 0 : it->second);
+  }
+  return text + "\n";
+}
+
+std::string missing_coverage(const sim::TraceCoverage& coverage) {
+  std::string missing;
+  for (const auto& name : sim::coverage_actions()) {
+    if (coverage.actions.count(name) == 0) missing += (missing.empty() ? "" : ", ") + name;
+  }
+  for (const auto& name : sim::coverage_responses()) {
+    if (coverage.responses.count(name) == 0) missing += (missing.empty() ? "" : ", ") + std::string("response ") + name;
+  }
+  return missing;
+}
+
+std::string make_work_dir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string path = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/lockstep-trace-XXXXXX";
+  std::vector<char> buffer(path.begin(), path.end());
+  buffer.push_back('\0');
+  if (mkdtemp(buffer.data()) == nullptr) throw std::runtime_error("cannot create a directory under " + path);
+  return std::string(buffer.data());
+}
+
+void remove_work_dir(const std::string& dir) {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,57 @@
+// Trace validation: hands a simulator trace, as a TLA+ module
+// (sim/trace_tla.hpp), to TLC with spec/TraceLockServer.tla and reads TLC's
+// verdict. TLC is not part of the build: TLA2TOOLS_JAR names a tla2tools.jar
+// and `java` must be on PATH.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/trace_tla.hpp"
+
+namespace lockstep::cli {
+
+struct TraceVerdict {
+  enum class Kind { valid, invalid, error };
+  Kind kind = Kind::error;
+  std::uint64_t event = 0;  // invalid: the first step (1-based) no spec step explains
+  std::string message;      // invalid or error: what went wrong, for people
+  double tlc_seconds = 0;
+  std::uint64_t tlc_states = 0;  // distinct states TLC found
+};
+
+// The jar TLA2TOOLS_JAR names, or why it cannot be used.
+struct JarLookup {
+  std::optional<std::string> jar;
+  std::string problem;
+};
+JarLookup find_tla2tools_jar();
+
+// Writes the modules and the config into `work_dir` (which must exist).
+void write_tla_files(const sim::TlaTrace& trace, const std::string& work_dir);
+
+// Runs TLC on the trace in `work_dir` (written there first) and judges.
+TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir);
+
+// `trace: valid (N events)` or `trace: invalid at event N: ...`, one line,
+// followed by detail lines for an invalid trace.
+std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdict);
+
+// The coverage table of one or more traces, and which actions or response
+// kinds it lacks.
+std::string format_coverage(const sim::TraceCoverage& coverage);
+std::string missing_coverage(const sim::TraceCoverage& coverage);
+
+// Reads and converts a trace file; prints why not (to stderr) on failure.
+std::optional<sim::TlaTrace> read_trace_file(const std::string& path);
+
+// validate_trace in a fresh temporary directory removed afterwards, or in
+// `keep_dir` when it is not empty (created if need be, kept).
+TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir);
+
+// A fresh directory under $TMPDIR (or /tmp) and its removal.
+std::string make_work_dir();
+void remove_work_dir(const std::string& dir);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,316 @@
+#include "sim/trace_tla.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "impl/protocol.hpp"
+
+namespace lockstep::sim {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// TLC's integers are 32-bit: every number of the trace must fit.
+constexpr std::int64_t tlc_int_max = std::numeric_limits<std::int32_t>::max();
+
+[[noreturn]] void fail(std::uint64_t line, const std::string& why) {
+  throw TraceFormatError(fmt::format("trace line {}: {}", line, why));
+}
+
+std::string tla_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::int64_t number(const Json& object, const char* field, std::uint64_t line) {
+  const auto it = object.find(field);
+  if (it == object.end() || !it->is_number_integer()) fail(line, fmt::format("no integer field '{}'", field));
+  const auto value = it->get<std::int64_t>();
+  if (value < 0 || value > tlc_int_max) {
+    fail(line, fmt::format("'{}' = {} is outside 0..{}, the integers TLC has", field, value, tlc_int_max));
+  }
+  return value;
+}
+
+std::string text(const Json& object, const char* field, std::uint64_t line) {
+  const auto it = object.find(field);
+  if (it == object.end() || !it->is_string()) fail(line, fmt::format("no string field '{}'", field));
+  return it->get<std::string>();
+}
+
+// The LockServer constants the run fixes, read from the header's `params`
+// (`name=value` words, sim/params.cpp's describe()).
+struct RunLimits {
+  std::int64_t sweep_ms = 0, max_keys = -1, max_waiters_per_key = -1, max_waiters = -1;
+};
+
+RunLimits read_limits(const Json& header, std::uint64_t line) {
+  RunLimits limits;
+  limits.sweep_ms = number(header, "sweep_ms", line);
+  std::istringstream words(text(header, "params", line));
+  std::string word;
+  while (words >> word) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    const auto name = word.substr(0, eq);
+    std::int64_t* slot = name == "max_keys"              ? &limits.max_keys
+                         : name == "max_waiters_per_key" ? &limits.max_waiters_per_key
+                         : name == "max_waiters"         ? &limits.max_waiters
+                                                         : nullptr;
+    if (slot == nullptr) continue;
+    try {
+      *slot = std::min<std::int64_t>(std::stoll(word.substr(eq + 1)), tlc_int_max);
+    } catch (const std::exception&) {
+      fail(line, fmt::format("params: '{}' is not a number", word));
+    }
+  }
+  if (limits.sweep_ms <= 0) fail(line, "sweep_ms must be at least 1");
+  if (limits.max_keys < 0 || limits.max_waiters_per_key < 0 || limits.max_waiters < 0) {
+    fail(line, "params must name max_keys, max_waiters_per_key and max_waiters");
+  }
+  return limits;
+}
+
+struct Names {
+  std::set<std::string> keys, owners;
+  std::set<std::int64_t> conns;
+};
+
+// One response record of the spec: Response(kind, conn, owner, key, token),
+// with NoOwner ("") and NoToken (0) where the wire line has none.
+struct Out {
+  char kind = '?';
+  std::string record;
+};
+
+Out response_record(const Json& item, std::uint64_t line, Names& names) {
+  const auto conn = number(item, "conn", line);
+  const auto wire = text(item, "line", line);
+  const auto response = parse_response(wire);
+  if (!response) fail(line, fmt::format("'{}' is not a response line", wire));
+  const char kind = static_cast<char>(response->kind);
+  if (response->kind == ResponseKind::error) {
+    fail(line, fmt::format("'{}': the spec does not model malformed requests", wire));
+  }
+  const bool has_owner = kind == 'A' || kind == 'T' || kind == 'B';
+  const bool has_token = kind == 'A' || kind == 'R' || kind == 'N';
+  const auto token = static_cast<std::int64_t>(response->token.value);
+  if (has_token && (token <= 0 || token > tlc_int_max)) fail(line, fmt::format("token of '{}' is outside 1..{}", wire, tlc_int_max));
+  names.conns.insert(conn);
+  names.keys.insert(response->key);
+  if (has_owner) names.owners.insert(response->owner);
+  return {kind, fmt::format("Response(\"{}\", {}, {}, {}, {})", kind, conn,
+                            has_owner ? tla_string(response->owner) : std::string("NoOwner"),
+                            tla_string(response->key), has_token ? std::to_string(token) : std::string("NoToken"))};
+}
+
+std::string set_text(const std::set<std::string>& items) {
+  std::string out = "{";
+  for (const auto& item : items) out += (out.size() > 1 ? ", " : "") + tla_string(item);
+  return out + "}";
+}
+
+std::string set_text(const std::set<std::int64_t>& items) {
+  std::string out = "{";
+  for (const auto item : items) out += (out.size() > 1 ? ", " : "") + std::to_string(item);
+  return out + "}";
+}
+
+std::string wire_list(const Json& out) {
+  std::string text = "[";
+  for (const auto& item : out) {
+    if (text.size() > 1) text += ", ";
+    text += fmt::format("c{}: {}", item.value("conn", 0), item.value("line", std::string()));
+  }
+  return text + "]";
+}
+
+void count(TraceCoverage& coverage, const std::string& action) { ++coverage.actions[action]; }
+
+}  // namespace
+
+void TraceCoverage::merge(const TraceCoverage& other) {
+  for (const auto& [name, n] : other.actions) actions[name] += n;
+  for (const auto& [name, n] : other.responses) responses[name] += n;
+}
+
+const std::vector<std::string>& coverage_actions() {
+  static const std::vector<std::string> names{
+      "Acquire: granted",   "Acquire: queued",      "Acquire: refused (wait 0)", "Acquire: busy",
+      "Release: deleted",   "Release: hand-off",    "Release: not held",         "Close",
+      "Tick: timeouts",     "Tick: sweep hand-off", "Tick: sweep deletion",      "Restart"};
+  return names;
+}
+
+const std::vector<std::string>& coverage_responses() {
+  static const std::vector<std::string> names{"A", "T", "B", "R", "N"};
+  return names;
+}
+
+TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, const std::string& trace_spec) {
+  TlaTrace result;
+  result.module_name = module_name;
+  Names names;
+  std::string events;  // the records of Trace, one per line
+  std::int64_t max_time = 0;
+  std::optional<RunLimits> limits;
+  std::string raw;
+  std::uint64_t line = 0;
+  while (std::getline(ndjson, raw)) {
+    ++line;
+    if (raw.empty()) continue;
+    Json object;
+    try {
+      object = Json::parse(raw);
+    } catch (const Json::exception& e) {
+      fail(line, fmt::format("not JSON: {}", e.what()));
+    }
+    if (!object.is_object()) fail(line, "not a JSON object");
+    const auto event = text(object, "event", line);
+    if (event == "Run") {
+      if (limits) fail(line, "a second Run header");
+      limits = read_limits(object, line);
+      result.seed = object.value("seed", std::uint64_t{0});
+      result.bug = object.value("bug", std::string("none"));
+      if (result.bug == "none") result.bug = object.value("server_fault", std::string("none"));
+      continue;
+    }
+    if (!limits) fail(line, "the first line must be the Run header");
+    const bool step = event == "Acquire" || event == "Release" || event == "Close" || event == "Tick" ||
+                      event == "Restart";
+    if (event == "Malformed") fail(line, "a Malformed step: the spec does not model malformed requests");
+    if (!step) continue;  // the world's events: not steps of the server
+
+    const auto t = number(object, "t", line);
+    std::vector<Out> outs;
+    const auto out_it = object.find("out");
+    if (out_it != object.end()) {
+      if (!out_it->is_array()) fail(line, "'out' is not a list");
+      for (const auto& item : *out_it) outs.push_back(response_record(item, line, names));
+    }
+    std::string out_text = "<<";
+    for (const auto& o : outs) {
+      out_text += (out_text.size() > 2 ? ", " : "") + o.record;
+      ++result.coverage.responses[std::string(1, o.kind)];
+    }
+    out_text += ">>";
+    const auto first_kind = outs.empty() ? '-' : outs.front().kind;
+
+    std::string record;
+    std::string summary;
+    if (event == "Acquire") {
+      const auto conn = number(object, "conn", line);
+      const auto key = text(object, "key", line), owner = text(object, "owner", line);
+      const auto lease = number(object, "lease_ms", line), wait = number(object, "wait_ms", line);
+      names.conns.insert(conn);
+      names.keys.insert(key);
+      names.owners.insert(owner);
+      max_time = std::max(max_time, t + wait);
+      record = fmt::format("[kind |-> \"Acquire\", t |-> {}, conn |-> {}, key |-> {}, owner |-> {}, lease |-> {}, wait |-> {}, out |-> {}]",
+                           t, conn, tla_string(key), tla_string(owner), lease, wait, out_text);
+      summary = fmt::format("Acquire on c{}: 'A {} {} {} {}'", conn, key, owner, lease, wait);
+      count(result.coverage, first_kind == 'A'   ? "Acquire: granted"
+                             : first_kind == 'T' ? "Acquire: refused (wait 0)"
+                             : first_kind == 'B' ? "Acquire: busy"
+                                                 : "Acquire: queued");
+    } else if (event == "Release") {
+      const auto conn = number(object, "conn", line);
+      const auto key = text(object, "key", line);
+      const auto token = number(object, "token", line);
+      names.conns.insert(conn);
+      names.keys.insert(key);
+      record = fmt::format("[kind |-> \"Release\", t |-> {}, conn |-> {}, key |-> {}, token |-> {}, out |-> {}]", t,
+                           conn, tla_string(key), token, out_text);
+      summary = fmt::format("Release on c{}: 'R {} {}'", conn, key, token);
+      count(result.coverage, first_kind == 'N' ? "Release: not held"
+                             : outs.size() > 1 ? "Release: hand-off"
+                                               : "Release: deleted");
+    } else if (event == "Close") {
+      const auto conn = number(object, "conn", line);
+      names.conns.insert(conn);
+      record = fmt::format("[kind |-> \"Close\", t |-> {}, conn |-> {}, out |-> {}]", t, conn, out_text);
+      summary = fmt::format("Close of c{}", conn);
+      count(result.coverage, "Close");
+    } else if (event == "Tick") {
+      std::int64_t deleted = -1;
+      std::size_t handoffs = 0;
+      if (const auto sweep = object.find("Sweep"); sweep != object.end()) {
+        deleted = number(*sweep, "deleted", line);
+        handoffs = sweep->contains("handoffs") ? (*sweep)["handoffs"].size() : 0;
+      }
+      const auto timeouts = static_cast<std::size_t>(std::count_if(outs.begin(), outs.end(), [](const Out& o) { return o.kind == 'T'; }));
+      record = fmt::format("[kind |-> \"Tick\", t |-> {}, sweep |-> {}, deleted |-> {}, out |-> {}]", t,
+                           deleted >= 0 ? "TRUE" : "FALSE", std::max<std::int64_t>(deleted, 0), out_text);
+      summary = fmt::format("Tick to {}{}", t, deleted >= 0 ? fmt::format(" (sweep: {} deleted)", deleted) : "");
+      if (timeouts > 0) count(result.coverage, "Tick: timeouts");
+      if (handoffs > 0) count(result.coverage, "Tick: sweep hand-off");
+      if (deleted > 0) count(result.coverage, "Tick: sweep deletion");
+    } else {
+      const auto first_token = number(object, "first_token", line);
+      record = fmt::format("[kind |-> \"Restart\", t |-> {}, first_token |-> {}, out |-> <<>>]", t, first_token);
+      summary = fmt::format("Restart (first token {})", first_token);
+      count(result.coverage, "Restart");
+    }
+    if (out_it != object.end()) summary += " sent " + wire_list(*out_it);
+    max_time = std::max(max_time, t);
+    events += (events.empty() ? "  " : ",\n  ") + record;
+    result.steps.push_back({line, t, event, summary});
+  }
+  if (!limits) throw TraceFormatError("trace: empty (no Run header)");
+
+  // Tokens: the spec issues them from 1 and a restart may move them on; the
+  // trace's own bound is not needed (the trace spec never sends a request of
+  // its own), but the constant must be a number.
+  const auto max_time_tla = std::min(max_time + 1, tlc_int_max);
+  // The module is TraceLockServer itself with its CONSTANT Trace replaced by
+  // the trace's definition: TLC evaluates a constant that the config
+  // overrides with a definition again at every use, which makes checking a
+  // long trace quadratic; a definition of the module is evaluated once.
+  const auto header_at = trace_spec.find("MODULE TraceLockServer");
+  const auto constant_at = trace_spec.find("\nCONSTANT Trace");
+  if (header_at == std::string::npos || constant_at == std::string::npos) {
+    throw TraceFormatError("the trace spec text has no 'MODULE TraceLockServer' header or 'CONSTANT Trace' line");
+  }
+  const auto constant_end = trace_spec.find('\n', constant_at + 1);
+  std::string module = trace_spec.substr(0, constant_at + 1);
+  module.replace(header_at, std::string("MODULE TraceLockServer").size(), "MODULE " + module_name);
+  module += fmt::format("\\* The trace: seed {}, bug {} (written by `lockstep trace-to-tla`).\n", result.seed, result.bug);
+  module += "Trace == <<\n" + events + "\n>>\n";
+  module += trace_spec.substr(constant_end == std::string::npos ? trace_spec.size() : constant_end + 1);
+  result.module_text = std::move(module);
+
+  std::ostringstream config;
+  config << "\\* The run's constants; Leases, Waits and MaxToken bound only the spec's own\n"
+         << "\\* requests, which trace validation never makes.\n"
+         << "INIT TraceInit\nNEXT TraceSpecNext\n"
+         << "CONSTANTS\n"
+         << "  Keys = " << set_text(names.keys) << "\n"
+         << "  Owners = " << set_text(names.owners) << "\n"
+         << "  Conns = " << set_text(names.conns) << "\n"
+         << "  Leases = {1}\n  Waits = {0}\n"
+         << "  SweepMs = " << limits->sweep_ms << "\n"
+         << "  MaxKeys = " << limits->max_keys << "\n"
+         << "  MaxWaitersPerKey = " << limits->max_waiters_per_key << "\n"
+         << "  MaxWaiters = " << limits->max_waiters << "\n"
+         << "  MaxTime = " << max_time_tla << "\n"
+         << "  MaxToken = " << tlc_int_max << "\n"
+         << "  LifoHandoff = FALSE\n  SweepFirst = FALSE\n"
+         << "INVARIANT TraceInvariant\n";
+  result.config_text = config.str();
+  return result;
+}
+
+}  // namespace lockstep::sim

@@ -1,0 +1,129 @@
+-------------------------- MODULE TraceLockServer --------------------------
+(***************************************************************************)
+(* Trace validation: the behaviours of LockServer that follow one recorded *)
+(* run of the simulator, step by step.                                     *)
+(*                                                                         *)
+(* `lockstep trace-to-tla` turns a simulator trace (sim/TRACE.md) into a   *)
+(* copy of this module whose constant Trace is defined as the run's server *)
+(* steps, in order, each a record whose `kind` names the LockServer action *)
+(* it claims to be (Acquire, Release, Close, Tick) with the parameters and *)
+(* the responses observed.  A state of this spec is a state of LockServer  *)
+(* plus `i`, the number of trace events explained so far.  From each state *)
+(* exactly one step can be taken:                                          *)
+(*  - Explain: event i+1 happens, as the LockServer action it names, with  *)
+(*    its parameters, at its instant, and the action sends exactly the     *)
+(*    responses recorded (`sent'` = the event's `out`);                    *)
+(*  - Idle: one of LockServer's own Tick steps before the event's instant, *)
+(*    which must send nothing (the simulator ticks the server at every     *)
+(*    instant where something is due, so an instant that fires something  *)
+(*    the trace does not show is a step the server did not take);          *)
+(*  - Stuck / Done: a self-loop that prints where the behaviour stopped.   *)
+(* So TLC walks a single path: the trace is valid when the path reaches    *)
+(* the end of Trace ("trace-done"), and invalid at the first event that no *)
+(* LockServer step explains ("trace-stuck" with that event's number).      *)
+(*                                                                         *)
+(* One step is not a LockServer action: Restart.  The server process died *)
+(* and a fresh one started from its durable token mark (CONTRACT.md,       *)
+(* "Tokens").  All lock state is gone; the clock of the world goes on, and *)
+(* so do the sweep instants; tokens must go on increasing.                 *)
+(***************************************************************************)
+EXTENDS LockServer, TLC
+
+CONSTANT Trace   \* the run's server steps (see the module comment)
+
+VARIABLE i       \* how many events of Trace have been explained
+
+traceVars == <<vars, i>>
+
+HasNext == i < Len(Trace)
+Ev == Trace[i + 1]
+
+\* The last instant an Idle tick may reach before event Ev: a Tick event is
+\* itself the step to its instant; a request is handled at its instant, which
+\* the clock must have reached.
+IdleUntil == IF Ev.kind = "Tick" THEN Ev.t - 1 ELSE Ev.t
+
+Idle ==
+  /\ HasNext
+  /\ Ev.kind # "Restart"
+  /\ clock < IdleUntil
+  /\ Tick
+  /\ sent' = <<>>
+  /\ UNCHANGED i
+
+\* The keys a step removed (a sweep's deletions, a release's).
+Removed == DOMAIN keys \ DOMAIN keys'
+
+DoAcquire ==
+  /\ Ev.kind = "Acquire"
+  /\ clock = Ev.t
+  /\ Acquire(Ev.conn, Ev.key, Ev.owner, Ev.lease, Ev.wait)
+  /\ UNCHANGED nextSweep
+
+DoRelease ==
+  /\ Ev.kind = "Release"
+  /\ clock = Ev.t
+  /\ Release(Ev.conn, Ev.key, Ev.token)
+  /\ UNCHANGED nextSweep
+
+DoClose ==
+  /\ Ev.kind = "Close"
+  /\ clock = Ev.t
+  /\ Close(Ev.conn)
+
+\* At a sweep instant (`sweep`), `deleted` is the number of keys the sweep
+\* deleted.
+DoTick ==
+  /\ Ev.kind = "Tick"
+  /\ clock + 1 = Ev.t
+  /\ Tick
+  /\ Ev.sweep => Cardinality(Removed) = Ev.deleted
+
+\* Not a LockServer action: the server restarted (see the module comment).
+DoRestart ==
+  /\ Ev.kind = "Restart"
+  /\ clock <= Ev.t
+  /\ Ev.first_token >= nextToken
+  /\ clock' = Ev.t
+  /\ nextToken' = Ev.first_token
+  /\ nextSweep' = (Ev.t \div SweepMs + 1) * SweepMs
+  /\ keys' = [k \in {} |-> Entry(NoOwner, NoToken, 0)]
+  /\ waiters' = <<>>
+  /\ sent' = <<>>
+  /\ UNCHANGED open
+
+Explain ==
+  /\ HasNext
+  /\ \/ DoAcquire \/ DoRelease \/ DoClose \/ DoTick \/ DoRestart
+  /\ sent' = Ev.out
+  /\ i' = i + 1
+
+TraceNext == Explain \/ Idle
+
+\* No LockServer step explains event i + 1: say so once, and stop there.
+Stuck ==
+  /\ HasNext
+  /\ ~ENABLED TraceNext
+  /\ PrintT(<<"trace-stuck", i + 1, clock>>)
+  /\ UNCHANGED traceVars
+
+Done ==
+  /\ ~HasNext
+  /\ PrintT(<<"trace-done", i, clock>>)
+  /\ UNCHANGED traceVars
+
+TraceInit == Init /\ i = 0
+
+TraceSpecNext == TraceNext \/ Stuck \/ Done
+
+TraceSpec == TraceInit /\ [][TraceSpecNext]_traceVars
+
+\* The state invariants of LockServer that do not depend on its model-
+\* checking bounds hold on every state the trace reaches.
+TraceInvariant ==
+  /\ AtMostOneHolder
+  /\ TokensUnique
+  /\ CapacityRespected
+  /\ WaitersBeforeDeadline
+  /\ ExpiredKeysSwept
+=============================================================================
