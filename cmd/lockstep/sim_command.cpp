@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validate_trace.hpp"
 #include "sim/shrink.hpp"
 #include "sim/simulation.hpp"
 #include "sim/timeline.hpp"
@@ -39,6 +40,7 @@ struct SimOptions {
   std::string bug = "none";
   bool no_model = false;
   std::string shrink_dir = ".";
+  bool validate_trace = false;
 };
 
 // The run when no seed is named: a swarm that ends within a minute.
@@ -194,6 +196,34 @@ void print_summary(const Totals& t, double wall_s) {
   fmt::print("speed: {:.0f}\n", static_cast<double>(t.simulated_ms) / 1000 / wall_s);
 }
 
+// `--validate-trace`: TLC's verdict on the trace of the seed just run, beside
+// the simulator's own. The two judge differently (the spec sees each server
+// step, the checkers see the clients' side and the model), so the line that
+// compares them says where each saw the first fault.
+bool validate_sim_trace(const std::string& trace_path, const std::string& jar, const sim::RunResult& r) {
+  const auto trace = read_trace_file(trace_path);
+  if (!trace) return false;
+  const auto verdict = validate_in_fresh_dir(*trace, jar, "");
+  fmt::print("{}", format_verdict(*trace, verdict));
+  const bool sim_failed = r.violation_count > 0;
+  const std::string sim_side =
+      sim_failed ? fmt::format("the simulator's first violation is at {} ms", r.violations.front().at.value)
+                 : "the simulator saw no violation";
+  switch (verdict.kind) {
+    case TraceVerdict::Kind::valid:
+      fmt::print("verdicts: {}; {}\n", sim_failed ? "differ" : "agree", sim_side);
+      return true;
+    case TraceVerdict::Kind::invalid: {
+      const auto t = verdict.event >= 1 && verdict.event <= trace->steps.size() ? trace->steps[verdict.event - 1].t : -1;
+      fmt::print("verdicts: {}; the spec first fails at {} ms, {}\n", sim_failed ? "agree" : "differ", t, sim_side);
+      return false;
+    }
+    case TraceVerdict::Kind::error:
+      break;
+  }
+  return false;
+}
+
 int run_sim(const SimOptions& o) {
   std::uint64_t first = default_first_seed, last = default_last_seed;
   SimOptions options = o;
@@ -222,20 +252,41 @@ int run_sim(const SimOptions& o) {
     fmt::print(stderr, "sim: --trace and --timeline draw one seed; use --seed N\n");
     return 2;
   }
+  std::string jar, trace_dir;
+  if (o.validate_trace) {
+    if (first != last) {
+      fmt::print(stderr, "sim: --validate-trace checks one seed; use --seed N\n");
+      return 2;
+    }
+    const auto lookup = find_tla2tools_jar();
+    if (!lookup.jar) {
+      fmt::print(stderr, "sim: --validate-trace needs TLC: {}\n", lookup.problem);
+      return 2;
+    }
+    jar = *lookup.jar;
+    if (options.trace.empty()) {
+      trace_dir = make_work_dir();
+      options.trace = trace_dir + "/trace.ndjson";
+    }
+  }
   Totals totals;
+  sim::RunResult last_result;
   Progress progress(last - first + 1);
   const auto start = std::chrono::steady_clock::now();
   for (std::uint64_t seed = first; seed <= last; ++seed) {
     const auto params = params_for(options, seed, *bug, fault.value_or(sim::ServerFault::none));
     sim::RunOptions run;
     run.compare_with_model = !o.no_model;
+    // A trace to validate goes on past the simulator's first violation: the
+    // spec may see the fault later (or earlier) than the checkers do.
+    if (o.validate_trace) run.stop_at_first_violation = false;
     std::ofstream trace_file;
     std::unique_ptr<sim::TraceWriter> trace;
     std::unique_ptr<sim::TimelineRecorder> timeline;
-    if (!o.trace.empty()) {
-      trace_file.open(o.trace, std::ios::binary);
+    if (!options.trace.empty()) {
+      trace_file.open(options.trace, std::ios::binary);
       if (!trace_file) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.trace);
+        fmt::print(stderr, "sim: cannot write {}\n", options.trace);
         return 2;
       }
       trace = std::make_unique<sim::TraceWriter>(trace_file, params);
@@ -251,7 +302,10 @@ int run_sim(const SimOptions& o) {
     };
     run.progress_events = 1 << 18;
     auto result = sim::run_simulation(params, run);
-    if (trace) trace->finish(result.stats.simulated_until, result.violation_count, result.event_hash);
+    if (trace) {
+      trace->finish(result.stats.simulated_until, result.violation_count, result.event_hash);
+      trace_file.close();
+    }
     if (timeline) {
       timeline->finish(result.stats.simulated_until);
       std::ofstream svg(o.timeline, std::ios::binary);
@@ -278,12 +332,18 @@ int run_sim(const SimOptions& o) {
       report_failure(options, result, totals.failed_seeds == 1);
     }
     progress.show(seed - first + 1, 0, totals.failed_seeds);
+    last_result = std::move(result);
   }
   progress.clear();
   const double wall_s = std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (o.check_determinism) fmt::print("determinism: every seed ran twice with the same event hash{}\n", totals.failed_seeds ? " (see failures above)" : "");
   print_summary(totals, wall_s);
-  return totals.violations == 0 ? 0 : 1;
+  bool trace_valid = true;
+  if (o.validate_trace) {
+    trace_valid = validate_sim_trace(options.trace, jar, last_result);
+    if (!trace_dir.empty()) remove_work_dir(trace_dir);
+  }
+  return totals.violations == 0 && trace_valid ? 0 : 1;
 }
 
 }  // namespace
@@ -309,6 +369,8 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   command->add_flag("--no-model", options->no_model, "do not compare with the reference model (faster; the other checkers run)");
   command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")->capture_default_str();
+  command->add_flag("--validate-trace", options->validate_trace,
+                    "check the seed's trace with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar)");
   command->callback([options, &run] { run = [options] { return run_sim(*options); }; });
 }
 

@@ -12,20 +12,7 @@
 set -uo pipefail
 
 lockstep=$1 spec_dir=$2 config=$3 work_dir=$4 violated=${5:-}
-skip=77
-
-if [ -z "${TLA2TOOLS_JAR:-}" ]; then
-  echo "SKIPPED: set TLA2TOOLS_JAR to the path of a tla2tools.jar (TLC 1.7 or later) to run TLC"
-  exit $skip
-fi
-if [ ! -f "$TLA2TOOLS_JAR" ]; then
-  echo "SKIPPED: TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not a file"
-  exit $skip
-fi
-if ! command -v java >/dev/null; then
-  echo "SKIPPED: no java on PATH to run TLC"
-  exit $skip
-fi
+source "$(dirname "$0")/../require_tlc.sh"
 
 # The config names its MC module by convention: MCx.cfg checks MCx.tla; a
 # Bug*.cfg says which module it checks on its first line (`\* module: MCx`).
