@@ -9,8 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -93,6 +94,22 @@ void write_tla_files(const sim::TlaTrace& trace, const std::string& work_dir) {
   write_file(work_dir + "/" + trace.module_name + ".cfg", trace.config_text);
 }
 
+// The decimal number just after the first `marker` at or after `from`.
+// (No std::regex: plain scans of TLC's log are enough, and GCC 12 warns
+// falsely inside <regex> under the sanitizers.)
+static std::optional<std::uint64_t> number_after(const std::string& text, std::string_view marker, std::size_t from = 0) {
+  const auto at = text.find(marker, from);
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t i = at + marker.size();
+  std::uint64_t value = 0;
+  bool any = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && value < (std::uint64_t{1} << 60); ++i) {
+    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    any = true;
+  }
+  return any ? std::optional{value} : std::nullopt;
+}
+
 TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir) {
   TraceVerdict verdict;
   write_tla_files(trace, work_dir);
@@ -105,30 +122,31 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
   const int status = run_in(work_dir, argv, log);
   verdict.tlc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const auto output = read_file(log);
-  std::smatch match;
-  static const std::regex distinct(R"(states generated, ([0-9]+) distinct states found, 0 states left)");
-  if (std::regex_search(output, match, distinct)) verdict.tlc_states = std::stoull(match[1]);
+  if (const auto n = number_after(output, "states generated, ")) verdict.tlc_states = *n;
 
-  static const std::regex done(R"(<<"trace-done", ([0-9]+), ([0-9]+)>>)");
-  static const std::regex stuck(R"(<<"trace-stuck", ([0-9]+), ([0-9]+)>>)");
+  const auto stuck = output.find("<<\"trace-stuck\", ");
+  const auto done = output.find("<<\"trace-done\", ");
   if (status == 127 || status < 0) {
     verdict.message = fmt::format("could not run java (status {}); is a JDK on PATH?", status);
-  } else if (std::regex_search(output, match, stuck)) {
+  } else if (stuck != std::string::npos) {
+    // <<"trace-stuck", event, clock>>
+    constexpr std::string_view marker = "<<\"trace-stuck\", ";
+    const auto event = number_after(output, marker, stuck);
+    const auto comma = output.find(", ", stuck + marker.size());
+    const auto clock = comma == std::string::npos ? std::nullopt : number_after(output, ", ", comma);
     verdict.kind = TraceVerdict::Kind::invalid;
-    verdict.event = std::stoull(match[1]);
-    verdict.message = fmt::format("no step of the spec explains it (spec clock at {} ms)", match[2].str());
+    verdict.event = event.value_or(0);
+    verdict.message = fmt::format("no step of the spec explains it (spec clock at {} ms)",
+                                  clock ? std::to_string(*clock) : "?");
   } else if (output.find("Invariant TraceInvariant is violated") != std::string::npos) {
     // The error trace's last state says how many events it had explained.
-    static const std::regex index(R"(/\\ i = ([0-9]+))");
-    std::uint64_t last = 0;
-    for (auto it = std::sregex_iterator(output.begin(), output.end(), index); it != std::sregex_iterator(); ++it) {
-      last = std::stoull((*it)[1]);
-    }
+    const auto last_index = output.rfind("/\\ i = ");
+    const auto last = last_index == std::string::npos ? std::nullopt : number_after(output, "/\\ i = ", last_index);
     verdict.kind = TraceVerdict::Kind::invalid;
-    verdict.event = std::max<std::uint64_t>(last, 1);
+    verdict.event = std::max<std::uint64_t>(last.value_or(0), 1);
     verdict.message = "a state invariant of LockServer (TraceInvariant) is violated after it";
-  } else if (status == 0 && std::regex_search(output, match, done)) {
-    const auto explained = std::stoull(match[1]);
+  } else if (status == 0 && done != std::string::npos) {
+    const auto explained = number_after(output, "<<\"trace-done\", ", done).value_or(0);
     if (explained == trace.steps.size()) {
       verdict.kind = TraceVerdict::Kind::valid;
     } else {
