@@ -313,4 +313,12 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
   return result;
 }
 
+std::string locate_config(const TlaTrace& trace) {
+  std::string config = trace.config_text;
+  const std::string fast = "NEXT TraceSpecNext\n";
+  const auto at = config.find(fast);
+  if (at != std::string::npos) config.replace(at, fast.size(), "NEXT TraceLocateNext\n");
+  return config;
+}
+
 }  // namespace lockstep::sim

@@ -56,6 +56,9 @@ struct TlaTrace {
   std::string bug;
 };
 
+// The config of the locating pass: config_text with NEXT TraceLocateNext.
+std::string locate_config(const TlaTrace& trace);
+
 // Reads a whole trace and writes it into `trace_spec`, the text of
 // spec/TraceLockServer.tla, as the module `module_name`. Throws TraceFormatError (naming the line) on a line
 // that is not JSON, a missing field, a step the spec has no action for, or a

@@ -59,10 +59,12 @@ int run_trace_to_tla(const TraceToTlaOptions& o) {
     fmt::print(stderr, "trace-to-tla: {}\n", e.what());
     return 2;
   }
-  fmt::print("wrote {0}/{1}.tla and {0}/{1}.cfg ({2} events), with LockServer.tla and TraceLockServer.tla\n",
+  fmt::print("wrote {0}/{1}.tla, {0}/{1}.cfg and {0}/{1}Locate.cfg ({2} events), with LockServer.tla and TraceLockServer.tla\n",
              o.out_dir, trace->module_name, trace->steps.size());
-  fmt::print("check with: cd {} && java -cp $TLA2TOOLS_JAR tlc2.TLC -workers 1 -config {}.cfg {}.tla\n", o.out_dir,
-             trace->module_name, trace->module_name);
+  fmt::print("check with: cd {} && java -cp $TLA2TOOLS_JAR tlc2.TLC -workers 1 -deadlock -config {}.cfg {}.tla\n",
+             o.out_dir, trace->module_name, trace->module_name);
+  fmt::print("valid when TLC prints trace-done; otherwise -config {}Locate.cfg prints trace-stuck and the event\n",
+             trace->module_name);
   fmt::print("{}", format_coverage(trace->coverage));
   return 0;
 }

@@ -92,6 +92,7 @@ void write_tla_files(const sim::TlaTrace& trace, const std::string& work_dir) {
   write_file(work_dir + "/TraceLockServer.tla", trace_lock_server_tla);
   write_file(work_dir + "/" + trace.module_name + ".tla", trace.module_text);
   write_file(work_dir + "/" + trace.module_name + ".cfg", trace.config_text);
+  write_file(work_dir + "/" + trace.module_name + "Locate.cfg", sim::locate_config(trace));
 }
 
 // The decimal number just after the first `marker` at or after `from`.
@@ -113,15 +114,27 @@ static std::optional<std::uint64_t> number_after(const std::string& text, std::s
 TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir) {
   TraceVerdict verdict;
   write_tla_files(trace, work_dir);
-  const std::string log = work_dir + "/tlc.log";
   // One worker: the trace spec has one path, so more workers only contend.
-  const std::vector<std::string> argv{"java", "-XX:+UseParallelGC", "-Xss64m", "-cp", jar, "tlc2.TLC",
-                                      "-workers", "1", "-metadir", work_dir + "/states", "-config",
-                                      trace.module_name + ".cfg", trace.module_name + ".tla"};
+  // The first pass has no Stuck action and does not check deadlock; only a
+  // path that ends early is run again to name the event (TraceLocateNext).
+  const auto run_tlc = [&](const std::string& config, const std::string& log) {
+    const std::vector<std::string> argv{"java", "-XX:+UseParallelGC", "-Xss64m", "-cp", jar, "tlc2.TLC",
+                                        "-workers", "1", "-deadlock", "-metadir", work_dir + "/states",
+                                        "-config", config, trace.module_name + ".tla"};
+    return run_in(work_dir, argv, log);
+  };
+  std::string log = work_dir + "/tlc.log";
   const auto started = std::chrono::steady_clock::now();
-  const int status = run_in(work_dir, argv, log);
+  int status = run_tlc(trace.module_name + ".cfg", log);
+  std::string output = read_file(log);
+  const bool ended_early = status == 0 && output.find("<<\"trace-done\", ") == std::string::npos &&
+                           output.find("No error has been found") != std::string::npos;
+  if (ended_early) {
+    log = work_dir + "/tlc-locate.log";
+    status = run_tlc(trace.module_name + "Locate.cfg", log);
+    output = read_file(log);
+  }
   verdict.tlc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const auto output = read_file(log);
   if (const auto n = number_after(output, "states generated, ")) verdict.tlc_states = *n;
 
   const auto stuck = output.find("<<\"trace-stuck\", ");
