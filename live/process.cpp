@@ -44,20 +44,23 @@ std::map<std::string, std::string> template_values(std::uint16_t port, const Lim
           {"max_line_bytes", std::to_string(l.max_line_bytes)}};
 }
 
+void redirect_child_to_log(const std::string& log_path) {
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (null >= 0) dup2(null, 0);
+  if (log >= 0) {
+    dup2(log, 1);
+    dup2(log, 2);
+  }
+  closefrom(3);
+}
+
 std::optional<ServerProcess> ServerProcess::start(const std::string& command, const std::string& log_path) {
   const pid_t pid = fork();
   if (pid < 0) return std::nullopt;
   if (pid == 0) {
     setpgid(0, 0);
-    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
-    if (log >= 0) {
-      dup2(log, 1);
-      dup2(log, 2);
-    }
-    // The server inherits nothing else of ours (sockets, log files).
-    closefrom(3);
+    redirect_child_to_log(log_path);
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

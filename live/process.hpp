@@ -18,6 +18,11 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
 // `{port}` and every limit of CONTRACT.md (`{max_keys}` ...).
 std::map<std::string, std::string> template_values(std::uint16_t port, const Limits& limits);
 
+// In a child just forked, before exec: stdin from /dev/null, stdout and
+// stderr into `log_path` (truncated), and no other descriptor of the parent
+// inherited (sockets, log files).
+void redirect_child_to_log(const std::string& log_path);
+
 class ServerProcess {
  public:
   // Runs `command` with /bin/sh; its output goes to `log_path`.

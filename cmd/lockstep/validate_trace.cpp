@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/embedded_spec.hpp"
+#include "live/process.hpp"
 
 namespace lockstep::cli {
 
@@ -35,14 +36,7 @@ int run_in(const std::string& dir, const std::vector<std::string>& argv, const s
   if (pid < 0) return -1;
   if (pid == 0) {
     if (chdir(dir.c_str()) != 0) _exit(126);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    closefrom(3);
+    live::redirect_child_to_log(log);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
