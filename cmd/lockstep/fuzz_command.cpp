@@ -1,0 +1,189 @@
+// `lockstep fuzz` and `lockstep check-history`: black-box testing of a live
+// server in real time. `fuzz` drives a random workload against it, records
+// the history and checks it; `check-history` checks a history recorded by
+// any client. Both print the same summary, ending with `violations: N`, and
+// exit 0 (conforms), 1 (a violation) or 2 (unknown: the search budget ran
+// out, or the run could not be made).
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/limit_options.hpp"
+#include "live/fuzz.hpp"
+#include "model/history/checker.hpp"
+#include "model/history/report.hpp"
+
+namespace lockstep::cli {
+
+namespace {
+
+struct Outputs {
+  std::string history_path, report_path, junit_path;
+  std::uint64_t budget_states = 20'000'000;
+};
+
+void add_output_options(CLI::App& command, Outputs& outputs) {
+  command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run");
+  command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
+  command.add_option("--budget-states", outputs.budget_states, "states the search may expand before saying unknown")
+      ->capture_default_str();
+}
+
+int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
+  history::CheckOptions options;
+  options.budget_states = outputs.budget_states;
+  const auto result = history::check_history(recorded, options);
+  for (const auto& finding : result.violations) {
+    fmt::print("\n{}\n", finding.summary);
+    for (const auto& line : finding.story) fmt::print("{}\n", line);
+  }
+  if (!result.violations.empty()) fmt::print("\n");
+  for (const auto& line : history::summary_lines(result)) fmt::print("{}\n", line);
+  if (!outputs.report_path.empty()) {
+    if (!history::write_html_report(recorded, result, outputs.report_path)) {
+      fmt::print(stderr, "cannot write {}\n", outputs.report_path);
+      return 2;
+    }
+    fmt::print("report: {}\n", outputs.report_path);
+  }
+  if (!outputs.junit_path.empty()) {
+    if (!history::write_junit(recorded, result, suite, outputs.junit_path)) {
+      fmt::print(stderr, "cannot write {}\n", outputs.junit_path);
+      return 2;
+    }
+    fmt::print("junit: {}\n", outputs.junit_path);
+  }
+  return history::exit_code(result);
+}
+
+struct FuzzCommand {
+  live::FuzzOptions fuzz;
+  std::string target;
+  Outputs outputs;
+};
+
+int run_fuzz_command(FuzzCommand& options) {
+  if (options.target.empty() == options.fuzz.command.empty()) {
+    fmt::print(stderr, "fuzz: give exactly one of --target HOST:PORT and --exec 'CMD'\n");
+    return 2;
+  }
+  if (!options.target.empty()) {
+    const auto colon = options.target.rfind(':');
+    if (colon == std::string::npos) {
+      fmt::print(stderr, "fuzz: --target must be HOST:PORT\n");
+      return 2;
+    }
+    options.fuzz.host = options.target.substr(0, colon);
+    try {
+      options.fuzz.port = static_cast<std::uint16_t>(std::stoul(options.target.substr(colon + 1)));
+    } catch (...) {
+      fmt::print(stderr, "fuzz: bad port in --target {}\n", options.target);
+      return 2;
+    }
+    if (options.fuzz.restart_every_s > 0) {
+      fmt::print(stderr, "fuzz: --restart-every-s needs --exec (the fuzzer must start the target)\n");
+      return 2;
+    }
+  }
+  if (auto error = validate(options.fuzz.limits)) {
+    fmt::print(stderr, "fuzz: {}\n", *error);
+    return 2;
+  }
+  if (options.fuzz.clients == 0 || options.fuzz.keys == 0 || options.fuzz.clients > 1000) {
+    fmt::print(stderr, "fuzz: --clients must be 1 to 1000 and --keys at least 1\n");
+    return 2;
+  }
+  fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms{}\n", options.fuzz.seed, options.fuzz.clients,
+             options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
+             options.fuzz.restart_every_s > 0 ? fmt::format(", restart every {} s", options.fuzz.restart_every_s) : "");
+  const auto run = live::run_fuzz(options.fuzz);
+  fmt::print("run: {} lines sent, {} received, {} restarts, {} reconnections\n", run.sent, run.received, run.restarts,
+             run.reconnects);
+  if (!options.outputs.history_path.empty()) {
+    std::ofstream out(options.outputs.history_path);
+    history::write_history(out, run.history);
+    if (!out) {
+      fmt::print(stderr, "cannot write {}\n", options.outputs.history_path);
+      return 2;
+    }
+    fmt::print("history: {}\n", options.outputs.history_path);
+  }
+  if (!run.error.empty()) {
+    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", run.error);
+    fmt::print("violations: unknown\n");
+    return 2;
+  }
+  return judge(run.history, options.outputs, "lockstep.fuzz");
+}
+
+// The fuzzer's defaults make the edges reachable within seconds: a short
+// sweep, few waiters per key, fewer keys allowed than the workload uses.
+Limits fuzz_limits() {
+  Limits limits;
+  limits.max_keys = 6;
+  limits.max_waiters_per_key = 3;
+  limits.max_waiters = 24;
+  limits.sweep_ms = DurationMs{1'000};
+  limits.max_lease_ms = DurationMs{10'000};
+  limits.max_wait_ms = DurationMs{10'000};
+  return limits;
+}
+
+}  // namespace
+
+void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
+  auto options = std::make_shared<FuzzCommand>();
+  options->fuzz.limits = fuzz_limits();
+  auto* fuzz = app.add_subcommand(
+      "fuzz",
+      "Black-box fuzzing of a live server in real time: a random concurrent workload from --seed,\n"
+      "recorded as a history and checked against the contract (CONTRACT.md, \"Black box, in real\n"
+      "time\"). The limits given must be the target's; with --exec they are passed to it. Exit 0\n"
+      "conforms, 1 a violation, 2 unknown.");
+  fuzz->add_option("--target", options->target, "HOST:PORT of a running server");
+  fuzz->add_option("--exec", options->fuzz.command,
+                   "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
+                   "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
+                   "{state_file} (where it keeps its token mark across restarts) are filled in");
+  add_limit_options(*fuzz, options->fuzz.limits);
+  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")->capture_default_str();
+  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->capture_default_str();
+  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")->capture_default_str();
+  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->capture_default_str();
+  fuzz->add_option("--tolerance-ms", options->fuzz.tolerance_ms,
+                   "how late an answer caused by time or another request may arrive")
+      ->capture_default_str();
+  fuzz->add_option("--restart-every-s", options->fuzz.restart_every_s,
+                   "kill and restart the target this often (with --exec): tokens must keep increasing")
+      ->capture_default_str();
+  fuzz->add_option("--mean-gap-ms", options->fuzz.mean_gap_ms,
+                   "mean time between one client's requests (0: from --clients)")
+      ->capture_default_str();
+  fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here");
+  add_output_options(*fuzz, options->outputs);
+  fuzz->callback([options, &run] { run = [options] { return run_fuzz_command(*options); }; });
+
+  auto check = std::make_shared<std::pair<std::string, Outputs>>();
+  auto* command = app.add_subcommand(
+      "check-history",
+      "Check a recorded history (NDJSON, schema lockstep.history/1, see README) against the contract;\n"
+      "its first line gives the target's limits and the tolerance. Exit 0 conforms, 1 a violation,\n"
+      "2 unknown or unreadable.");
+  command->add_option("file", check->first, "the history file")->required();
+  add_output_options(*command, check->second);
+  command->callback([check, &run] {
+    run = [check] {
+      auto read = history::read_history_file(check->first);
+      if (const auto* error = std::get_if<history::ReadError>(&read)) {
+        fmt::print(stderr, "check-history: {}:{}: {}\n", check->first, error->line, error->message);
+        return 2;
+      }
+      return judge(std::get<history::History>(read), check->second, "lockstep.check-history");
+    };
+  });
+}
+
+}  // namespace lockstep::cli

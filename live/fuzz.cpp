@@ -1,0 +1,407 @@
+#include "live/fuzz.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "client/line_socket.hpp"
+#include "impl/line_framer.hpp"
+#include "impl/protocol.hpp"
+#include "live/process.hpp"
+#include "sim/prng.hpp"
+
+namespace lockstep::live {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Held {
+  std::string key, owner;
+  std::uint64_t token = 0;
+};
+
+struct Connection {
+  std::uint32_t id = 0;
+  int fd = -1;
+  LineFramer framer{1 << 20};
+  std::string output;
+  std::uint32_t outstanding = 0;  // requests sent and not yet answered
+  std::vector<std::string> owners;
+  std::vector<Held> held;
+  std::map<std::pair<std::string, std::string>, int> pending_acquires;  // (owner, key) -> count
+  std::int64_t next_action_us = 0;
+  std::uint64_t close_after_token = 0;  // close once this barrier release is answered
+  std::int64_t close_by_us = 0;
+};
+
+class Fuzzer {
+ public:
+  explicit Fuzzer(const FuzzOptions& options)
+      : options_(options), rng_(options.seed), start_(Clock::now()) {
+    run_.history.header.limits = options.limits;
+    run_.history.header.tolerance_ms = options.tolerance_ms;
+    run_.history.header.seed = options.seed;
+    run_.history.header.target = options.command.empty() ? fmt::format("{}:{}", options.host, options.port) : options.command;
+    const double per_client_rate = 1.0;  // requests per ms over all clients, by default
+    gap_ms_ = options.mean_gap_ms > 0 ? options.mean_gap_ms : std::max(2.0, options.clients / per_client_rate / 2);
+  }
+
+  FuzzRun run() {
+    if (!start_target()) return std::move(run_);
+    const std::int64_t end_us = static_cast<std::int64_t>(options_.duration_s * 1e6);
+    std::int64_t next_restart_us =
+        options_.restart_every_s > 0 ? static_cast<std::int64_t>(options_.restart_every_s * 1e6) : -1;
+    while (now_us() < end_us && run_.error.empty()) {
+      if (next_restart_us > 0 && now_us() >= next_restart_us) {
+        restart();
+        next_restart_us += static_cast<std::int64_t>(options_.restart_every_s * 1e6);
+        continue;
+      }
+      keep_connections();
+      act();
+      pump(next_wakeup_us());
+    }
+    drain();
+    for (auto& conn : conns_) close_connection(*conn, history::EventKind::close);
+    conns_.clear();
+    if (server_) server_->stop();
+    return std::move(run_);
+  }
+
+ private:
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+  }
+
+  void record(history::EventKind kind, std::uint32_t conn, std::string line = {}) {
+    run_.history.events.push_back(history::Event{now_us(), kind, conn, std::move(line)});
+  }
+
+  bool start_target() {
+    if (options_.command.empty()) {
+      port_ = options_.port;
+      return true;
+    }
+    const auto port = client::pick_free_port();
+    if (!port) {
+      run_.error = "no free port for the target";
+      return false;
+    }
+    port_ = *port;
+    state_file_ = fmt::format("/tmp/lockstep-fuzz-{}-{}.state", getpid(), port_);
+    ::unlink(state_file_.c_str());
+    return launch();
+  }
+
+  bool launch() {
+    auto values = template_values(port_, options_.limits);
+    values["state_file"] = state_file_;
+    const auto command = fill_template(options_.command, values);
+    log_path_ = fmt::format("/tmp/lockstep-fuzz-{}-{}.log", getpid(), port_);
+    server_.reset();
+    auto started = ServerProcess::start(command, log_path_);
+    if (started) server_.emplace(std::move(*started));
+    if (!server_) {
+      run_.error = "cannot start: " + command;
+      return false;
+    }
+    // Ready when it accepts a connection.
+    auto probe = client::LineSocket::connect(options_.host, port_, std::chrono::seconds(10));
+    if (!probe) {
+      run_.error = fmt::format("the target did not accept connections on port {}: {}", port_, server_->log_tail());
+      return false;
+    }
+    return true;
+  }
+
+  void restart() {
+    // Read what arrived before the stop, stop, read what was still in
+    // flight, and only then mark the incarnation's end.
+    pump(now_us());
+    server_->stop();
+    const auto until = now_us() + 200'000;
+    while (now_us() < until && std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0; })) {
+      pump(std::min(until, now_us() + 5'000));
+    }
+    for (auto& conn : conns_) {
+      if (conn->fd >= 0) ::close(conn->fd);
+      conn->fd = -1;
+    }
+    conns_.clear();
+    record(history::EventKind::down, 0);
+    ++run_.restarts;
+    if (!launch()) return;
+    record(history::EventKind::up, 0);
+  }
+
+  void keep_connections() {
+    std::erase_if(conns_, [](const auto& conn) { return conn->fd < 0; });
+    while (conns_.size() < options_.clients) {
+      auto socket = client::LineSocket::connect(options_.host, port_, std::chrono::seconds(5));
+      if (!socket) {
+        run_.error = fmt::format("cannot connect to {}:{}", options_.host, port_);
+        return;
+      }
+      auto conn = std::make_unique<Connection>();
+      conn->id = next_conn_id_++;
+      conn->fd = ::dup(socket->fd());
+      ::fcntl(conn->fd, F_SETFL, ::fcntl(conn->fd, F_GETFL) | O_NONBLOCK);
+      const auto owner_count = 1 + rng_.below(3);
+      for (std::uint64_t i = 0; i < owner_count; ++i) {
+        // A few owners are shared by several connections: the same owner
+        // asking again from elsewhere.
+        conn->owners.push_back(rng_.chance(0.2) ? fmt::format("shared{}", rng_.below(3))
+                                                : fmt::format("c{}o{}", conn->id, i));
+      }
+      conn->next_action_us = now_us() + static_cast<std::int64_t>(rng_.below(1000));
+      record(history::EventKind::connect, conn->id);
+      if (next_conn_id_ > options_.clients) ++run_.reconnects;
+      conns_.push_back(std::move(conn));
+    }
+  }
+
+  std::string key_name() {
+    // Two hot keys take half the traffic, so waiters, hand-offs and
+    // limits are reached; the rest spreads over all keys.
+    const auto hot = std::min<std::uint32_t>(2, options_.keys);
+    const auto index = rng_.chance(0.5) ? rng_.below(hot) : rng_.below(options_.keys);
+    return fmt::format("k{}", index);
+  }
+
+  std::int64_t lease_ms() {
+    const auto sweep = options_.limits.sweep_ms.value;
+    std::int64_t lease;
+    const double pick = rng_.unit();
+    if (pick < 0.3) {
+      lease = rng_.between(1, 30);
+    } else if (pick < 0.7) {
+      lease = rng_.between(40, 400);
+    } else {
+      lease = rng_.between(std::max<std::int64_t>(1, sweep / 2), sweep + sweep / 2);
+    }
+    return std::clamp<std::int64_t>(lease, 1, options_.limits.max_lease_ms.value);
+  }
+
+  std::int64_t wait_ms() {
+    const double pick = rng_.unit();
+    std::int64_t wait = 0;
+    if (pick < 0.35) {
+      wait = 0;
+    } else if (pick < 0.7) {
+      wait = rng_.between(1, 100);
+    } else {
+      wait = rng_.between(100, 1500);
+    }
+    return std::clamp<std::int64_t>(wait, 0, options_.limits.max_wait_ms.value);
+  }
+
+  void send(Connection& conn, const std::string& line, bool answered = true) {
+    record(history::EventKind::send, conn.id, line);
+    conn.output += line;
+    conn.output += '\n';
+    if (answered) ++conn.outstanding;
+    ++run_.sent;
+    flush(conn);
+  }
+
+  void acquire(Connection& conn, const std::string& key, const std::string& owner, std::int64_t wait) {
+    // One acquire per (owner, key) at a time on a connection, so that each
+    // answer names its request without doubt.
+    auto& pending = conn.pending_acquires[{owner, key}];
+    if (pending > 0) return;
+    ++pending;
+    send(conn, fmt::format("A {} {} {} {}", key, owner, lease_ms(), wait));
+  }
+
+  void one_request(Connection& conn) {
+    const double pick = rng_.unit();
+    const auto& owner = conn.owners[rng_.below(conn.owners.size())];
+    if (pick < 0.42 || (pick < 0.67 && conn.held.empty())) {
+      acquire(conn, key_name(), owner, wait_ms());
+    } else if (pick < 0.67) {
+      const auto index = rng_.below(conn.held.size());
+      send(conn, fmt::format("R {} {}", conn.held[index].key, conn.held[index].token));
+    } else if (pick < 0.75 && !stale_.empty()) {
+      const auto& old = stale_[rng_.below(stale_.size())];
+      send(conn, fmt::format("R {} {}", old.key, old.token));
+    } else if (pick < 0.80) {
+      send(conn, fmt::format("R {} {}", key_name(), 1 + rng_.below(std::uint64_t{1} << 62)));
+    } else if (pick < 0.86 && !conn.held.empty()) {
+      // The holder's owner asks again (no special treatment).
+      const auto& held = conn.held[rng_.below(conn.held.size())];
+      acquire(conn, held.key, held.owner, wait_ms());
+    } else if (pick < 0.89) {
+      malformed(conn);
+    } else {
+      acquire(conn, key_name(), owner, rng_.between(1, 300));
+    }
+  }
+
+  void malformed(Connection& conn) {
+    if (rng_.chance(0.05)) {
+      // Longer than the limit: answered `E`, then the server closes.
+      send(conn, std::string(options_.limits.max_line_bytes + 8, 'x'));
+      return;
+    }
+    static const char* const lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A  k0 o 1 1", "R k0 0",
+                                        "A k0 o 1 1 1", ""};
+    std::string line = lines[rng_.below(std::size(lines))];
+    if (rng_.chance(0.2)) line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
+    send(conn, line);
+  }
+
+  void act() {
+    const auto now = now_us();
+    for (auto& holder : conns_) {
+      auto& conn = *holder;
+      if (conn.fd < 0) continue;
+      if (conn.close_after_token != 0) {
+        if (now >= conn.close_by_us) close_connection(conn, history::EventKind::close);
+        continue;
+      }
+      if (now < conn.next_action_us) continue;
+      const double pick = rng_.unit();
+      if (pick < 0.03) {
+        // Close with a waiter queued: ask with a wait, then a release of a
+        // random token whose answer shows the acquire was handled; close then.
+        const auto key = key_name();
+        acquire(conn, key, conn.owners.front(), rng_.between(200, 2000));
+        conn.close_after_token = 1 + rng_.below(std::uint64_t{1} << 62);
+        send(conn, fmt::format("R {} {}", key, conn.close_after_token));
+        conn.close_by_us = now + 1'000'000;
+      } else if (pick < 0.13) {
+        const auto count = 2 + rng_.below(3);  // pipelined
+        for (std::uint64_t i = 0; i < count; ++i) one_request(conn);
+      } else {
+        one_request(conn);
+      }
+      conn.next_action_us = now + static_cast<std::int64_t>(-std::log(1 - rng_.unit()) * gap_ms_ * 1000);
+    }
+  }
+
+  std::int64_t next_wakeup_us() const {
+    std::int64_t next = now_us() + 5'000;
+    for (const auto& conn : conns_) next = std::min(next, conn->next_action_us);
+    return next;
+  }
+
+  void flush(Connection& conn) {
+    while (!conn.output.empty() && conn.fd >= 0) {
+      const auto written = ::send(conn.fd, conn.output.data(), conn.output.size(), MSG_NOSIGNAL);
+      if (written <= 0) return;  // try again when writable (or it broke: the read side sees it)
+      conn.output.erase(0, static_cast<std::size_t>(written));
+    }
+  }
+
+  void close_connection(Connection& conn, history::EventKind kind) {
+    if (conn.fd < 0) return;
+    ::close(conn.fd);
+    conn.fd = -1;
+    record(kind, conn.id);
+  }
+
+  void on_line(Connection& conn, std::string_view line) {
+    record(history::EventKind::recv, conn.id, std::string(line));
+    ++run_.received;
+    if (conn.outstanding > 0) --conn.outstanding;
+    const auto response = parse_response(line);
+    if (!response) return;
+    switch (response->kind) {
+      case ResponseKind::granted:
+        conn.held.push_back(Held{response->key, response->owner, response->token.value});
+        [[fallthrough]];
+      case ResponseKind::timed_out:
+      case ResponseKind::busy: {
+        auto it = conn.pending_acquires.find({response->owner, response->key});
+        if (it != conn.pending_acquires.end() && it->second > 0) --it->second;
+        break;
+      }
+      case ResponseKind::released:
+      case ResponseKind::not_held: {
+        const auto token = response->token.value;
+        const auto before = conn.held.size();
+        std::erase_if(conn.held, [&](const Held& held) { return held.token == token && held.key == response->key; });
+        if (conn.held.size() != before || response->kind == ResponseKind::released) {
+          stale_.push_back(Held{response->key, "", token});
+          if (stale_.size() > 64) stale_.erase(stale_.begin());
+        }
+        if (token == conn.close_after_token) conn.close_by_us = 0;  // close at the next turn
+        break;
+      }
+      case ResponseKind::error: break;
+    }
+  }
+
+  // Waits for input until `until_us`, reading and recording every line.
+  void pump(std::int64_t until_us) {
+    std::vector<pollfd> fds;
+    std::vector<Connection*> owners;
+    for (auto& conn : conns_) {
+      if (conn->fd < 0) continue;
+      fds.push_back(pollfd{conn->fd, static_cast<short>(POLLIN | (conn->output.empty() ? 0 : POLLOUT)), 0});
+      owners.push_back(conn.get());
+    }
+    const auto wait_ms = std::max<std::int64_t>(0, (until_us - now_us() + 999) / 1000);
+    if (fds.empty()) {
+      ::usleep(static_cast<useconds_t>(wait_ms * 1000));
+      return;
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(wait_ms, 100))) <= 0) return;
+    char buffer[65536];
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      auto& conn = *owners[i];
+      if (fds[i].revents & POLLOUT) flush(conn);
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const auto got = ::recv(conn.fd, buffer, sizeof buffer, 0);
+      if (got <= 0) {
+        close_connection(conn, history::EventKind::eof);
+        continue;
+      }
+      conn.framer.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
+      while (auto line = conn.framer.next_line()) on_line(conn, *line);
+    }
+  }
+
+  // No new requests; wait for every answer owed (a waiter's at the latest
+  // by its deadline), then the tolerance, so that nothing is in flight.
+  void drain() {
+    const auto deadline = now_us() + (std::min<std::int64_t>(options_.limits.max_wait_ms.value, 10'000) +
+                                      options_.tolerance_ms + 2'000) * 1000;
+    while (now_us() < deadline &&
+           std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0 && c->outstanding > 0; })) {
+      pump(now_us() + 5'000);
+    }
+    const auto settle = now_us() + (options_.tolerance_ms + 5) * 1000;
+    while (now_us() < settle) pump(settle);
+  }
+
+  FuzzOptions options_;
+  sim::Prng rng_;
+  Clock::time_point start_;
+  FuzzRun run_;
+  double gap_ms_ = 10;
+  std::uint16_t port_ = 0;
+  std::string state_file_, log_path_;
+  std::optional<ServerProcess> server_;
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::vector<Held> stale_;
+  std::uint32_t next_conn_id_ = 1;
+};
+
+}  // namespace
+
+FuzzRun run_fuzz(const FuzzOptions& options) { return Fuzzer(options).run(); }
+
+}  // namespace lockstep::live

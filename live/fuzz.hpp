@@ -1,0 +1,43 @@
+// The black-box fuzzer's driver: a random concurrent workload from one seed
+// against a live server, in real time, recorded as a history (one monotonic
+// clock: a send is stamped before the write, a response when it is read).
+// The workload aims at the edges of the contract: leases and waits near the
+// sweep period and each other, try-locks, several owners and pipelined
+// requests per connection, releases with the current, a stale or a random
+// token, the same owner asking again, connections closed with waiters,
+// limits reached, malformed lines, and (with a command to run the target)
+// restarts. The checker then judges the history (model/history).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "impl/limits.hpp"
+#include "model/history/history.hpp"
+
+namespace lockstep::live {
+
+struct FuzzOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;      // --target
+  std::string command;         // --exec template ({port}, limits, {state_file})
+  Limits limits;
+  std::uint32_t clients = 16;  // connections open at once
+  std::uint32_t keys = 8;
+  double duration_s = 10;
+  std::uint64_t seed = 1;
+  std::int64_t tolerance_ms = 50;
+  double restart_every_s = 0;  // 0: never (needs command)
+  double mean_gap_ms = 0;      // between one client's requests; 0: from clients and keys
+};
+
+struct FuzzRun {
+  history::History history;
+  std::string error;  // why the run could not be made (then history is partial)
+  std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
+};
+
+FuzzRun run_fuzz(const FuzzOptions& options);
+
+}  // namespace lockstep::live

@@ -1,0 +1,322 @@
+#include "model/history/build.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace lockstep::history {
+
+namespace {
+
+std::int64_t floor_ms(std::int64_t us) { return us / 1000; }
+
+// Which answers of a connection identify which requests: responses of a
+// class can only answer requests of that class, so the k-th answer of a
+// class to arrive bounds when the k-th request of it was handled, provided
+// every request of the class is answered at once (releases, waitless
+// acquires of an owner on a key, malformed lines).
+std::string request_class(const SentLine& sent, const Request* request) {
+  if (sent.malformed) return "E";
+  if (const auto* release = std::get_if<ReleaseRequest>(request)) {
+    return fmt::format("R {} {}", release->token.value, release->key);
+  }
+  const auto& acquire = std::get<AcquireRequest>(*request);
+  return fmt::format("A {} {}", acquire.owner, acquire.key);
+}
+
+std::string response_class(const Response& response) {
+  switch (response.kind) {
+    case ResponseKind::error: return "E";
+    case ResponseKind::released:
+    case ResponseKind::not_held: return fmt::format("R {} {}", response.token.value, response.key);
+    default: return fmt::format("A {} {}", response.owner, response.key);
+  }
+}
+
+void bound_requests(ConnectionRecord& conn, const Limits& limits) {
+  std::map<std::string, std::vector<std::size_t>> requests;
+  std::set<std::string> waiting_classes;
+  for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    const auto parsed = parse_request(conn.sent[i].line, limits);
+    const Request* request = std::get_if<Request>(&parsed);
+    const auto name = request_class(conn.sent[i], request);
+    requests[name].push_back(i);
+    if (conn.sent[i].queued_kind) waiting_classes.insert(name);
+  }
+  std::map<std::string, std::vector<std::int64_t>> answers;
+  for (const auto& received : conn.received) {
+    if (received.parsed) answers[response_class(received.response)].push_back(received.received_us);
+  }
+  for (const auto& [name, indices] : requests) {
+    if (waiting_classes.contains(name)) continue;
+    const auto& arrived = answers[name];
+    for (std::size_t k = 0; k < indices.size() && k < arrived.size(); ++k) {
+      // One millisecond of slack: the server's grid is not aligned with ours.
+      conn.sent[indices[k]].latest_ms = floor_ms(arrived[k] + 1000);
+    }
+  }
+  // Requests of a connection are handled in the order sent.
+  std::int64_t later = unbounded_ms;
+  for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+    later = std::min(later, it->latest_ms);
+    it->latest_ms = later;
+  }
+}
+
+struct KeyBuilder {
+  KeyInput& input;
+  std::map<std::uint32_t, std::uint32_t> slots;
+  std::map<std::string, std::uint32_t> owners;
+
+  std::uint32_t slot(const ConnectionRecord& conn) {
+    auto [it, added] = slots.emplace(conn.id, static_cast<std::uint32_t>(input.conns.size()));
+    if (added) {
+      KeyConnection made;
+      made.id = conn.id;
+      made.end_us = conn.end_us;
+      made.closes = conn.closes;
+      made.cut = conn.cut;
+      input.conns.push_back(made);
+    }
+    return it->second;
+  }
+  std::uint32_t owner(const std::string& name) {
+    auto [it, added] = owners.emplace(name, static_cast<std::uint32_t>(input.owners.size()));
+    if (added) input.owners.push_back(name);
+    return it->second;
+  }
+};
+
+}  // namespace
+
+Built build_inputs(const History& history) {
+  Built built;
+  const Limits& limits = history.header.limits;
+  std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
+  std::uint32_t incarnation = 0;
+  built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
+  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes) {
+    auto& conn = built.conns[index];
+    if (conn.end_us >= 0) return;
+    conn.end_us = at_us;
+    conn.closes = closes;
+  };
+  const auto conn_for = [&](const Event& event) -> ConnectionRecord& {
+    auto it = open.find(event.conn);
+    if (it == open.end()) {
+      ConnectionRecord made;
+      made.id = event.conn;
+      made.incarnation = incarnation;
+      made.opened_us = event.t_us;
+      built.conns.push_back(std::move(made));
+      it = open.emplace(event.conn, built.conns.size() - 1).first;
+    }
+    return built.conns[it->second];
+  };
+  std::set<std::size_t> after_long_line;
+  for (const auto& event : history.events) {
+    built.end_us = event.t_us;
+    switch (event.kind) {
+      case EventKind::connect: conn_for(event); break;
+      case EventKind::send: {
+        auto& conn = conn_for(event);
+        const auto index = open[event.conn];
+        if (after_long_line.contains(index) || conn.end_us >= 0) break;
+        SentLine sent;
+        sent.sent_us = event.t_us;
+        sent.line = event.line;
+        const auto parsed = parse_request(event.line, limits);
+        if (const auto* request = std::get_if<Request>(&parsed)) {
+          std::visit([&](const auto& r) { sent.key = std::string(r.key); }, *request);
+          if (const auto* acquire = std::get_if<AcquireRequest>(request)) {
+            sent.queued_kind = acquire->wait_ms.value > 0;
+            sent.wait_ms = acquire->wait_ms.value;
+          }
+        } else {
+          sent.malformed = true;
+          // The server answers an over-long line `E` and closes: what follows is never read.
+          if (event.line.size() > limits.max_line_bytes) after_long_line.insert(index);
+        }
+        conn.sent.push_back(std::move(sent));
+        break;
+      }
+      case EventKind::recv: {
+        auto& conn = conn_for(event);
+        ReceivedLine received;
+        received.received_us = event.t_us;
+        received.line = event.line;
+        if (auto response = parse_response(event.line)) {
+          received.parsed = true;
+          received.response = std::move(*response);
+        }
+        conn.received.push_back(std::move(received));
+        break;
+      }
+      case EventKind::close:
+      case EventKind::eof: {
+        auto it = open.find(event.conn);
+        if (it == open.end()) break;
+        end_conn(it->second, event.t_us, true);
+        open.erase(it);
+        break;
+      }
+      case EventKind::down:
+        for (const auto& [id, index] : open) end_conn(index, event.t_us, true);
+        open.clear();
+        built.incarnation_end_us.push_back(event.t_us);
+        ++incarnation;
+        built.incarnation_start_us.push_back(event.t_us);
+        break;
+      case EventKind::up: break;
+    }
+  }
+  built.incarnation_end_us.push_back(built.end_us);
+  for (const auto& [id, index] : open) {
+    end_conn(index, built.end_us, false);
+    built.conns[index].cut = true;
+  }
+  for (auto& conn : built.conns) bound_requests(conn, limits);
+
+  // One KeyInput per (incarnation, key), connections in first-use order.
+  std::map<std::pair<std::uint32_t, std::string>, KeyBuilder> builders;
+  const auto builder_for = [&](std::uint32_t at, const std::string& key) -> KeyBuilder& {
+    auto it = builders.find({at, key});
+    if (it == builders.end()) {
+      auto& input = built.keys[{at, key}];
+      input.key = key;
+      input.limits = limits;
+      input.tolerance_ms = history.header.tolerance_ms;
+      input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
+      it = builders.emplace(std::make_pair(at, key), KeyBuilder{input, {}, {}}).first;
+    }
+    return it->second;
+  };
+  struct Pending {
+    std::int64_t us;
+    std::size_t conn;
+    bool is_send;
+    std::size_t index;
+  };
+  std::vector<Pending> order;
+  for (std::size_t c = 0; c < built.conns.size(); ++c) {
+    for (std::size_t i = 0; i < built.conns[c].sent.size(); ++i) order.push_back({built.conns[c].sent[i].sent_us, c, true, i});
+    for (std::size_t i = 0; i < built.conns[c].received.size(); ++i) {
+      order.push_back({built.conns[c].received[i].received_us, c, false, i});
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Pending& a, const Pending& b) { return a.us < b.us; });
+  for (const auto& item : order) {
+    const auto& conn = built.conns[item.conn];
+    if (item.is_send) {
+      const auto& sent = conn.sent[item.index];
+      if (sent.malformed) continue;
+      auto& builder = builder_for(conn.incarnation, sent.key);
+      const auto parsed = parse_request(sent.line, limits);
+      const auto& request = std::get<Request>(parsed);
+      KeyRequest made;
+      made.conn = builder.slot(conn);
+      made.sent_us = sent.sent_us;
+      made.latest_ms = sent.latest_ms;
+      made.line = sent.line;
+      if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
+        made.acquire = true;
+        made.owner = builder.owner(std::string(acquire->owner));
+        made.lease_ms = acquire->lease_ms.value;
+        made.wait_ms = acquire->wait_ms.value;
+      } else {
+        made.acquire = false;
+        made.token = std::get<ReleaseRequest>(request).token.value;
+      }
+      builder.input.conns[made.conn].requests.push_back(static_cast<std::uint32_t>(builder.input.requests.size()));
+      builder.input.requests.push_back(std::move(made));
+      continue;
+    }
+    const auto& received = conn.received[item.index];
+    if (!received.parsed || received.response.kind == ResponseKind::error) continue;
+    auto& builder = builder_for(conn.incarnation, received.response.key);
+    KeyObservation seen;
+    seen.conn = builder.slot(conn);
+    seen.received_us = received.received_us;
+    seen.kind = received.response.kind;
+    seen.token = received.response.token.value;
+    seen.line = received.line;
+    if (!received.response.owner.empty()) seen.owner = builder.owner(received.response.owner);
+    builder.input.conns[seen.conn].observations.push_back(static_cast<std::uint32_t>(builder.input.observations.size()));
+    builder.input.observations.push_back(std::move(seen));
+    if (received.response.kind == ResponseKind::granted) {
+      // Issued no earlier than the first request of that owner on that key
+      // sent on this connection (the grant answers one of them).
+      std::int64_t from_us = received.received_us;
+      for (const auto& sent : conn.sent) {
+        if (sent.sent_us > received.received_us) break;
+        if (sent.key == received.response.key && !sent.malformed &&
+            sent.line.find(" " + received.response.owner + " ") != std::string::npos) {
+          from_us = std::min(from_us, sent.sent_us);
+        }
+      }
+      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key, conn.id,
+                                       received.received_us, floor_ms(from_us)});
+    }
+  }
+  return built;
+}
+
+Oracles make_oracles(const Built& built) {
+  Oracles oracles;
+  const auto incarnations = built.incarnation_start_us.size();
+  oracles.first_use_ms.resize(incarnations);
+  oracles.may_wait_ms.resize(incarnations);
+  std::map<std::pair<std::uint32_t, std::string>, std::int64_t> first;
+  for (const auto& conn : built.conns) {
+    const auto end_ms = built.incarnation_end_us[conn.incarnation] / 1000 + 1;
+    for (const auto& sent : conn.sent) {
+      if (sent.malformed) continue;
+      auto [it, added] = first.emplace(std::make_pair(conn.incarnation, sent.key), sent.sent_us / 1000);
+      if (!added) it->second = std::min(it->second, sent.sent_us / 1000);
+      if (sent.queued_kind) {
+        const auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+        oracles.may_wait_ms[conn.incarnation].emplace_back(sent.sent_us / 1000, 1);
+        oracles.may_wait_ms[conn.incarnation].emplace_back(until + 1, -1);
+      }
+    }
+  }
+  for (auto& steps : oracles.may_wait_ms) {
+    std::sort(steps.begin(), steps.end());
+    std::int64_t count = 0;
+    for (auto& [at, change] : steps) change = (count += change);
+  }
+  for (const auto& [where, at] : first) oracles.first_use_ms[where.first].push_back(at);
+  for (auto& list : oracles.first_use_ms) std::sort(list.begin(), list.end());
+  for (const auto& grant : built.grants) oracles.tokens.insert(grant.token);
+  return oracles;
+}
+
+// Upper bounds, so that a `B` for a global limit is accepted whenever the
+// limit may have been reached; a server that exceeds a global limit is not
+// caught here (DESIGN.md, "What couples keys").
+KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32_t incarnation, const KeyInput& input) {
+  std::int64_t own_first_ms = unbounded_ms;
+  for (const auto& request : input.requests) own_first_ms = std::min(own_first_ms, request.sent_us / 1000);
+  KeyOracles made;
+  const auto* first = &oracles.first_use_ms[incarnation];
+  const auto* waits = &oracles.may_wait_ms[incarnation];
+  const auto max_keys = limits.max_keys, max_waiters = limits.max_waiters;
+  made.keys_may_be_full = [first, own_first_ms, max_keys](std::int64_t at_ms) {
+    auto used = static_cast<std::uint64_t>(std::upper_bound(first->begin(), first->end(), at_ms) - first->begin());
+    if (own_first_ms <= at_ms && used > 0) --used;
+    return used >= max_keys;
+  };
+  made.waiters_may_be_full = [waits, max_waiters](std::int64_t at_ms) {
+    const auto it = std::upper_bound(waits->begin(), waits->end(), std::make_pair(at_ms, std::numeric_limits<std::int64_t>::max()));
+    const std::int64_t count = it == waits->begin() ? 0 : std::prev(it)->second;
+    return static_cast<std::uint64_t>(count) > max_waiters;  // the request asking is one of them
+  };
+  const auto* tokens = &oracles.tokens;
+  made.token_was_seen = [tokens](std::uint64_t token) { return tokens->contains(token); };
+  return made;
+}
+
+}  // namespace lockstep::history

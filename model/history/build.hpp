@@ -1,0 +1,80 @@
+// From a history to the checker's inputs: connections with their requests
+// and responses parsed against the target's limits, one KeyInput per key and
+// incarnation, each request's latest possible instant, and what the
+// couplings between keys need (tokens seen, first use of each key, possible
+// waiters), all in the history's order so the result is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/history/history.hpp"
+#include "model/history/key_problem.hpp"
+
+namespace lockstep::history {
+
+struct SentLine {
+  std::int64_t sent_us = 0;
+  bool malformed = false;
+  std::string key;  // empty when malformed
+  std::string line;
+  std::int64_t latest_ms = unbounded_ms;
+  bool queued_kind = false;  // an acquire with a wait: may be queued
+  std::int64_t wait_ms = 0;
+};
+
+struct ReceivedLine {
+  std::int64_t received_us = 0;
+  std::string line;
+  bool parsed = false;
+  Response response;
+};
+
+struct ConnectionRecord {
+  std::uint32_t id = 0;
+  std::uint32_t incarnation = 0;
+  std::int64_t opened_us = 0;
+  std::int64_t end_us = -1;
+  bool closes = false;
+  bool cut = false;
+  std::vector<SentLine> sent;  // every line sent, in order (after an over-long line: none)
+  std::vector<ReceivedLine> received;
+};
+
+struct GrantSeen {
+  std::uint64_t token = 0;
+  std::string key;
+  std::uint32_t conn = 0;
+  std::int64_t received_us = 0;
+  std::int64_t issued_from_ms = 0;  // no earlier than this instant
+};
+
+struct Built {
+  std::vector<ConnectionRecord> conns;  // by first appearance
+  std::map<std::pair<std::uint32_t, std::string>, KeyInput> keys;
+  std::vector<std::int64_t> incarnation_start_us;
+  std::vector<std::int64_t> incarnation_end_us;
+  std::vector<GrantSeen> grants;
+  std::int64_t end_us = 0;
+};
+
+Built build_inputs(const History& history);
+
+// What the couplings between keys need, precomputed for all keys.
+struct Oracles {
+  // Per incarnation: the first instant each key was asked for, sorted.
+  std::vector<std::vector<std::int64_t>> first_use_ms;
+  // Per incarnation: how many acquires may be waiting, as a step function
+  // (instant from which, count), sorted by instant.
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> may_wait_ms;
+  std::set<std::uint64_t> tokens;
+};
+
+Oracles make_oracles(const Built& built);
+KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32_t incarnation, const KeyInput& input);
+
+}  // namespace lockstep::history

@@ -1,0 +1,66 @@
+// The black-box checker: does a recorded history have an explanation under
+// the contract (CONTRACT.md, "Black box, in real time")? The history is
+// split by incarnation of the target (a restart wipes its state) and by key;
+// each key is a search (key_problem.hpp); what couples keys is checked
+// apart and soundly: one sweep phase per incarnation shared by all keys,
+// token order and uniqueness over the whole history, and the global limits
+// as causes that may or may not hold (DESIGN.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/history/history.hpp"
+#include "model/history/key_problem.hpp"
+#include "model/history/phase_set.hpp"
+
+namespace lockstep::history {
+
+struct CheckOptions {
+  std::uint64_t budget_states = 20'000'000;  // expansions over the whole check
+  bool shrink = true;
+};
+
+// One thing with no explanation, told for a reader.
+struct Finding {
+  std::string check;  // "key", "tokens", "errors", "responses", "phase"
+  std::string key;    // the key, when the finding is about one
+  std::uint32_t incarnation = 0;
+  std::string summary;             // one line
+  std::vector<std::string> story;  // the shrunk sub-history as a timeline, and what the model allowed
+  std::int64_t at_us = 0;          // where it shows, on the history's clock
+  std::string vector_text;         // a .vec reproducing it exactly, when the timing allows
+};
+
+// The explanation found for one key, for reports: instants of each step.
+struct KeyExplanation {
+  std::string key;
+  std::uint32_t incarnation = 0;
+  std::vector<KeyProblem::Step> steps;
+};
+
+enum class Verdict { conforms, violation, unknown };
+
+struct CheckResult {
+  Verdict verdict = Verdict::conforms;
+  std::vector<Finding> violations;
+  std::vector<std::string> unknown;  // what the budget left undecided, and why
+  std::vector<PhaseSet> phases;      // per incarnation: the sweep phases that explain it
+  std::vector<std::int64_t> incarnation_start_us;
+  std::vector<KeyExplanation> explanations;
+  // Figures for the summary.
+  std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
+  std::uint64_t states_expanded = 0;
+};
+
+CheckResult check_history(const History& history, const CheckOptions& options = {});
+
+// The summary lines that `check-history` and `fuzz` print, ending with
+// `violations: N`.
+std::vector<std::string> summary_lines(const CheckResult& result);
+
+// 0 conforms, 1 a violation, 2 unknown (Maelstrom's convention).
+int exit_code(const CheckResult& result);
+
+}  // namespace lockstep::history

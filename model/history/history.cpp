@@ -1,0 +1,172 @@
+// NDJSON reading and writing of histories. The reader is strict: a history
+// that cannot be read exactly is refused with the line at fault, because a
+// checker that guessed at a damaged file could pass a broken server.
+#include "model/history/history.hpp"
+
+#include <fstream>
+#include <istream>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace lockstep::history {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr EventKind all_kinds[] = {EventKind::connect, EventKind::send, EventKind::recv, EventKind::close,
+                                   EventKind::eof,     EventKind::down, EventKind::up};
+
+std::optional<EventKind> kind_from_name(const std::string& name) {
+  for (const auto kind : all_kinds) {
+    if (name == event_kind_name(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+bool has_line(EventKind kind) { return kind == EventKind::send || kind == EventKind::recv; }
+bool has_conn(EventKind kind) { return kind != EventKind::down && kind != EventKind::up; }
+
+json limits_json(const Limits& limits) {
+  return json{{"max_keys", limits.max_keys},
+              {"max_waiters_per_key", limits.max_waiters_per_key},
+              {"max_waiters", limits.max_waiters},
+              {"sweep_ms", limits.sweep_ms.value},
+              {"max_lease_ms", limits.max_lease_ms.value},
+              {"max_wait_ms", limits.max_wait_ms.value},
+              {"max_line_bytes", limits.max_line_bytes}};
+}
+
+// The header's limits: every name must be a limit, and the result valid.
+std::optional<std::string> read_limits(const json& object, Limits& limits) {
+  if (!object.is_object()) return "\"limits\" must be an object";
+  for (const auto& [name, value] : object.items()) {
+    if (!value.is_number_unsigned()) return fmt::format("limit {} must be a non-negative integer", name);
+    if (auto error = set_limit(limits, name, std::to_string(value.get<std::uint64_t>()))) return *error;
+  }
+  return validate(limits);
+}
+
+std::variant<Header, std::string> read_header(const json& object) {
+  Header header;
+  if (!object.is_object() || !object.contains("schema")) return std::string("the first line must be the header");
+  if (object["schema"] != schema_name) {
+    return fmt::format("unknown schema {} (this checker reads {})", object["schema"].dump(), schema_name);
+  }
+  if (object.contains("limits")) {
+    if (auto error = read_limits(object["limits"], header.limits)) return *error;
+  }
+  if (object.contains("tolerance_ms")) {
+    const auto& tolerance = object["tolerance_ms"];
+    if (!tolerance.is_number_unsigned() || tolerance.get<std::uint64_t>() > 3'600'000) {
+      return std::string("tolerance_ms must be an integer from 0 to 3600000");
+    }
+    header.tolerance_ms = tolerance.get<std::int64_t>();
+  }
+  if (object.contains("target") && object["target"].is_string()) header.target = object["target"];
+  if (object.contains("seed") && object["seed"].is_number_unsigned()) header.seed = object["seed"];
+  return header;
+}
+
+std::variant<Event, std::string> read_event(const json& object) {
+  Event event;
+  if (!object.is_object()) return std::string("an event must be an object");
+  if (!object.contains("t_us") || !object["t_us"].is_number_integer() || object["t_us"].get<std::int64_t>() < 0) {
+    return std::string("t_us must be a non-negative integer");
+  }
+  event.t_us = object["t_us"];
+  if (!object.contains("ev") || !object["ev"].is_string()) return std::string("ev must be a string");
+  const auto kind = kind_from_name(object["ev"]);
+  if (!kind) return fmt::format("unknown event {}", object["ev"].dump());
+  event.kind = *kind;
+  if (has_conn(event.kind)) {
+    if (!object.contains("conn") || !object["conn"].is_number_unsigned() ||
+        object["conn"].get<std::uint64_t>() > 0xffff'ffffu) {
+      return std::string("conn must be an integer from 0 to 4294967295");
+    }
+    event.conn = object["conn"];
+  }
+  if (has_line(event.kind)) {
+    if (!object.contains("line") || !object["line"].is_string()) return std::string("line must be a string");
+    event.line = object["line"];
+    if (event.line.find('\n') != std::string::npos) return std::string("line must not contain a newline");
+  }
+  return event;
+}
+
+}  // namespace
+
+const char* event_kind_name(EventKind kind) {
+  switch (kind) {
+    case EventKind::connect: return "connect";
+    case EventKind::send: return "send";
+    case EventKind::recv: return "recv";
+    case EventKind::close: return "close";
+    case EventKind::eof: return "eof";
+    case EventKind::down: return "down";
+    case EventKind::up: return "up";
+  }
+  return "?";
+}
+
+std::string header_line(const Header& header) {
+  json object{{"schema", schema_name},
+              {"limits", limits_json(header.limits)},
+              {"tolerance_ms", header.tolerance_ms},
+              {"target", header.target},
+              {"seed", header.seed}};
+  return object.dump();
+}
+
+std::string event_line(const Event& event) {
+  json object{{"t_us", event.t_us}, {"ev", event_kind_name(event.kind)}};
+  if (has_conn(event.kind)) object["conn"] = event.conn;
+  // Lines are not always valid UTF-8 (a fuzzer sends any bytes): replace
+  // what cannot be written rather than failing the whole record.
+  if (has_line(event.kind)) object["line"] = event.line;
+  return object.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::variant<History, ReadError> read_history(std::istream& in) {
+  History history;
+  std::string text;
+  std::size_t number = 0;
+  bool have_header = false;
+  while (std::getline(in, text)) {
+    ++number;
+    if (text.empty()) continue;
+    json object = json::parse(text, nullptr, false);
+    if (object.is_discarded()) return ReadError{number, "not a JSON object"};
+    if (!have_header) {
+      auto header = read_header(object);
+      if (auto* error = std::get_if<std::string>(&header)) return ReadError{number, *error};
+      history.header = std::get<Header>(header);
+      have_header = true;
+      continue;
+    }
+    auto event = read_event(object);
+    if (auto* error = std::get_if<std::string>(&event)) return ReadError{number, *error};
+    auto& read = std::get<Event>(event);
+    if (!history.events.empty() && read.t_us < history.events.back().t_us) {
+      return ReadError{number, "t_us goes back: events must be in the order recorded"};
+    }
+    history.events.push_back(std::move(read));
+  }
+  if (!have_header) return ReadError{number, "empty file: no header"};
+  return history;
+}
+
+std::variant<History, ReadError> read_history_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return ReadError{0, fmt::format("cannot open {}", path)};
+  return read_history(in);
+}
+
+void write_history(std::ostream& out, const History& history) {
+  out << header_line(history.header) << '\n';
+  for (const auto& event : history.events) out << event_line(event) << '\n';
+}
+
+}  // namespace lockstep::history

@@ -1,0 +1,72 @@
+// A history of a black-box run against a live lock server (CONTRACT.md,
+// "Live targets", "Black box, in real time"): what the tester sent and
+// received on each connection, stamped on one monotonic clock in
+// microseconds, and the target's limits and the timing tolerance, so that
+// the file alone is all the checker needs.
+//
+// On disk it is NDJSON, schema `lockstep.history/1` (README, "History
+// files"): a header line, then one event per line in the order recorded.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "impl/limits.hpp"
+
+namespace lockstep::history {
+
+inline constexpr const char* schema_name = "lockstep.history/1";
+
+struct Header {
+  Limits limits;
+  std::int64_t tolerance_ms = 50;
+  std::string target;     // free text: what was tested
+  std::uint64_t seed = 0;  // the workload's seed, 0 when recorded by other clients
+};
+
+enum class EventKind {
+  connect,  // the tester opened connection `conn`
+  send,     // the tester wrote `line` (without `\n`) on `conn`
+  recv,     // a response `line` arrived on `conn`
+  close,    // the tester closed `conn`
+  eof,      // the server closed `conn` (or it broke)
+  down,     // the target was stopped (every connection is gone with it)
+  up,       // the target was started again and accepts connections
+};
+
+struct Event {
+  std::int64_t t_us = 0;
+  EventKind kind = EventKind::send;
+  std::uint32_t conn = 0;  // unused for down and up
+  std::string line;        // send and recv only
+};
+
+struct History {
+  Header header;
+  std::vector<Event> events;  // in recorded order, t_us never decreasing
+};
+
+const char* event_kind_name(EventKind kind);
+
+// One NDJSON line (no newline) for the header or an event.
+std::string header_line(const Header& header);
+std::string event_line(const Event& event);
+
+struct ReadError {
+  std::size_t line = 0;  // 1-based line of the file
+  std::string message;
+};
+
+// Reads a whole history; any malformed line, a wrong schema, invalid
+// limits or times that go back is an error naming the line.
+std::variant<History, ReadError> read_history(std::istream& in);
+std::variant<History, ReadError> read_history_file(const std::string& path);
+
+// Writes the header and every event, one line each.
+void write_history(std::ostream& out, const History& history);
+
+}  // namespace lockstep::history

@@ -1,0 +1,112 @@
+// The sweep phases still possible: a set of residues modulo the sweep
+// period, kept as sorted disjoint inclusive ranges. The sweeps of a black-box
+// server run at phase + k * sweep_ms for one unknown phase (CONTRACT.md,
+// "Black box, in real time"); each observation that needs or forbids a
+// sweep at some instants narrows the set.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace lockstep::history {
+
+class PhaseSet {
+ public:
+  PhaseSet() = default;
+  // Every phase of a period.
+  explicit PhaseSet(std::int64_t period_ms) : period_(period_ms), ranges_{{0, period_ms - 1}} {}
+
+  std::int64_t period() const { return period_; }
+  bool empty() const { return ranges_.empty(); }
+  bool pinned() const { return ranges_.size() == 1 && ranges_[0].first == ranges_[0].second; }
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges() const { return ranges_; }
+  std::int64_t size() const {
+    std::int64_t total = 0;
+    for (const auto& [low, high] : ranges_) total += high - low + 1;
+    return total;
+  }
+
+  bool contains_instant(std::int64_t instant_ms) const {
+    const auto phase = residue(instant_ms);
+    for (const auto& [low, high] : ranges_) {
+      if (phase >= low && phase <= high) return true;
+    }
+    return false;
+  }
+
+  // No sweep at any instant of [first, last].
+  void forbid_instants(std::int64_t first_ms, std::int64_t last_ms) {
+    if (first_ms > last_ms) return;
+    if (last_ms - first_ms + 1 >= period_) {
+      ranges_.clear();
+      return;
+    }
+    for (const auto& [low, high] : residue_ranges(first_ms, last_ms)) subtract(low, high);
+  }
+
+  // A sweep at one of the instants of [first, last].
+  void require_one_of(std::int64_t first_ms, std::int64_t last_ms) {
+    if (first_ms > last_ms) {
+      ranges_.clear();
+      return;
+    }
+    if (last_ms - first_ms + 1 >= period_) return;
+    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+    for (const auto& [low, high] : residue_ranges(first_ms, last_ms)) {
+      for (const auto& [own_low, own_high] : ranges_) {
+        const auto a = std::max(low, own_low), b = std::min(high, own_high);
+        if (a <= b) kept.emplace_back(a, b);
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    ranges_ = std::move(kept);
+  }
+
+  void intersect(const PhaseSet& other) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+    for (const auto& [low, high] : other.ranges_) {
+      for (const auto& [own_low, own_high] : ranges_) {
+        const auto a = std::max(low, own_low), b = std::min(high, own_high);
+        if (a <= b) kept.emplace_back(a, b);
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    ranges_ = std::move(kept);
+  }
+
+  // Every phase of this set that `other` does not hold.
+  void subtract_set(const PhaseSet& other) {
+    for (const auto& [low, high] : other.ranges_) subtract(low, high);
+  }
+
+  std::int64_t residue(std::int64_t instant_ms) const { return ((instant_ms % period_) + period_) % period_; }
+
+  friend bool operator==(const PhaseSet&, const PhaseSet&) = default;
+
+ private:
+  std::vector<std::pair<std::int64_t, std::int64_t>> residue_ranges(std::int64_t first_ms, std::int64_t last_ms) const {
+    const auto a = residue(first_ms), b = residue(last_ms);
+    if (a <= b) return {{a, b}};
+    return {{0, b}, {a, period_ - 1}};
+  }
+
+  void subtract(std::int64_t low, std::int64_t high) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+    for (const auto& [own_low, own_high] : ranges_) {
+      if (own_high < low || own_low > high) {
+        kept.emplace_back(own_low, own_high);
+        continue;
+      }
+      if (own_low < low) kept.emplace_back(own_low, low - 1);
+      if (own_high > high) kept.emplace_back(high + 1, own_high);
+    }
+    ranges_ = std::move(kept);
+  }
+
+  std::int64_t period_ = 1;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
+};
+
+}  // namespace lockstep::history

@@ -1,0 +1,171 @@
+#include "model/history/story.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "model/history/build.hpp"
+
+namespace lockstep::history {
+
+namespace {
+
+struct Attempt {
+  bool fails = false;
+  KeyInput input;
+  std::optional<KeyProblem::State> deepest;
+};
+
+// Whether the key still has no explanation in the history cut at `cut_us`
+// (events from then on dropped; connections still open are cut, so late
+// answers may be on their way).
+Attempt attempt(const History& history, std::uint32_t incarnation, const std::string& key, std::int64_t cut_us) {
+  History prefix;
+  prefix.header = history.header;
+  for (const auto& event : history.events) {
+    if (event.t_us >= cut_us) break;
+    prefix.events.push_back(event);
+  }
+  Attempt result;
+  const Built built = build_inputs(prefix);
+  const auto it = built.keys.find({incarnation, key});
+  if (it == built.keys.end()) return result;
+  const Oracles oracles = make_oracles(built);
+  const KeyProblem problem(it->second, key_oracles(oracles, prefix.header.limits, incarnation, it->second),
+                           PhaseSet(prefix.header.limits.sweep_ms.value));
+  const auto found = search(problem, 2'000'000);
+  result.fails = found.outcome == SearchOutcome::exhausted;
+  result.input = it->second;
+  result.deepest = found.deepest;
+  return result;
+}
+
+std::string at(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
+
+}  // namespace
+
+std::string describe_state(const KeyInput& input, const KeyProblem::State& state, std::int64_t origin_us) {
+  const auto instant = [&](std::int64_t ms) { return at(ms * 1000, origin_us); };
+  if (!state.held) return fmt::format("at {} the key is free", instant(state.now_ms));
+  std::string text = fmt::format(
+      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms, {} {})", instant(state.now_ms),
+      input.owners[state.holder.owner], state.holder.token == 0 ? std::string("unseen") : std::to_string(state.holder.token),
+      instant(state.holder.granted_ms), state.holder.lease_ms,
+      state.now_ms >= state.holder.expiry_ms() ? "expired" : "expires", instant(state.holder.expiry_ms()));
+  if (state.queue.empty()) return text + ", no waiters";
+  text += ", waiters:";
+  for (const auto& waiter : state.queue) {
+    const auto& request = input.requests[waiter.request];
+    text += fmt::format(" `{}` on c{} (deadline {})", input.owners[request.owner], input.conns[request.conn].id,
+                        instant(waiter.deadline_ms));
+  }
+  return text;
+}
+
+namespace {
+
+std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us, std::int32_t unexplained) {
+  struct Line {
+    std::int64_t us;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  for (const auto& request : input.requests) {
+    lines.push_back({request.sent_us, fmt::format("{:>14}  c{:<4} sent     {}", at(request.sent_us, origin_us),
+                                                   input.conns[request.conn].id, request.line)});
+  }
+  for (std::size_t i = 0; i < input.observations.size(); ++i) {
+    const auto& seen = input.observations[i];
+    lines.push_back({seen.received_us, fmt::format("{:>14}  c{:<4} received {}{}", at(seen.received_us, origin_us),
+                                                    input.conns[seen.conn].id, seen.line,
+                                                    static_cast<std::int32_t>(i) == unexplained
+                                                        ? "   <-- no explanation"
+                                                        : "")});
+  }
+  for (const auto& conn : input.conns) {
+    if (conn.closes) lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} closed", at(conn.end_us, origin_us), conn.id)});
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.us < b.us; });
+  std::vector<std::string> out;
+  constexpr std::size_t shown_max = 60;
+  if (lines.size() > shown_max) {
+    out.push_back(fmt::format("({} earlier events of this key are explained and not shown)", lines.size() - shown_max));
+    lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(shown_max));
+  }
+  for (auto& line : lines) out.push_back(std::move(line.text));
+  return out;
+}
+
+}  // namespace
+
+Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink) {
+  Finding finding;
+  finding.check = "key";
+  finding.key = input.key;
+  finding.incarnation = incarnation;
+  std::int64_t origin_us = history.events.empty() ? 0 : history.events.front().t_us;
+  {
+    std::uint32_t seen = 0;
+    for (const auto& event : history.events) {
+      if (seen == incarnation) {
+        origin_us = event.t_us;
+        break;
+      }
+      if (event.kind == EventKind::down) ++seen;
+    }
+  }
+  // The shortest failing prefix, by bisection on the cut instant: the
+  // first cut after the last event is the whole history, which fails.
+  std::int64_t good = origin_us, bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
+  Attempt best = attempt(history, incarnation, input.key, bad);
+  if (shrink) {
+    for (int round = 0; round < 40 && bad - good > 1; ++round) {
+      const std::int64_t middle = good + (bad - good) / 2;
+      Attempt tried = attempt(history, incarnation, input.key, middle);
+      if (tried.fails) {
+        bad = middle;
+        best = std::move(tried);
+      } else {
+        good = middle;
+      }
+    }
+  }
+  if (!best.fails) {
+    // The cut history explains itself (cannot happen when the whole does
+    // not, short of a search limit): report the whole key.
+    best.input = input;
+  }
+  std::int32_t unexplained = -1;
+  std::string state_text;
+  if (best.deepest) {
+    const auto index = best.deepest->observed_mark;
+    if (index < best.input.observations.size()) unexplained = static_cast<std::int32_t>(index);
+    state_text = describe_state(best.input, *best.deepest, origin_us);
+  }
+  if (unexplained >= 0) {
+    const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
+    finding.at_us = seen.received_us;
+    finding.summary = fmt::format("key `{}`: `{}` on connection {} at {} has no explanation", input.key, seen.line,
+                                  best.input.conns[seen.conn].id, at(seen.received_us, origin_us));
+  } else {
+    finding.at_us = bad;
+    finding.summary = fmt::format("key `{}`: a response the contract requires by {} never arrived", input.key,
+                                  at(bad, origin_us));
+  }
+  finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
+                                      input.key, at(bad, origin_us)));
+  for (auto& line : timeline(best.input, origin_us, unexplained)) finding.story.push_back("  " + line);
+  if (best.deepest) {
+    finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
+                                        best.deepest->explained, best.input.observations.size(), state_text));
+    if (unexplained >= 0) {
+      finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
+                              "tolerance makes the contract give the marked response.");
+    } else {
+      finding.story.push_back("the contract requires an answer (a `T` at a deadline, or a hand-off) that did not arrive.");
+    }
+  }
+  return finding;
+}
+
+}  // namespace lockstep::history
