@@ -130,11 +130,16 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   // Per incarnation, the keys whose explanation used a narrower phase set.
   std::vector<std::vector<std::pair<const KeyInput*, PhaseSet>>> narrowed(incarnations);
   std::uint64_t budget = options.budget_states;
+  std::size_t keys_left = built.keys.size();
   for (const auto& [where, input] : built.keys) {
     names.insert(input.key);
     const KeyProblem problem(input, key_oracles(oracles, limits, where.first, input),
                              PhaseSet(limits.sweep_ms.value));
-    const auto found = search(problem, budget);
+    // Each key gets a fair share of what is left, so that one key whose
+    // search explodes leaves the others decided.
+    const auto share = std::max<std::uint64_t>(budget / std::max<std::size_t>(1, keys_left), std::min<std::uint64_t>(budget, 100'000));
+    --keys_left;
+    const auto found = search(problem, share);
     budget -= std::min(budget, found.expanded);
     result.states_expanded += found.expanded;
     if (found.outcome == SearchOutcome::budget_spent) {

@@ -30,7 +30,12 @@ std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(receive
 }  // namespace
 
 KeyProblem::KeyProblem(const KeyInput& input, KeyOracles oracles, PhaseSet phases)
-    : in_(input), oracles_(std::move(oracles)), phases_(std::move(phases)) {}
+    : in_(input), oracles_(std::move(oracles)), phases_(std::move(phases)) {
+  for (const auto& seen : in_.observations) {
+    if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
+  }
+  std::sort(grant_tokens_.begin(), grant_tokens_.end());
+}
 
 std::vector<KeyProblem::Step> KeyProblem::steps_of(const State& state) {
   std::vector<Step> steps;
@@ -164,7 +169,12 @@ void KeyProblem::answer(State state, std::uint32_t conn, ResponseKind kind, std:
     if (seen.received_us < from_us || explained(state, *it) || seen.kind != kind) continue;
     const bool named = kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
     if (named && seen.owner != owner) continue;
-    if (kind == ResponseKind::granted && seen.token <= state.last_token) continue;
+    // Tokens increase in the order issued: the next grant seen on this key
+    // must carry the smallest token not yet explained.
+    if (kind == ResponseKind::granted) {
+      const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), state.last_token);
+      if (next == grant_tokens_.end() || *next != seen.token) continue;
+    }
     if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) continue;
     State next = state;
     explain(next, *it);
@@ -226,7 +236,11 @@ void KeyProblem::handle_acquire(State state, std::uint32_t request, std::int64_t
   const auto& asked = in_.requests[request];
   const bool refused_by_key_limit = oracles_.keys_may_be_full && oracles_.keys_may_be_full(at_ms);
   if (!state.held) {
-    if (refused_by_key_limit) answer(state, asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
+    if (refused_by_key_limit) {
+      State refused = state;
+      refused.inert = true;
+      answer(std::move(refused), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
+    }
     grant(std::move(state), request, at_ms, false, sink);
     return;
   }
@@ -245,15 +259,19 @@ void KeyProblem::handle_acquire(State state, std::uint32_t request, std::int64_t
     return;
   }
   if (asked.wait_ms == 0) {
+    state.inert = true;
     answer(std::move(state), asked.conn, ResponseKind::timed_out, asked.owner, 0, at_ms, false, request, sink);
     return;
   }
   if (state.queue.size() >= in_.limits.max_waiters_per_key) {
+    state.inert = true;
     answer(std::move(state), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
     return;
   }
   if (oracles_.waiters_may_be_full && oracles_.waiters_may_be_full(at_ms)) {
-    answer(state, asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
+    State refused = state;
+    refused.inert = true;
+    answer(std::move(refused), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
   }
   const Waiter waiter{request, at_ms, at_ms + asked.wait_ms};
   if (!waiter_can_be_answered(state, waiter)) return;
@@ -264,6 +282,7 @@ void KeyProblem::handle_acquire(State state, std::uint32_t request, std::int64_t
 void KeyProblem::handle_release(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const {
   const auto& asked = in_.requests[request];
   const auto not_held = [&](State&& other) {
+    other.inert = true;
     answer(std::move(other), asked.conn, ResponseKind::not_held, 0, asked.token, at_ms, false, request, sink);
   };
   if (!state.held) {
@@ -391,9 +410,19 @@ void KeyProblem::successors(const State& state, std::vector<State>& out) const {
     const auto& request = in_.requests[in_.conns[conn].requests[state.next_request[conn]]];
     const std::int64_t low = std::max(state.now_ms, floor_ms(request.sent_us));
     const std::int64_t high = std::min(cap, request.latest_ms);
-    for (std::int64_t at = low; at <= high; ++at) handle(state, conn, at, collect);
+    for (std::int64_t at = low; at <= high; ++at) {
+      const auto before = out.size();
+      handle(state, conn, at, collect);
+      bool inert = false;
+      for (auto i = before; i < out.size(); ++i) {
+        inert = inert || out[i].inert;
+        out[i].inert = false;
+      }
+      // An answer that changed nothing is best given as early as possible:
+      // a later instant only constrains what follows more.
+      if (inert) break;
+    }
   }
-  sweep_moves(state, collect);
   close_moves(state, collect);
   // Time passes with nothing handled: up to the instant of the next
   // response to explain, firing the deadlines on the way.
@@ -401,6 +430,16 @@ void KeyProblem::successors(const State& state, std::vector<State>& out) const {
   // Earliest move first: a correct server's history is then explained in
   // one pass, in time order, and backtracking is the exception.
   std::stable_sort(out.begin(), out.end(), [](const State& a, const State& b) { return a.now_ms < b.now_ms; });
+  // Sweeps: the latest instant their hand-off's arrival allows comes first
+  // (a server's answer usually leaves at once), and as a block at that
+  // instant, so that a wrong early guess does not pin the phase first.
+  std::vector<State> sweeps;
+  sweep_moves(state, [&](State&& next) { sweeps.push_back(std::move(next)); });
+  if (sweeps.empty()) return;
+  std::stable_sort(sweeps.begin(), sweeps.end(), [](const State& a, const State& b) { return a.now_ms > b.now_ms; });
+  const auto latest = sweeps.front().now_ms;
+  const auto at = std::find_if(out.begin(), out.end(), [&](const State& other) { return other.now_ms > latest; });
+  out.insert(at, std::make_move_iterator(sweeps.begin()), std::make_move_iterator(sweeps.end()));
 }
 
 bool KeyProblem::is_final(const State& state) const {

@@ -116,6 +116,9 @@ class KeyProblem {
     std::vector<std::uint32_t> observed_extra;  // explained ones above the mark, sorted
     PhaseSet phases;
     std::uint32_t explained = 0;
+    // The last request handled changed nothing but what is explained (an
+    // `N`, a waitless `T`, a `B`): handling it later cannot help.
+    bool inert = false;
     // The explanation so far, newest first, shared between states (not part
     // of the fingerprint: two paths to one state explain equally well).
     std::shared_ptr<const StepNode> steps;
@@ -155,6 +158,7 @@ class KeyProblem {
   void close_moves(const State& state, const Sink& sink) const;
 
   const KeyInput& in_;
+  std::vector<std::uint64_t> grant_tokens_;  // of the grants seen on this key, sorted
   KeyOracles oracles_;
   PhaseSet phases_;
 };
