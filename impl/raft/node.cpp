@@ -453,14 +453,15 @@ void RaftNode::send_append(NodeId peer) {
   send(std::move(m));
 }
 
-// Every heartbeat the leader assumes unacknowledged appends were lost and
-// resends from the last index it knows matches; this also carries the commit
+// Every heartbeat the leader assumes unacknowledged appends were lost: a
+// pipelining peer falls back to probing from the last index known to match,
+// a probing peer gets its probe again. The append also carries the commit
 // index and keeps followers from campaigning.
 void RaftNode::heartbeat() {
   for (auto& [peer, p] : progress_) {
     p.inflight.clear();
     p.snapshot_pending = false;
-    if (p.next > p.match + 1) {
+    if (!p.probing && p.next > p.match + 1) {
       p.next = p.match + 1;
       p.probing = true;
     }
