@@ -47,6 +47,14 @@ RaftSimParams raft_swarm_params(std::uint64_t seed, std::uint32_t nodes) {
   p.log_keep = static_cast<std::uint32_t>(prng.between(0, 16));
   p.raft.inflight_max = static_cast<std::uint32_t>(prng.between(1, 8));
   p.raft.entries_per_message_max = static_cast<std::uint32_t>(prng.between(1, 64));
+  // A third of the seeds are storms: frequent partitions and crashes, small
+  // appends. Divergent logs, repairs and elections during repair come from
+  // these; the gentler seeds show progress under ordinary faults.
+  if (prng.chance(1.0 / 3)) {
+    p.partition = 0.2 + prng.unit() * 0.4;
+    p.crash = 0.05 + prng.unit() * 0.25;
+    p.raft.entries_per_message_max = static_cast<std::uint32_t>(prng.between(1, 4));
+  }
   return p;
 }
 
