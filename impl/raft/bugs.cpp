@@ -17,6 +17,8 @@ constexpr std::array catalogue{
                        "a vote is granted to a candidate whose log is behind the voter's"},
     RaftBugDescription{RaftBug::forget_vote, "forget-vote",
                        "the vote is kept in memory only, so a restarted node may vote again"},
+    RaftBugDescription{RaftBug::commit_unverified, "commit-unverified",
+                       "a follower takes the leader's commit index past the entries the append verified"},
 };
 
 }  // namespace

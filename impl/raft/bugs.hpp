@@ -16,6 +16,7 @@ enum class RaftBug {
   apply_before_commit,   // a follower applies entries as soon as they are appended
   stale_log_vote,        // a vote is granted without the log up-to-date check
   forget_vote,           // the vote is not persisted, so a restart may vote twice
+  commit_unverified,     // a follower commits past the entries the append verified
 };
 
 struct RaftBugDescription {

@@ -362,7 +362,10 @@ void RaftNode::handle_append(const Message& m, TimeMs now) {
     if (!ready_.log_from || *ready_.log_from > entry.index) ready_.log_from = entry.index;
   }
   const Index last_new = m.prev_log_index + m.entries.size();
-  const Index commit = std::min(m.commit, last_new);
+  // Entries past last_new were not checked against the leader's log: they
+  // may be a deposed leader's, so the commit index must not reach them.
+  const Index verified = config_.bug == RaftBug::commit_unverified ? last_index() : last_new;
+  const Index commit = std::min(m.commit, verified);
   if (commit > commit_) advance_commit(commit);
   r.granted = true;
   r.match_index = last_new;

@@ -80,6 +80,10 @@ TEST(RaftCheckers, VotingForAStaleLogBreaksLeaderCompleteness) {
   EXPECT_TRUE(caught_by(RaftBug::stale_log_vote, 5, 40).contains("leader-completeness"));
 }
 
+TEST(RaftCheckers, CommittingUnverifiedEntriesBreaksStateMachineSafety) {
+  EXPECT_TRUE(caught_by(RaftBug::commit_unverified, 5, 60).contains("state-machine-safety"));
+}
+
 TEST(RaftSim, SwarmSeedsPassWithThreeAndFiveNodes) {
   for (const std::uint32_t nodes : {3u, 5u}) {
     for (std::uint64_t seed = 1; seed <= 40; ++seed) {
