@@ -40,7 +40,16 @@ int run_raft_sim(const RaftSimOptions& o) {
     auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
     if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
     params.raft.bug = *bug;
-    const auto r = sim::run_raft_simulation(params);
+    auto r = sim::run_raft_simulation(params);
+    if (o.check_determinism) {
+      const auto again = sim::run_raft_simulation(params);
+      if (again.event_hash != r.event_hash || again.stats.events != r.stats.events) {
+        ++r.violation_count;
+        r.violations.push_back({r.stats.simulated_until, "determinism",
+                                fmt::format("two runs differ: event hash {:016x} over {} events, then {:016x} over {}",
+                                            r.event_hash, r.stats.events, again.event_hash, again.stats.events)});
+      }
+    }
     ++seeds;
     const auto& s = r.stats;
     totals.events += s.events;
@@ -73,6 +82,7 @@ int run_raft_sim(const RaftSimOptions& o) {
   const double wall_s =
       std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   const auto row = [](const char* name, auto value) { fmt::print("  {:<22} {:>14}\n", name, value); };
+  if (o.check_determinism) fmt::print("determinism: every seed ran twice{}\n", failed ? "" : " with the same event hash");
   fmt::print("\nlockstep sim --mode raft summary ({} nodes)\n", o.nodes);
   row("seeds", seeds);
   row("failed seeds", failed);

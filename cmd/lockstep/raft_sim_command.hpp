@@ -11,6 +11,7 @@ struct RaftSimOptions {
   std::uint32_t nodes = 3;
   std::uint64_t first_seed = 1, last_seed = 1;
   bool swarm = false;
+  bool check_determinism = false;
   std::optional<std::int64_t> duration_ms;
   std::string bug = "none";
 };

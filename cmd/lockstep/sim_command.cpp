@@ -250,6 +250,7 @@ int run_sim(const SimOptions& o) {
     raft.swarm = options.swarm;
     raft.duration_ms = o.duration_ms;
     raft.bug = o.bug;
+    raft.check_determinism = o.check_determinism;
     return run_raft_sim(raft);
   }
   auto bug = bug_from_name(o.bug);
