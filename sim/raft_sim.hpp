@@ -3,9 +3,10 @@
 // under a node-to-node network with delays, loss, duplication, reordering
 // and partitions, node crashes (some between a write and its sync) and
 // drifting, jumping per-node clocks. The checkers run after every event. A
-// liveness phase ends each run: faults heal, crashed nodes restart, and a
-// leader must appear within leader_bound_ms, and every command a client was
-// told is committed must be applied on every node by the end.
+// liveness phase ends each run: faults heal, crashed nodes restart, the
+// workload stops; a leader must appear within leader_bound_ms of the heal,
+// and every command a client was told is committed (up to settle_ms before
+// the end) must be applied on every node by the end.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct RaftSimParams {
   DurationMs duration_ms{10'000};       // faults and workload
   DurationMs liveness_ms{10'000};       // healed, no workload: the liveness phase
   DurationMs leader_bound_ms{5'000};    // a leader within this of the heal
+  DurationMs settle_ms{3'000};          // an acknowledgement this close to the end may still be spreading
   DurationMs tick_ms{10};
   // network
   DurationMs latency_min_ms{1};
