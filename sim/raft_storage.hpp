@@ -6,6 +6,8 @@
 // "persist before send".
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "impl/raft/node.hpp"
