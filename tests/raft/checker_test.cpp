@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "sim/raft_checker.hpp"
 #include "sim/raft_scenario.hpp"
 #include "sim/raft_sim.hpp"
 
@@ -82,6 +83,35 @@ TEST(RaftCheckers, VotingForAStaleLogBreaksLeaderCompleteness) {
 
 TEST(RaftCheckers, CommittingUnverifiedEntriesBreaksStateMachineSafety) {
   EXPECT_TRUE(caught_by(RaftBug::commit_unverified, 5, 60).contains("state-machine-safety"));
+}
+
+// The checkers no catalogued bug reaches, fed states that break them.
+TEST(RaftCheckers, ACommitIndexGoingBackIsCaught) {
+  raft::RaftConfig config;
+  config.id = 1;
+  config.peers = {1, 2, 3};
+  raft::PersistedState compacted;
+  compacted.hard_state = {1, 1};
+  compacted.snapshot = {5, 1, ""};
+  const raft::RaftNode ahead(config, 1, compacted, TimeMs{0});
+  const raft::RaftNode behind(config, 1, raft::PersistedState{}, TimeMs{0});
+  RaftChecker checker(3);
+  checker.after_event({&ahead}, TimeMs{1});
+  EXPECT_EQ(checker.violation_count(), 0u);
+  checker.after_event({&behind}, TimeMs{2});
+  ASSERT_EQ(checker.violation_count(), 1u);
+  EXPECT_EQ(checker.violations().front().checker, "commit-monotonic");
+}
+
+TEST(RaftCheckers, ADurableTermOrVoteGoingBackIsCaught) {
+  RaftChecker checker(3);
+  checker.on_durable(1, {2, 1}, {3, 0});
+  EXPECT_EQ(checker.violation_count(), 0u);
+  checker.on_durable(1, {3, 2}, {2, 2});
+  checker.on_durable(1, {3, 2}, {3, 1});
+  EXPECT_EQ(checker.violation_count(), 2u);
+  checker.on_send_unsynced(2);
+  EXPECT_EQ(checker.violations().back().checker, "persist-before-send");
 }
 
 TEST(RaftSim, SwarmSeedsPassWithThreeAndFiveNodes) {
