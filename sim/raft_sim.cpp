@@ -67,6 +67,14 @@ std::string describe(const RaftSimParams& p) {
       p.log_keep, p.raft.inflight_max, p.raft.entries_per_message_max, raft::raft_bug_name(p.raft.bug));
 }
 
+DurationMs raft_liveness_ms(const RaftSimParams& p) {
+  const std::int64_t lag_max = p.raft.uncommitted_entries_max + p.compact_threshold + p.log_keep + 1;
+  const std::int64_t appends = (lag_max + p.raft.entries_per_message_max - 1) / p.raft.entries_per_message_max;
+  const std::int64_t catch_up_ms = appends * 2 * (p.latency_max_ms.value + p.tick_ms.value);
+  const std::int64_t needed_ms = p.leader_bound_ms.value + catch_up_ms + p.settle_ms.value;
+  return DurationMs{std::max(p.liveness_ms.value, needed_ms)};
+}
+
 namespace {
 
 using raft::NodeId;
@@ -112,7 +120,7 @@ class RaftSimulation {
     queue_.push(TimeMs{0}, Event{EventKind::propose});
     queue_.push(TimeMs{0} + p_.fault_interval_ms, Event{EventKind::fault});
     queue_.push(TimeMs{0} + p_.duration_ms, Event{EventKind::liveness});
-    const TimeMs end = TimeMs{0} + p_.duration_ms + p_.liveness_ms;
+    const TimeMs end = TimeMs{0} + p_.duration_ms + raft_liveness_ms(p_);
     while (!queue_.empty() && queue_.next_time() <= end) {
       const auto entry = queue_.pop();
       ++stats_.events;
@@ -397,7 +405,7 @@ class RaftSimulation {
   void check_liveness() {
     auto& checker = cluster_.checker();
     if (!leader_after_heal_) {
-      checker.fail("liveness", fmt::format("no leader within {} ms of the heal", p_.liveness_ms.value));
+      checker.fail("liveness", fmt::format("no leader within {} ms of the heal", raft_liveness_ms(p_).value));
       return;
     }
     if (*leader_after_heal_ - heal_at_ > p_.leader_bound_ms) {
@@ -415,7 +423,7 @@ class RaftSimulation {
       // committing (and being acknowledged) during the liveness phase; an
       // acknowledgement in its last settle_ms may not have reached every
       // node yet, so only those before are required.
-      const auto end = heal_at_ + p_.liveness_ms;
+      const auto end = heal_at_ + raft_liveness_ms(p_);
       for (const auto& ack : acknowledged_) {
         if (end - ack.at < p_.settle_ms) continue;
         const auto found = values.find(ack.index);

@@ -24,7 +24,7 @@ struct RaftSimParams {
   std::uint64_t seed = 1;
   std::uint32_t nodes = 3;
   DurationMs duration_ms{10'000};       // faults and workload
-  DurationMs liveness_ms{10'000};       // healed, no workload: the liveness phase
+  DurationMs liveness_ms{10'000};       // healed, no workload: the liveness phase (at least; see raft_liveness_ms)
   DurationMs leader_bound_ms{5'000};    // a leader within this of the heal
   DurationMs settle_ms{3'000};          // an acknowledgement this close to the end may still be spreading
   DurationMs tick_ms{10};
@@ -53,6 +53,12 @@ RaftSimParams raft_default_params(std::uint64_t seed, std::uint32_t nodes);
 // Every fault rate drawn from the seed: loss up to 30 %, replay up to 50 %.
 RaftSimParams raft_swarm_params(std::uint64_t seed, std::uint32_t nodes);
 std::string describe(const RaftSimParams& params);
+// The liveness phase's length: liveness_ms, or longer when the limits make
+// catching up slow. A follower may lag by the leader's uncommitted entries
+// plus the log kept between compactions, and in the worst case it gets one
+// append of entries_per_message_max entries per round trip at the largest
+// latency; the phase leaves that, the leader bound and the settle time.
+DurationMs raft_liveness_ms(const RaftSimParams& params);
 
 struct RaftSimStats {
   std::uint64_t events = 0;
