@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/raft_sim_command.hpp"
 #include "cmd/lockstep/validate_trace.hpp"
 #include "sim/shrink.hpp"
 #include "sim/simulation.hpp"
@@ -41,6 +42,8 @@ struct SimOptions {
   bool no_model = false;
   std::string shrink_dir = ".";
   bool validate_trace = false;
+  std::string mode = "lock";
+  std::uint32_t nodes = 3;
 };
 
 // The run when no seed is named: a swarm that ends within a minute.
@@ -239,6 +242,17 @@ int run_sim(const SimOptions& o) {
   } else {
     options.swarm = true;  // the default run is a swarm
   }
+  if (o.mode == "raft") {
+    RaftSimOptions raft;
+    raft.nodes = o.nodes;
+    raft.first_seed = first;
+    raft.last_seed = o.seed || !o.seeds.empty() ? last : 100;
+    raft.swarm = options.swarm;
+    raft.duration_ms = o.duration_ms;
+    raft.bug = o.bug;
+    raft.check_determinism = o.check_determinism;
+    return run_raft_sim(raft);
+  }
   auto bug = bug_from_name(o.bug);
   const auto fault = sim::server_fault_from_name(o.bug);
   if (!bug && !fault) {
@@ -371,6 +385,10 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")->capture_default_str();
   command->add_flag("--validate-trace", options->validate_trace,
                     "check the seed's trace with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar)");
+  command->add_option("--mode", options->mode, "lock: the lock service; raft: a Raft cluster of the append-only register")
+      ->check(CLI::IsMember({"lock", "raft"}))
+      ->capture_default_str();
+  command->add_option("--nodes", options->nodes, "Raft cluster size (--mode raft)")->check(CLI::Range(1, 9))->capture_default_str();
   command->callback([options, &run] { run = [options] { return run_sim(*options); }; });
 }
 

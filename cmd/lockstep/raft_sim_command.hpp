@@ -1,0 +1,21 @@
+// `lockstep sim --mode raft`: the options sim_command.cpp parses for it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace lockstep::cli {
+
+struct RaftSimOptions {
+  std::uint32_t nodes = 3;
+  std::uint64_t first_seed = 1, last_seed = 1;
+  bool swarm = false;
+  bool check_determinism = false;
+  std::optional<std::int64_t> duration_ms;
+  std::string bug = "none";
+};
+
+int run_raft_sim(const RaftSimOptions& options);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,43 @@
+#include "impl/raft/bugs.hpp"
+
+#include <array>
+
+namespace lockstep::raft {
+
+namespace {
+
+constexpr std::array catalogue{
+    RaftBugDescription{RaftBug::double_vote, "double-vote",
+                       "a node grants its vote to a second candidate in the same term"},
+    RaftBugDescription{RaftBug::commit_previous_term, "commit-previous-term",
+                       "a leader commits an earlier term's entry once a majority holds it (Figure 8)"},
+    RaftBugDescription{RaftBug::apply_before_commit, "apply-before-commit",
+                       "a follower applies entries when it appends them, before they commit"},
+    RaftBugDescription{RaftBug::stale_log_vote, "stale-log-vote",
+                       "a vote is granted to a candidate whose log is behind the voter's"},
+    RaftBugDescription{RaftBug::forget_vote, "forget-vote",
+                       "the vote is kept in memory only, so a restarted node may vote again"},
+    RaftBugDescription{RaftBug::commit_unverified, "commit-unverified",
+                       "a follower takes the leader's commit index past the entries the append verified"},
+};
+
+}  // namespace
+
+std::span<const RaftBugDescription> raft_bug_catalogue() { return catalogue; }
+
+std::optional<RaftBug> raft_bug_from_name(std::string_view name) {
+  if (name == "none") return RaftBug::none;
+  for (const auto& entry : catalogue) {
+    if (entry.name == name) return entry.bug;
+  }
+  return std::nullopt;
+}
+
+std::string_view raft_bug_name(RaftBug bug) {
+  for (const auto& entry : catalogue) {
+    if (entry.bug == bug) return entry.name;
+  }
+  return "none";
+}
+
+}  // namespace lockstep::raft

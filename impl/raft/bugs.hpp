@@ -1,0 +1,32 @@
+// Raft bugs that can be injected into the node, so that each checker of the
+// simulator can be shown to catch the rule it guards being bent (STYLE.md,
+// "One catalogue of bugs"). A correct node runs with RaftBug::none.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace lockstep::raft {
+
+enum class RaftBug {
+  none,
+  double_vote,           // a node votes again in a term it already voted in
+  commit_previous_term,  // a leader commits an entry of an earlier term by counting replicas
+  apply_before_commit,   // a follower applies entries as soon as they are appended
+  stale_log_vote,        // a vote is granted without the log up-to-date check
+  forget_vote,           // the vote is not persisted, so a restart may vote twice
+  commit_unverified,     // a follower commits past the entries the append verified
+};
+
+struct RaftBugDescription {
+  RaftBug bug;
+  std::string_view name;
+  std::string_view story;
+};
+
+std::span<const RaftBugDescription> raft_bug_catalogue();
+std::optional<RaftBug> raft_bug_from_name(std::string_view name);
+std::string_view raft_bug_name(RaftBug bug);
+
+}  // namespace lockstep::raft

@@ -1,0 +1,118 @@
+#include "sim/raft_cluster.hpp"
+
+#include "impl/assert.hpp"
+
+namespace lockstep::sim {
+
+RaftCluster::RaftCluster(std::size_t nodes, raft::RaftConfig base, std::uint64_t seed)
+    : base_(std::move(base)), seed_(seed), slots_(nodes), checker_(nodes) {
+  LOCKSTEP_ASSERT(nodes >= 1);
+  base_.peers.clear();
+  for (raft::NodeId id = 1; id <= nodes; ++id) base_.peers.push_back(id);
+}
+
+RaftCluster::Slot& RaftCluster::slot(raft::NodeId id) {
+  LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
+  return slots_[id - 1];
+}
+
+const RaftCluster::Slot& RaftCluster::slot(raft::NodeId id) const {
+  LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
+  return slots_[id - 1];
+}
+
+raft::RaftConfig RaftCluster::config_for(raft::NodeId id) const {
+  auto config = base_;
+  config.id = id;
+  return config;
+}
+
+std::vector<raft::Message> RaftCluster::handle(raft::NodeId id, raft::Ready ready) {
+  auto& s = slot(id);
+  s.storage.write(ready);
+  if (s.crash_before_sync && ready.must_persist()) {
+    ++torn_writes_;
+    crash(id);  // the unsynced writes are lost, the messages never leave
+    return {};
+  }
+  const auto before = s.storage.durable().hard_state;
+  s.storage.sync();
+  checker_.on_durable(id, before, s.storage.durable().hard_state);
+  checker_.on_entries(*s.node, ready.entries);
+  if (s.storage.unsynced() && !ready.messages.empty()) checker_.on_send_unsynced(id);
+  if (ready.restore_snapshot) s.machine.restore(*ready.snapshot);
+  for (const auto& entry : ready.committed) {
+    checker_.on_applied(*s.node, entry);
+    s.machine.apply(entry);
+    if (on_apply) on_apply(id, entry);
+  }
+  return std::move(ready.messages);
+}
+
+std::vector<raft::Message> RaftCluster::deliver(const raft::Message& message, TimeMs now) {
+  auto& s = slot(message.to);
+  if (!s.node) return {};
+  return handle(message.to, s.node->step(message, now));
+}
+
+std::vector<raft::Message> RaftCluster::tick(raft::NodeId id, TimeMs now) {
+  auto& s = slot(id);
+  if (!s.node) return {};
+  return handle(id, s.node->tick(now));
+}
+
+std::vector<raft::Message> RaftCluster::campaign(raft::NodeId id, TimeMs now) {
+  auto& s = slot(id);
+  if (!s.node) return {};
+  return handle(id, s.node->campaign(now));
+}
+
+RaftProposeOutcome RaftCluster::propose(raft::NodeId id, std::string data, TimeMs now) {
+  auto& s = slot(id);
+  RaftProposeOutcome out;
+  if (!s.node) return out;
+  auto result = s.node->propose(std::move(data), now);
+  out.kind = result.kind;
+  out.index = result.index;
+  out.term = result.term;
+  out.leader_hint = result.leader_hint;
+  out.messages = handle(id, std::move(result.ready));
+  return out;
+}
+
+std::vector<raft::Message> RaftCluster::compact(raft::NodeId id, raft::Index index) {
+  auto& s = slot(id);
+  if (!s.node) return {};
+  index = std::min({index, s.node->applied(), s.node->commit()});
+  if (index <= s.node->snapshot().index) return {};
+  auto data = s.machine.snapshot_through(index);
+  return handle(id, s.node->compact(index, std::move(data)));
+}
+
+void RaftCluster::crash(raft::NodeId id) {
+  auto& s = slot(id);
+  s.storage.crash();
+  s.node.reset();
+  s.crash_before_sync = false;
+}
+
+void RaftCluster::restart(raft::NodeId id, TimeMs now) {
+  auto& s = slot(id);
+  LOCKSTEP_ASSERT(!s.node);
+  ++s.starts;
+  const auto& durable = s.storage.durable();
+  s.node.emplace(config_for(id), seed_ * 0x9e3779b97f4a7c15ULL + id * 1000003ULL + s.starts, durable, now);
+  s.machine = raft::AppendOnlyRegister{};
+  if (durable.snapshot.index > 0) s.machine.restore(durable.snapshot);
+  checker_.on_restart(id, s.node->commit());
+}
+
+void RaftCluster::check(TimeMs at) {
+  std::vector<const raft::RaftNode*> live;
+  for (const auto& s : slots_) {
+    if (s.node) live.push_back(&*s.node);
+  }
+  checker_.after_event(live, at);
+}
+
+}  // namespace lockstep::sim
