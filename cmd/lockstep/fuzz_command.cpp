@@ -23,6 +23,7 @@ namespace {
 struct Outputs {
   std::string history_path, report_path, junit_path;
   std::uint64_t budget_states = 20'000'000;
+  std::string explain_key;
 };
 
 void add_output_options(CLI::App& command, Outputs& outputs) {
@@ -30,12 +31,16 @@ void add_output_options(CLI::App& command, Outputs& outputs) {
   command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
   command.add_option("--budget-states", outputs.budget_states, "states the search may expand before saying unknown")
       ->capture_default_str();
+  command.add_option("--explain", outputs.explain_key,
+                     "print the explanation found for this key: the instant of each step of the server");
 }
 
 int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
   history::CheckOptions options;
   options.budget_states = outputs.budget_states;
+  options.explain_key = outputs.explain_key;
   const auto result = history::check_history(recorded, options);
+  for (const auto& line : result.explain_lines) fmt::print("{}\n", line);
   for (const auto& finding : result.violations) {
     fmt::print("\n{}\n", finding.summary);
     for (const auto& line : finding.story) fmt::print("{}\n", line);

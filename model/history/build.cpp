@@ -1,6 +1,7 @@
 #include "model/history/build.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -89,6 +90,41 @@ struct KeyBuilder {
     return it->second;
   }
 };
+
+// A server's timeout for a request sent at s with wait W fires at the start
+// of its instant floor(s + d) + W, that is at real time floor(s + d) + W - d
+// for the grid offset d; a prompt `T` therefore arrives frac(s + d) ms
+// before s + W. Each prompt `T` gives one estimate of d; their circular mean
+// orders the search (it is never used to accept or refuse anything).
+std::vector<std::int64_t> estimate_grid_offsets(const Built& built) {
+  const auto incarnations = built.incarnation_start_us.size();
+  std::vector<double> sine(incarnations, 0), cosine(incarnations, 0);
+  for (const auto& conn : built.conns) {
+    for (const auto& received : conn.received) {
+      if (!received.parsed || received.response.kind != ResponseKind::timed_out) continue;
+      const std::string prefix = "A " + received.response.key + " " + received.response.owner + " ";
+      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+        if (it->sent_us > received.received_us || it->malformed || !it->queued_kind) continue;
+        if (it->line.rfind(prefix, 0) != 0) continue;
+        const double early_ms = static_cast<double>(it->sent_us + it->wait_ms * 1000 - received.received_us) / 1000.0;
+        if (early_ms >= 0 && early_ms < 1) {
+          const double offset = std::fmod(early_ms - static_cast<double>(it->sent_us % 1000) / 1000.0 + 2.0, 1.0);
+          sine[conn.incarnation] += std::sin(2 * M_PI * offset);
+          cosine[conn.incarnation] += std::cos(2 * M_PI * offset);
+        }
+        break;
+      }
+    }
+  }
+  std::vector<std::int64_t> offsets(incarnations, 0);
+  for (std::size_t at = 0; at < incarnations; ++at) {
+    if (sine[at] == 0 && cosine[at] == 0) continue;
+    double turn = std::atan2(sine[at], cosine[at]) / (2 * M_PI);
+    if (turn < 0) turn += 1;
+    offsets[at] = std::clamp<std::int64_t>(static_cast<std::int64_t>(turn * 1000), 0, 999);
+  }
+  return offsets;
+}
 
 }  // namespace
 
@@ -179,6 +215,7 @@ Built build_inputs(const History& history) {
     built.conns[index].cut = true;
   }
   for (auto& conn : built.conns) bound_requests(conn, limits);
+  built.grid_offset_us = estimate_grid_offsets(built);
 
   // One KeyInput per (incarnation, key), connections in first-use order.
   std::map<std::pair<std::uint32_t, std::string>, KeyBuilder> builders;
@@ -190,6 +227,7 @@ Built build_inputs(const History& history) {
       input.limits = limits;
       input.tolerance_ms = history.header.tolerance_ms;
       input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
+      input.grid_offset_us = built.grid_offset_us[at];
       it = builders.emplace(std::make_pair(at, key), KeyBuilder{input, {}, {}}).first;
     }
     return it->second;

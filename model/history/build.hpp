@@ -59,6 +59,7 @@ struct Built {
   std::vector<std::int64_t> incarnation_start_us;
   std::vector<std::int64_t> incarnation_end_us;
   std::vector<GrantSeen> grants;
+  std::vector<std::int64_t> grid_offset_us;  // per incarnation
   std::int64_t end_us = 0;
 };
 

@@ -142,6 +142,20 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
     const auto found = search(problem, share);
     budget -= std::min(budget, found.expanded);
     result.states_expanded += found.expanded;
+    if (input.key == options.explain_key) {
+      const auto origin = built.incarnation_start_us[where.first];
+      const auto& shown = found.solution ? *found.solution : *found.deepest;
+      result.explain_lines.push_back(fmt::format("explanation of key `{}` (incarnation {}){}:", input.key, where.first + 1,
+                                                 found.solution ? "" : ", as far as it goes"));
+      for (const auto& step : KeyProblem::steps_of(shown)) {
+        const char* what = step.what == 'h' ? "handles" : step.what == 'a' ? "answers" : step.what == 't' ? "times out"
+                           : step.what == 's' ? "sweeps" : "closes";
+        result.explain_lines.push_back(fmt::format(
+            "  {:>14}  {:<9} {:<32} {}", fmt::format("+{:.3f} ms", (step.instant_ms * 1000 - origin) / 1000.0), what,
+            step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : "",
+            step.observation >= 0 ? "-> " + input.observations[static_cast<std::size_t>(step.observation)].line : ""));
+      }
+    }
     if (found.outcome == SearchOutcome::budget_spent) {
       const auto& deepest = *found.deepest;
       result.unknown.push_back(fmt::format(

@@ -20,6 +20,7 @@ namespace lockstep::history {
 struct CheckOptions {
   std::uint64_t budget_states = 20'000'000;  // expansions over the whole check
   bool shrink = true;
+  std::string explain_key;  // print the explanation found (or the furthest one) for this key
 };
 
 // One thing with no explanation, told for a reader.
@@ -49,6 +50,7 @@ struct CheckResult {
   std::vector<PhaseSet> phases;      // per incarnation: the sweep phases that explain it
   std::vector<std::int64_t> incarnation_start_us;
   std::vector<KeyExplanation> explanations;
+  std::vector<std::string> explain_lines;  // for CheckOptions::explain_key
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
   std::uint64_t states_expanded = 0;

@@ -99,7 +99,9 @@ bool KeyProblem::may_be_unseen(std::uint32_t conn, std::int64_t cause_ms, bool d
 // hands the key to the head waiter, which is a move of its own.
 bool KeyProblem::forbid_sweeps_until(State& state, std::int64_t last_ms) const {
   if (!state.held || state.queue.empty()) return true;
-  const std::int64_t first = std::max(state.holder.expiry_ms(), state.sweep_passed ? state.now_ms + 1 : state.now_ms);
+  // Only where it is certainly expired: forbidding less never refuses an
+  // explanation.
+  const std::int64_t first = std::max(state.holder.expiry_late_ms(), state.sweep_passed ? state.now_ms + 1 : state.now_ms);
   if (first > last_ms) return true;
   state.phases.forbid_instants(first, last_ms);
   return !state.phases.empty();
@@ -159,7 +161,10 @@ void KeyProblem::answer(State state, std::uint32_t conn, ResponseKind kind, std:
                         std::int64_t cause_ms, bool deferred, std::int32_t request, const Sink& sink) const {
   const auto& list = in_.conns[conn].observations;
   const std::int64_t from_us = cause_ms * 1000 - grid_slack_us;
-  const std::int64_t until_us = deferred ? (cause_ms + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
+  // A grant's cause is the holder's grant interval, which may be wider.
+  const std::int64_t cause_late_ms =
+      kind == ResponseKind::granted ? std::max(cause_ms, state.holder.granted_late_ms) : cause_ms;
+  const std::int64_t until_us = deferred ? (cause_late_ms + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
   auto it = list.begin();
   while (it != list.end() && explained(state, *it)) ++it;
   const std::int64_t first_ms = it == list.end() ? 0 : floor_ms(in_.observations[*it].received_us);
@@ -177,6 +182,7 @@ void KeyProblem::answer(State state, std::uint32_t conn, ResponseKind kind, std:
     }
     if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) continue;
     State next = state;
+    if (kind == ResponseKind::granted && !fit_grant(next, seen.received_us, deferred)) continue;
     explain(next, *it);
     if (kind == ResponseKind::granted) {
       next.holder.token = seen.token;
@@ -185,13 +191,40 @@ void KeyProblem::answer(State state, std::uint32_t conn, ResponseKind kind, std:
     record(next, Step{cause_ms, request, static_cast<std::int32_t>(*it), 'a'});
     sink(std::move(next));
   }
-  if (may_be_unseen(conn, cause_ms, deferred)) sink(std::move(state));
+  if (may_be_unseen(conn, cause_late_ms, deferred)) sink(std::move(state));
 }
 
-void KeyProblem::grant(State state, std::uint32_t request, std::int64_t at_ms, bool deferred, const Sink& sink) const {
+bool KeyProblem::fit_grant(State& state, std::int64_t received_us, bool deferred) const {
+  auto& holder = state.holder;
+  holder.granted_late_ms = std::min(holder.granted_late_ms, latest_cause_ms(received_us));
+  if (deferred) {
+    const std::int64_t earliest = (received_us + 999) / 1000 - 1 - in_.tolerance_ms;
+    holder.granted_ms = std::max(holder.granted_ms, earliest);
+  }
+  return holder.granted_ms <= holder.granted_late_ms;
+}
+
+void KeyProblem::by_expiry(State state, std::int64_t at_ms, const std::function<void(State&&, bool)>& then) const {
+  const auto lease = state.holder.lease_ms;
+  if (at_ms >= state.holder.expiry_late_ms()) {
+    then(std::move(state), true);
+  } else if (at_ms < state.holder.expiry_ms()) {
+    then(std::move(state), false);
+  } else {
+    State expired = state;
+    expired.holder.granted_late_ms = at_ms - lease;
+    then(std::move(expired), true);
+    state.holder.granted_ms = at_ms - lease + 1;
+    then(std::move(state), false);
+  }
+}
+
+void KeyProblem::grant(State state, std::uint32_t request, std::int64_t at_ms, bool deferred, const Sink& sink,
+                       std::int64_t late_ms) const {
   const auto& asked = in_.requests[request];
   state.held = true;
-  state.holder = Holder{static_cast<std::int32_t>(request), asked.conn, asked.owner, 0, at_ms, asked.lease_ms};
+  state.holder = Holder{static_cast<std::int32_t>(request), asked.conn, asked.owner, 0, at_ms,
+                        std::max(at_ms, late_ms), asked.lease_ms};
   answer(std::move(state), asked.conn, ResponseKind::granted, asked.owner, 0, at_ms, deferred,
          static_cast<std::int32_t>(request), sink);
 }
@@ -235,29 +268,48 @@ bool KeyProblem::waiter_can_be_answered(const State& state, const Waiter& waiter
 void KeyProblem::handle_acquire(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const {
   const auto& asked = in_.requests[request];
   const bool refused_by_key_limit = oracles_.keys_may_be_full && oracles_.keys_may_be_full(at_ms);
+  // An immediate grant is recorded with every instant of the request's
+  // window from now on, and marked inert: trying later instants adds nothing.
+  const std::int64_t late_ms = std::max(at_ms, std::min({earliest_unexplained_ms(state), in_.horizon_ms, asked.latest_ms}));
+  // The interval starts at the request's earliest instant even when the
+  // search handles it later: that only relaxes its order against moves in
+  // between, and keeps one guess of the instant from deciding a lease end.
+  const std::int64_t early_ms = std::min(at_ms, floor_ms(asked.sent_us));
+  const auto grant_now = [&](State&& granted) {
+    granted.inert = true;
+    grant(std::move(granted), request, early_ms, false, sink, late_ms);
+  };
   if (!state.held) {
     if (refused_by_key_limit) {
       State refused = state;
       refused.inert = true;
       answer(std::move(refused), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
     }
-    grant(std::move(state), request, at_ms, false, sink);
+    grant_now(std::move(state));
     return;
   }
-  if (at_ms >= state.holder.expiry_ms()) {
-    // Taken over in place (CONTRACT 2); or, without waiters, swept before
-    // and then refused as a new key past max_keys.
-    if (state.queue.empty() && refused_by_key_limit) {
-      State swept = state;
-      swept.phases.require_one_of(state.holder.expiry_ms(), at_ms);
-      if (!swept.phases.empty()) {
-        swept.held = false;
-        answer(std::move(swept), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
+  by_expiry(std::move(state), at_ms, [&](State&& decided, bool expired) {
+    if (expired) {
+      // Taken over in place (CONTRACT 2); or, without waiters, swept before
+      // and then refused as a new key past max_keys.
+      if (decided.queue.empty() && refused_by_key_limit) {
+        State swept = decided;
+        swept.phases.require_one_of(decided.holder.expiry_ms(), at_ms);
+        if (!swept.phases.empty()) {
+          swept.held = false;
+          swept.inert = true;
+          answer(std::move(swept), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
+        }
       }
+      grant_now(std::move(decided));
+      return;
     }
-    grant(std::move(state), request, at_ms, false, sink);
-    return;
-  }
+    handle_held(std::move(decided), request, at_ms, sink);
+  });
+}
+
+void KeyProblem::handle_held(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const {
+  const auto& asked = in_.requests[request];
   if (asked.wait_ms == 0) {
     state.inert = true;
     answer(std::move(state), asked.conn, ResponseKind::timed_out, asked.owner, 0, at_ms, false, request, sink);
@@ -273,7 +325,8 @@ void KeyProblem::handle_acquire(State state, std::uint32_t request, std::int64_t
     refused.inert = true;
     answer(std::move(refused), asked.conn, ResponseKind::busy, asked.owner, 0, at_ms, false, request, sink);
   }
-  const Waiter waiter{request, at_ms, at_ms + asked.wait_ms};
+  const Waiter waiter{request, at_ms, at_ms + asked.wait_ms, std::min(at_ms, floor_ms(asked.sent_us)),
+                      std::max(at_ms, std::min({earliest_unexplained_ms(state), in_.horizon_ms, asked.latest_ms}))};
   if (!waiter_can_be_answered(state, waiter)) return;
   state.queue.push_back(waiter);
   sink(std::move(state));
@@ -313,30 +366,59 @@ void KeyProblem::handle_release(State state, std::uint32_t request, std::int64_t
 void KeyProblem::release_holder(State state, std::int64_t at_ms, std::int32_t request, const Sink& sink) const {
   const auto& asked = in_.requests[static_cast<std::uint32_t>(request)];
   const std::uint64_t token = asked.token;
-  if (at_ms >= state.holder.expiry_ms() && state.queue.empty()) {
-    State swept = state;
-    swept.phases.require_one_of(state.holder.expiry_ms(), at_ms);
-    state.phases.forbid_instants(state.holder.expiry_ms(), at_ms);
-    state.held = false;
-    if (!state.phases.empty()) {
-      answer(std::move(state), asked.conn, ResponseKind::released, 0, token, at_ms, false, request, sink);
-    }
-    swept.held = false;
-    if (!swept.phases.empty()) {
-      answer(std::move(swept), asked.conn, ResponseKind::not_held, 0, token, at_ms, false, request, sink);
-    }
+  if (state.queue.empty() && at_ms >= state.holder.expiry_ms()) {
+    // Possibly expired and unswept (R) or swept (N). The ranges of sweep
+    // instants use the widest expiry that the grant interval allows for a
+    // sweep and the narrowest for no sweep, so no explanation is lost.
+    by_expiry(std::move(state), at_ms, [&](State&& decided, bool expired) {
+      if (!expired) {
+        release_valid(std::move(decided), at_ms, request, sink);
+        return;
+      }
+      State swept = decided;
+      swept.phases.require_one_of(decided.holder.expiry_ms(), at_ms);
+      decided.phases.forbid_instants(decided.holder.expiry_late_ms(), at_ms);
+      decided.held = false;
+      if (!decided.phases.empty()) {
+        answer(std::move(decided), asked.conn, ResponseKind::released, 0, token, at_ms, false, request, sink);
+      }
+      swept.held = false;
+      if (!swept.phases.empty()) {
+        answer(std::move(swept), asked.conn, ResponseKind::not_held, 0, token, at_ms, false, request, sink);
+      }
+    });
     return;
   }
+  release_valid(std::move(state), at_ms, request, sink);
+}
+
+void KeyProblem::release_valid(State state, std::int64_t at_ms, std::int32_t request, const Sink& sink) const {
+  const auto& asked = in_.requests[static_cast<std::uint32_t>(request)];
+  const std::uint64_t token = asked.token;
+  // As for an immediate grant: the hand-off is recorded with every instant
+  // the release may have had, and trying later instants adds nothing.
+  const std::int64_t late_ms = std::max(at_ms, std::min({earliest_unexplained_ms(state), in_.horizon_ms, asked.latest_ms}));
+  state.inert = true;
   answer(std::move(state), asked.conn, ResponseKind::released, 0, token, at_ms, false, request, [&](State&& released) {
     if (released.queue.empty()) {
       released.held = false;
       sink(std::move(released));
       return;
     }
-    const Waiter head = released.queue.front();
-    released.queue.erase(released.queue.begin());
-    grant(std::move(released), head.request, at_ms, true, sink);
+    hand_off(std::move(released), std::min(at_ms, floor_ms(asked.sent_us)), late_ms, sink);
   });
+}
+
+void KeyProblem::hand_off(State state, std::int64_t at_ms, std::int64_t late_ms, const Sink& sink) const {
+  std::int64_t earliest_late = unbounded_ms;
+  for (std::size_t i = 0; i < state.queue.size(); ++i) {
+    const Waiter waiter = state.queue[i];
+    if (i > 0 && waiter.early_ms > earliest_late) break;
+    earliest_late = std::min(earliest_late, waiter.late_ms);
+    State next = state;
+    next.queue.erase(next.queue.begin() + static_cast<std::ptrdiff_t>(i));
+    grant(std::move(next), waiter.request, at_ms, true, sink, late_ms);
+  }
 }
 
 // A sweep at S hands an expired key to the head waiter. The instants worth
@@ -369,13 +451,12 @@ void KeyProblem::sweep_moves(const State& state, const Sink& sink) const {
     if (!state.phases.contains_instant(at)) continue;
     advance(state, at, false, [&](State&& due) {
       if (!due.held || due.queue.empty() || at < due.holder.expiry_ms()) return;
+      due.holder.granted_late_ms = std::min(due.holder.granted_late_ms, at - due.holder.lease_ms);
       due.phases.require_one_of(at, at);
       if (due.phases.empty()) return;
       due.sweep_passed = true;
-      const Waiter head = due.queue.front();
-      due.queue.erase(due.queue.begin());
       record(due, Step{at, -1, -1, 's'});
-      grant(std::move(due), head.request, at, true, sink);
+      hand_off(std::move(due), at, at, sink);
     });
   }
 }
@@ -403,33 +484,45 @@ void KeyProblem::close_moves(const State& state, const Sink& sink) const {
 
 void KeyProblem::successors(const State& state, std::vector<State>& out) const {
   if (earliest_unexplained_ms(state) < state.now_ms) return;
-  const Sink collect = [&](State&& next) { out.push_back(std::move(next)); };
+  // Moves with the instant they are ordered by (a prompt server's instant
+  // for requests): a correct server's history is then explained in one
+  // pass, in time order, and backtracking is the exception.
+  std::vector<std::pair<std::int64_t, State>> moves;
+  std::int64_t order_at = 0;
+  const Sink collect = [&](State&& next) { moves.emplace_back(order_at, std::move(next)); };
   const std::int64_t cap = std::min(earliest_unexplained_ms(state), in_.horizon_ms);
   for (std::uint32_t conn = 0; conn < in_.conns.size(); ++conn) {
     if (state.next_request[conn] >= in_.conns[conn].requests.size()) continue;
     const auto& request = in_.requests[in_.conns[conn].requests[state.next_request[conn]]];
     const std::int64_t low = std::max(state.now_ms, floor_ms(request.sent_us));
     const std::int64_t high = std::min(cap, request.latest_ms);
-    for (std::int64_t at = low; at <= high; ++at) {
-      const auto before = out.size();
-      handle(state, conn, at, collect);
-      bool inert = false;
-      for (auto i = before; i < out.size(); ++i) {
-        inert = inert || out[i].inert;
-        out[i].inert = false;
-      }
+    // The instant a prompt server would have used comes first, then the
+    // later ones, then the earlier ones.
+    const std::int64_t likely = std::clamp(floor_ms(request.sent_us + in_.grid_offset_us), low, std::max(low, high));
+    order_at = likely;
+    std::int64_t inert_from = unbounded_ms;
+    const auto try_at = [&](std::int64_t at) {
       // An answer that changed nothing is best given as early as possible:
       // a later instant only constrains what follows more.
-      if (inert) break;
-    }
+      if (at > inert_from) return;
+      const auto before = moves.size();
+      handle(state, conn, at, collect);
+      for (auto i = before; i < moves.size(); ++i) {
+        if (moves[i].second.inert) inert_from = std::min(inert_from, at);
+        moves[i].second.inert = false;
+      }
+    };
+    for (std::int64_t at = likely; at <= high; ++at) try_at(at);
+    for (std::int64_t at = low; at < likely && at <= high; ++at) try_at(at);
   }
+  const auto before_closes = moves.size();
   close_moves(state, collect);
   // Time passes with nothing handled: up to the instant of the next
   // response to explain, firing the deadlines on the way.
   if (cap > state.now_ms && cap < unbounded_ms) advance(state, cap, false, collect);
-  // Earliest move first: a correct server's history is then explained in
-  // one pass, in time order, and backtracking is the exception.
-  std::stable_sort(out.begin(), out.end(), [](const State& a, const State& b) { return a.now_ms < b.now_ms; });
+  for (auto i = before_closes; i < moves.size(); ++i) moves[i].first = moves[i].second.now_ms;
+  std::stable_sort(moves.begin(), moves.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& move : moves) out.push_back(std::move(move.second));
   // Sweeps: the latest instant their hand-off's arrival allows comes first
   // (a server's answer usually leaves at once), and as a block at that
   // instant, so that a wrong early guess does not pin the phase first.
@@ -464,6 +557,7 @@ Fingerprint KeyProblem::fingerprint(const State& state) const {
     print.add(static_cast<std::uint64_t>(state.holder.request) + 7);
     print.add(state.holder.token);
     print.add(static_cast<std::uint64_t>(state.holder.granted_ms));
+    print.add(static_cast<std::uint64_t>(state.holder.granted_late_ms));
   } else {
     print.add(3);
   }

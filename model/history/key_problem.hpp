@@ -77,6 +77,10 @@ struct KeyInput {
   std::vector<KeyConnection> conns;
   std::vector<std::string> owners;           // interned names
   std::int64_t horizon_ms = 0;               // after the last observation of the incarnation
+  // Where the server's millisecond grid seems to start within the tester's
+  // milliseconds (0..999 us), estimated from its timeouts. Only the order in
+  // which instants are tried depends on it, never what is accepted.
+  std::int64_t grid_offset_us = 0;
 };
 
 class KeyProblem {
@@ -85,12 +89,19 @@ class KeyProblem {
     std::int32_t request = -1;  // the grant's request; -1 when none
     std::uint32_t conn = 0, owner = 0;
     std::uint64_t token = 0;  // 0 when its answer was lost: unknown
-    std::int64_t granted_ms = 0, lease_ms = 0;
+    // The grant's instant is known to lie in [granted_ms, granted_late_ms]:
+    // an immediate grant may have been at any instant of its request's
+    // window, and later answers narrow it only when they depend on it.
+    std::int64_t granted_ms = 0, granted_late_ms = 0, lease_ms = 0;
     std::int64_t expiry_ms() const { return granted_ms + lease_ms; }
+    std::int64_t expiry_late_ms() const { return granted_late_ms + lease_ms; }
   };
   struct Waiter {
     std::uint32_t request = 0;
     std::int64_t queued_ms = 0, deadline_ms = 0;
+    // The request's window: a waiter whose window reaches back before the
+    // end of an earlier waiter's may in truth have been queued first.
+    std::int64_t early_ms = 0, late_ms = 0;
   };
   // One point of an explanation: what the server did at `instant_ms`.
   struct Step {
@@ -148,13 +159,25 @@ class KeyProblem {
   bool forbid_sweeps_until(State& state, std::int64_t last_ms) const;
   void answer(State state, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
               std::int64_t cause_ms, bool deferred, std::int32_t request, const Sink& sink) const;
-  void grant(State state, std::uint32_t request, std::int64_t at_ms, bool deferred, const Sink& sink) const;
+  // Whether a grant seen at `received_us` fits the holder's grant interval;
+  // narrows it to the instants that could have caused that arrival.
+  bool fit_grant(State& state, std::int64_t received_us, bool deferred) const;
+  void grant(State state, std::uint32_t request, std::int64_t at_ms, bool deferred, const Sink& sink,
+             std::int64_t late_ms = -1) const;
+  // Calls `then(state, expired)` for each answer to "is the holder expired
+  // at `at_ms`?" that its grant interval allows, narrowing the interval.
+  void by_expiry(State state, std::int64_t at_ms, const std::function<void(State&&, bool)>& then) const;
   void handle(State state, std::uint32_t conn, std::int64_t at_ms, const Sink& sink) const;
   void handle_acquire(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const;
   void handle_release(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const;
   void release_holder(State state, std::int64_t at_ms, std::int32_t request, const Sink& sink) const;
+  void release_valid(State state, std::int64_t at_ms, std::int32_t request, const Sink& sink) const;
+  void handle_held(State state, std::uint32_t request, std::int64_t at_ms, const Sink& sink) const;
   bool waiter_can_be_answered(const State& state, const Waiter& waiter) const;
   void sweep_moves(const State& state, const Sink& sink) const;
+  // Hands the key to a waiter that may be at the head of the queue (FIFO up
+  // to the order of waiters queued at overlapping windows), one branch each.
+  void hand_off(State state, std::int64_t at_ms, std::int64_t late_ms, const Sink& sink) const;
   void close_moves(const State& state, const Sink& sink) const;
 
   const KeyInput& in_;
