@@ -8,6 +8,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   googletest libgtest-dev librapidcheck-dev
   libhiredis-dev redis-server
+  chromium  # headless, renders the HTML report in tests/report
 )
 
 missing=()
