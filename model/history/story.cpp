@@ -33,7 +33,9 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
   const Oracles oracles = make_oracles(built);
   const KeyProblem problem(it->second, key_oracles(oracles, prefix.header.limits, incarnation, it->second),
                            PhaseSet(prefix.header.limits.sweep_ms.value));
-  const auto found = search(problem, 2'000'000);
+  // A prefix whose search runs out of budget counts as explained: the
+  // bisection then keeps a longer prefix, never a wrong one.
+  const auto found = search(problem, 300'000);
   result.fails = found.outcome == SearchOutcome::exhausted;
   result.input = it->second;
   result.deepest = found.deepest;
@@ -119,7 +121,7 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   std::int64_t good = origin_us, bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
   Attempt best = attempt(history, incarnation, input.key, bad);
   if (shrink) {
-    for (int round = 0; round < 40 && bad - good > 1; ++round) {
+    for (int round = 0; round < 24 && bad - good > 1000; ++round) {
       const std::int64_t middle = good + (bad - good) / 2;
       Attempt tried = attempt(history, incarnation, input.key, middle);
       if (tried.fails) {

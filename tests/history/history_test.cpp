@@ -1,0 +1,246 @@
+// The black-box checker on small hand-written histories whose verdict can
+// be seen by reading them: each test states the timing that explains a
+// history (or why none does), and the checker must agree. Times are in
+// microseconds on the tester's clock; the limits are the fuzzer's (sweep
+// every 1,000 ms) unless a test says otherwise. The search itself is also
+// tested on a trivial problem, apart from the lock contract.
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "model/history/checker.hpp"
+#include "model/history/history.hpp"
+#include "model/history/phase_set.hpp"
+#include "model/history/search.hpp"
+
+namespace lockstep::history {
+namespace {
+
+class Recorder {
+ public:
+  Recorder() {
+    history_.header.limits.sweep_ms = DurationMs{1'000};
+    history_.header.tolerance_ms = 10;
+  }
+  Recorder& connect(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::connect, conn, ""); }
+  Recorder& send(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::send, conn, line); }
+  Recorder& recv(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::recv, conn, line); }
+  Recorder& close(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::close, conn, ""); }
+  Recorder& down(std::int64_t us) { return add(us, EventKind::down, 0, ""); }
+  Recorder& up(std::int64_t us) { return add(us, EventKind::up, 0, ""); }
+  History& history() { return history_; }
+  CheckResult check() const { return check_history(history_); }
+
+ private:
+  Recorder& add(std::int64_t us, EventKind kind, std::uint32_t conn, const std::string& line) {
+    history_.events.push_back(Event{us, kind, conn, line});
+    return *this;
+  }
+  History history_;
+};
+
+TEST(HistoryChecker, GrantReleaseAndTryLockConform) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'200, "A k alice 500 0").recv(1, 1'300, "A 7 alice k");
+  r.send(2, 2'100, "A k bob 500 0").recv(2, 2'150, "T bob k");  // held: a try-lock times out at once
+  r.send(1, 3'000, "R k 7").recv(1, 3'100, "R 7 k");
+  r.send(2, 4'000, "A k bob 500 0").recv(2, 4'050, "A 9 bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << summary_lines(result).back();
+}
+
+TEST(HistoryChecker, HandOffAtReleaseConforms) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 900").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");  // bob waits
+  r.send(1, 10'000, "R k 3").recv(1, 10'080, "R 3 k").recv(2, 10'090, "A 4 bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  EXPECT_EQ(r.check().verdict, Verdict::conforms);
+}
+
+TEST(HistoryChecker, TimeoutBeforeTheDeadlineIsAViolation) {
+  // bob queues at 2 ms with a 100 ms wait: his `T` cannot come before
+  // about 101 ms (the grid allows 1 ms); it came at 60 ms.
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 100").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+  r.recv(2, 60'000, "T bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  EXPECT_EQ(result.violations.front().key, "k");
+  EXPECT_NE(result.violations.front().summary.find("T bob k"), std::string::npos);
+}
+
+TEST(HistoryChecker, TimeoutWithinTheGridOfTheDeadlineConforms) {
+  // Sent at 2.4 ms with a 100 ms wait, answered at 101.9 ms: half a
+  // millisecond before send + wait, which the server's grid allows.
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'400, "A k bob 5000 100").send(2, 2'410, "R k 999").recv(2, 2'450, "N 999 k");
+  r.recv(2, 101'900, "T bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  EXPECT_EQ(r.check().verdict, Verdict::conforms);
+}
+
+TEST(HistoryChecker, MissingTimeoutIsAViolation) {
+  // bob's wait ends at about 102 ms and the connection stays open for
+  // seconds: the contract owes him a `T` (the no-timeout bug).
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 100").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+  r.close(1, 4'000'000).close(2, 4'000'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+TEST(HistoryChecker, LifoHandOffIsAViolation) {
+  // bob queued well before carol; the release must hand the key to bob.
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 2000").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+  r.send(3, 20'000, "A k carol 5000 2000").send(3, 20'010, "R k 998").recv(3, 20'050, "N 998 k");
+  r.send(1, 40'000, "R k 3").recv(1, 40'080, "R 3 k").recv(3, 40'090, "A 4 carol k");
+  r.close(1, 600'000).close(2, 600'000).close(3, 600'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+TEST(HistoryChecker, ExpiredHolderIsTakenOverAndSweptKeyAnswersN) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 50 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 60'000, "A k bob 50 0").recv(2, 60'100, "A 4 bob k");  // alice expired at ~51 ms: taken over
+  // bob's lease ends at ~110 ms; 2 s later a sweep has certainly run.
+  r.send(2, 2'200'000, "R k 4").recv(2, 2'200'100, "N 4 k");
+  r.close(1, 3'000'000).close(2, 3'000'000);
+  EXPECT_EQ(r.check().verdict, Verdict::conforms);
+}
+
+TEST(HistoryChecker, ReleaseOfAKeyThatMustHaveBeenSweptIsAViolation) {
+  // bob's lease ended at ~110 ms; by 2.2 s two sweeps have run, so `R`
+  // (instead of `N`) has no explanation.
+  Recorder r;
+  r.connect(2, 0);
+  r.send(2, 60'000, "A k bob 50 0").recv(2, 60'100, "A 4 bob k");
+  r.send(2, 2'200'000, "R k 4").recv(2, 2'200'100, "R 4 k");
+  r.close(2, 3'000'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+TEST(HistoryChecker, TokensMustIncreaseAcrossKeysAndRestarts) {
+  Recorder r;
+  r.connect(1, 0);
+  r.send(1, 1'000, "A a alice 500 0").recv(1, 1'100, "A 10 alice a");
+  r.close(1, 5'000).down(6'000).up(7'000);
+  r.connect(2, 8'000);
+  r.send(2, 9'000, "A b bob 500 0").recv(2, 9'100, "A 5 bob b");  // issued later, smaller token
+  r.close(2, 20'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  EXPECT_EQ(result.violations.front().check, "tokens");
+}
+
+TEST(HistoryChecker, DuplicateTokensAreAViolation) {
+  Recorder r;
+  r.connect(1, 0);
+  r.send(1, 1'000, "A a alice 500 0").recv(1, 1'100, "A 10 alice a");
+  r.send(1, 2'000, "A b alice 500 0").recv(1, 2'100, "A 10 alice b");
+  r.close(1, 20'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+TEST(HistoryChecker, MalformedLinesAreAnsweredE) {
+  Recorder ok;
+  ok.connect(1, 0).send(1, 1'000, "A k").recv(1, 1'050, "E bad request").close(1, 50'000);
+  EXPECT_EQ(ok.check().verdict, Verdict::conforms);
+  Recorder extra;
+  extra.connect(1, 0).send(1, 1'000, "A k alice 10 0").recv(1, 1'050, "E why").close(1, 50'000);
+  EXPECT_EQ(extra.check().verdict, Verdict::violation);
+}
+
+TEST(HistoryChecker, BusyOnlyAtTheLimit) {
+  // max_waiters_per_key 1: carol's `B` is right while bob waits, wrong
+  // before anyone waits (the busy-early bug).
+  for (const bool bob_waits : {true, false}) {
+    Recorder r;
+    r.history().header.limits.max_waiters_per_key = 1;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+    if (bob_waits) r.send(2, 2'000, "A k bob 5000 900").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+    r.send(3, 3'000, "A k carol 5000 900").recv(3, 3'050, "B carol k");
+    if (bob_waits) r.recv(2, 902'500, "T bob k");
+    r.close(1, 2'000'000).close(2, 2'000'000).close(3, 2'000'000);
+    EXPECT_EQ(r.check().verdict, bob_waits ? Verdict::conforms : Verdict::violation) << bob_waits;
+  }
+}
+
+TEST(HistoryFormat, RoundTripsAndRefusesDamage) {
+  Recorder r;
+  r.connect(1, 0).send(1, 10, "A k alice 5 0").recv(1, 20, "A 1 alice k").close(1, 30);
+  std::stringstream text;
+  write_history(text, r.history());
+  auto read = read_history(text);
+  ASSERT_TRUE(std::holds_alternative<History>(read));
+  EXPECT_EQ(std::get<History>(read).events.size(), 4u);
+  EXPECT_EQ(std::get<History>(read).events[1].line, "A k alice 5 0");
+  std::stringstream wrong_schema("{\"schema\":\"other/9\"}\n");
+  EXPECT_TRUE(std::holds_alternative<ReadError>(read_history(wrong_schema)));
+  std::stringstream backwards(header_line(Header{}) + "\n{\"t_us\":5,\"ev\":\"up\"}\n{\"t_us\":4,\"ev\":\"up\"}\n");
+  auto error = read_history(backwards);
+  ASSERT_TRUE(std::holds_alternative<ReadError>(error));
+  EXPECT_EQ(std::get<ReadError>(error).line, 3u);
+}
+
+TEST(PhaseSet, ForbidAndRequireWrapAroundThePeriod) {
+  PhaseSet phases(1'000);
+  phases.forbid_instants(1'990, 2'010);  // residues 990..999 and 0..10
+  EXPECT_FALSE(phases.contains_instant(5));
+  EXPECT_FALSE(phases.contains_instant(3'995));
+  EXPECT_TRUE(phases.contains_instant(11));
+  EXPECT_EQ(phases.size(), 1'000 - 21);
+  phases.require_one_of(4'500, 4'520);
+  EXPECT_EQ(phases.size(), 21);
+  phases.forbid_instants(0, 999);
+  EXPECT_TRUE(phases.empty());
+}
+
+// The search on a trivial problem: reach `target` from 0 by steps of +3
+// or +5. Reachable targets are found, unreachable ones exhaust, and the
+// memo keeps the number of states linear in the target.
+struct StepsProblem {
+  struct State {
+    std::int64_t value = 0;
+  };
+  std::int64_t target = 0;
+  State initial() const { return {}; }
+  bool is_final(const State& state) const { return state.value == target; }
+  void successors(const State& state, std::vector<State>& out) const {
+    for (const int step : {3, 5}) {
+      if (state.value + step <= target) out.push_back(State{state.value + step});
+    }
+  }
+  Fingerprint fingerprint(const State& state) const {
+    FingerprintBuilder print;
+    print.add(static_cast<std::uint64_t>(state.value));
+    return print.finish();
+  }
+  std::uint64_t progress(const State& state) const { return static_cast<std::uint64_t>(state.value); }
+};
+
+TEST(Search, FindsExhaustsAndRemembersStates) {
+  EXPECT_EQ(search(StepsProblem{1'000}, 1'000'000).outcome, SearchOutcome::found);
+  const auto none = search(StepsProblem{7}, 1'000'000);
+  EXPECT_EQ(none.outcome, SearchOutcome::exhausted);
+  EXPECT_EQ(none.deepest->value, 6);
+  EXPECT_LE(search(StepsProblem{1'001}, 1'000'000).expanded, 1'002u);
+  EXPECT_EQ(search(StepsProblem{1'000}, 10).outcome, SearchOutcome::budget_spent);
+}
+
+}  // namespace
+}  // namespace lockstep::history
