@@ -53,28 +53,10 @@ class PhaseSet {
       return;
     }
     if (last_ms - first_ms + 1 >= period_) return;
-    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
-    for (const auto& [low, high] : residue_ranges(first_ms, last_ms)) {
-      for (const auto& [own_low, own_high] : ranges_) {
-        const auto a = std::max(low, own_low), b = std::min(high, own_high);
-        if (a <= b) kept.emplace_back(a, b);
-      }
-    }
-    std::sort(kept.begin(), kept.end());
-    ranges_ = std::move(kept);
+    keep_only(residue_ranges(first_ms, last_ms));
   }
 
-  void intersect(const PhaseSet& other) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
-    for (const auto& [low, high] : other.ranges_) {
-      for (const auto& [own_low, own_high] : ranges_) {
-        const auto a = std::max(low, own_low), b = std::min(high, own_high);
-        if (a <= b) kept.emplace_back(a, b);
-      }
-    }
-    std::sort(kept.begin(), kept.end());
-    ranges_ = std::move(kept);
-  }
+  void intersect(const PhaseSet& other) { keep_only(other.ranges_); }
 
   // Every phase of this set that `other` does not hold.
   void subtract_set(const PhaseSet& other) {
@@ -90,6 +72,18 @@ class PhaseSet {
     const auto a = residue(first_ms), b = residue(last_ms);
     if (a <= b) return {{a, b}};
     return {{0, b}, {a, period_ - 1}};
+  }
+
+  void keep_only(const std::vector<std::pair<std::int64_t, std::int64_t>>& wanted) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+    for (const auto& [low, high] : wanted) {
+      for (const auto& [own_low, own_high] : ranges_) {
+        const auto a = std::max(low, own_low), b = std::min(high, own_high);
+        if (a <= b) kept.emplace_back(a, b);
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    ranges_ = std::move(kept);
   }
 
   void subtract(std::int64_t low, std::int64_t high) {
