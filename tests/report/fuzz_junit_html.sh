@@ -4,8 +4,10 @@
 # failure, and the HTML report; `check-history` of that history must reach
 # the same verdict (the same exit code).
 #
-# A small workload (4 clients, 2 keys) keeps the history's check to seconds:
-# with the default 16 clients the search over 8 s of traffic takes minutes.
+# A small workload (4 clients, 2 keys) and a bounded search keep the check
+# to seconds: with the default 16 clients and budget it takes minutes. A
+# violation on one key makes the verdict a violation (exit 1) even when the
+# budget runs out on another, so the bound does not hide the bug.
 #
 # usage: fuzz_junit_html.sh LOCKSTEP WORK_DIR
 set -uo pipefail
@@ -16,7 +18,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 serve="$lockstep serve --quiet --port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --state-file {state_file}"
 history=$work_dir/history.ndjson junit=$work_dir/fuzz.xml report=$work_dir/report.html
-"$lockstep" fuzz --exec "$serve --inject-bug lifo-handoff" --duration-s 8 --seed 1 --clients 4 --keys 2 \
+"$lockstep" fuzz --exec "$serve --inject-bug lifo-handoff" --duration-s 8 --seed 1 --clients 4 --keys 2 --budget-states 1000000 \
   --junit "$junit" --report "$report" --history "$history" >"$work_dir/fuzz.out"
 status=$?
 grep -E '^(fuzz|run|history|search|verdict|violations|violation \[[a-z]+\]|unknown):' "$work_dir/fuzz.out" | cut -c1-240
@@ -25,7 +27,7 @@ for file in "$history" "$junit" "$report"; do [ -s "$file" ] || fail "$file not 
 python3 "$here/junit_check.py" "$junit" --expect 'failures>=1' || fail "$junit"
 grep -q "id='verdict'>violation<" "$report" || fail "the report's verdict is not violation"
 
-"$lockstep" check-history "$history" --junit "$work_dir/check.xml" >"$work_dir/check.out"
+"$lockstep" check-history "$history" --budget-states 1000000 --junit "$work_dir/check.xml" >"$work_dir/check.out"
 again=$?
 grep -E '^(verdict|violations):' "$work_dir/check.out"
 [ $again -eq $status ] || fail "check-history exited $again, fuzz exited $status"

@@ -23,7 +23,7 @@ rm -rf "$work_dir" && mkdir -p "$work_dir"
 
 serve="$lockstep serve --quiet --port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --state-file {state_file}"
 report=$work_dir/report.html
-"$lockstep" fuzz --exec "$serve --inject-bug lifo-handoff" --duration-s 3 --seed 1 --clients 4 --keys 2 \
+"$lockstep" fuzz --exec "$serve --inject-bug lifo-handoff" --duration-s 3 --seed 1 --clients 4 --keys 2 --budget-states 1000000 \
   --report "$report" >"$work_dir/fuzz.out"
 status=$?
 [ $status -eq 1 ] || fail "fuzz against lifo-handoff exited $status, expected 1 (a violation); see $work_dir/fuzz.out"
