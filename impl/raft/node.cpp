@@ -137,16 +137,22 @@ void RaftNode::start_election(TimeMs now) {
   }
 }
 
-// §9.6: ask whether we could win term+1 before raising our term, so that a
-// node that cannot win (partitioned, or behind) never disrupts the others.
-void RaftNode::become_pre_candidate(TimeMs now) {
-  role_ = Role::pre_candidate;
+// What a pre-vote round and a vote round both start with: no leader known,
+// no replication state, our own vote only, and a fresh election deadline.
+void RaftNode::start_vote_round(TimeMs now) {
   leader_ = node_none;
   leader_heard_ = false;
   progress_.clear();
   votes_granted_ = {config_.id};
   votes_refused_.clear();
   reset_election_deadline(now);
+}
+
+// §9.6: ask whether we could win term+1 before raising our term, so that a
+// node that cannot win (partitioned, or behind) never disrupts the others.
+void RaftNode::become_pre_candidate(TimeMs now) {
+  role_ = Role::pre_candidate;
+  start_vote_round(now);
   if (votes_granted_.size() >= quorum()) {
     become_candidate(now);
     return;
@@ -157,12 +163,7 @@ void RaftNode::become_pre_candidate(TimeMs now) {
 void RaftNode::become_candidate(TimeMs now) {
   role_ = Role::candidate;
   set_hard_state(hard_.term + 1, config_.id);
-  leader_ = node_none;
-  leader_heard_ = false;
-  progress_.clear();
-  votes_granted_ = {config_.id};
-  votes_refused_.clear();
-  reset_election_deadline(now);
+  start_vote_round(now);
   if (votes_granted_.size() >= quorum()) {
     become_leader(now);
     return;

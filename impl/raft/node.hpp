@@ -134,6 +134,7 @@ class RaftNode {
   void reset_election_deadline(TimeMs now);
   void set_hard_state(Term term, NodeId vote);
   void become_follower(Term term, NodeId leader, TimeMs now);
+  void start_vote_round(TimeMs now);
   void become_pre_candidate(TimeMs now);
   void become_candidate(TimeMs now);
   void become_leader(TimeMs now);
