@@ -34,7 +34,7 @@ void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& re
         result.violations.push_back(Finding{"responses", "", conn.incarnation,
                                             fmt::format("connection {} received `{}` at {}, which is not a response",
                                                         conn.id, received.line, at_text(received.received_us, origin)),
-                                            {}, received.received_us, ""});
+                                            {}, received.received_us});
       } else if (received.response.kind == ResponseKind::error) {
         errors.push_back(&received);
       }
@@ -45,7 +45,7 @@ void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& re
             "errors", "", conn.incarnation,
             fmt::format("connection {} received `{}` at {}, but only {} malformed line(s) were sent on it", conn.id,
                         errors[i]->line, at_text(errors[i]->received_us, origin), malformed.size()),
-            {}, errors[i]->received_us, ""});
+            {}, errors[i]->received_us});
         break;
       }
       if (errors[i]->received_us < malformed[i]->sent_us) {
@@ -54,7 +54,7 @@ void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& re
             fmt::format("connection {}: `E` number {} arrived at {}, before malformed line number {} was sent at {}",
                         conn.id, i + 1, at_text(errors[i]->received_us, origin), i + 1,
                         at_text(malformed[i]->sent_us, origin)),
-            {}, errors[i]->received_us, ""});
+            {}, errors[i]->received_us});
         break;
       }
     }
@@ -65,7 +65,7 @@ void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& re
             "errors", "", conn.incarnation,
             fmt::format("connection {}: the malformed line `{}` sent at {} was never answered `E`", conn.id,
                         malformed[i]->line.substr(0, 80), at_text(malformed[i]->sent_us, origin)),
-            {}, malformed[i]->sent_us, ""});
+            {}, malformed[i]->sent_us});
         break;
       }
     }
@@ -87,7 +87,7 @@ void check_tokens(const Built& built, CheckResult& result) {
           fmt::format("token {} was granted twice: key `{}` on connection {} at {} and key `{}` on connection {} at {}",
                       grants[i]->token, grants[i - 1]->key, grants[i - 1]->conn, at_text(grants[i - 1]->received_us, origin),
                       grants[i]->key, grants[i]->conn, at_text(grants[i]->received_us, origin)),
-          {}, grants[i]->received_us, ""});
+          {}, grants[i]->received_us});
       return;
     }
   }
@@ -101,7 +101,7 @@ void check_tokens(const Built& built, CheckResult& result) {
                       "than {}): tokens must increase in the order issued",
                       grant->token, grant->key, at_text(grant->received_us, origin), latest_start->token,
                       latest_start->key, at_text(latest_start->issued_from_ms * 1000, origin)),
-          {}, grant->received_us, ""});
+          {}, grant->received_us});
       return;
     }
     if (latest_start == nullptr || grant->issued_from_ms > latest_start->issued_from_ms) latest_start = grant;
@@ -223,7 +223,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
           "phase", first_conflict, static_cast<std::uint32_t>(at),
           fmt::format("no single sweep phase explains every key: key `{}` needs sweeps that the keys before it rule out",
                       first_conflict),
-          {}, built.incarnation_start_us[at], ""});
+          {}, built.incarnation_start_us[at]});
     }
     shared[at] = common;
   }

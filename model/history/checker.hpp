@@ -31,7 +31,6 @@ struct Finding {
   std::string summary;             // one line
   std::vector<std::string> story;  // the shrunk sub-history as a timeline, and what the model allowed
   std::int64_t at_us = 0;          // where it shows, on the history's clock
-  std::string vector_text;         // a .vec reproducing it exactly, when the timing allows
 };
 
 // The explanation found for one key, for reports: instants of each step.

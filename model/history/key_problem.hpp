@@ -143,8 +143,6 @@ class KeyProblem {
   Fingerprint fingerprint(const State& state) const;
   std::uint64_t progress(const State& state) const { return state.explained; }
 
-  // The first observation a state has not explained (observations.size() if none).
-  std::uint32_t first_unexplained(const State& state) const { return state.observed_mark; }
   // The steps of an explanation, oldest first.
   static std::vector<Step> steps_of(const State& state);
 
