@@ -57,6 +57,27 @@ void RaftChecker::on_send_unsynced(raft::NodeId node) {
   fail("persist-before-send", fmt::format("node {} sent with writes not yet synced", node));
 }
 
+void RaftChecker::on_send(const raft::PersistedState& durable, const raft::Message& m) {
+  using raft::MessageType;
+  // A pre-vote and its answer speak of the next term, which nobody persisted.
+  if (m.type == MessageType::pre_vote || m.type == MessageType::pre_vote_response) return;
+  const auto& hard = durable.hard_state;
+  if (m.term > hard.term) {
+    fail("persist-before-send",
+         fmt::format("node {} sent {} of term {} with term {} on disk", m.from, raft::message_type_name(m.type), m.term,
+                     hard.term));
+  } else if (m.type == MessageType::vote_response && m.granted && hard.vote != m.to) {
+    fail("persist-before-send", fmt::format("node {} granted its vote to {} in term {} with vote {} on disk", m.from,
+                                            m.to, m.term, hard.vote));
+  } else if (m.type == MessageType::append_response && m.granted) {
+    const auto last = durable.entries.empty() ? durable.snapshot.index : durable.entries.back().index;
+    if (m.match_index > last) {
+      fail("persist-before-send",
+           fmt::format("node {} acknowledged index {} with its log on disk ending at {}", m.from, m.match_index, last));
+    }
+  }
+}
+
 void RaftChecker::check_leader_holds(const raft::RaftNode& leader, raft::Index index, raft::Term term) {
   if (term >= leader.term()) return;
   if (index <= leader.snapshot().index) return;  // compacted: committed by definition
@@ -87,8 +108,15 @@ void RaftChecker::after_event(const std::vector<const raft::RaftNode*>& live, Ti
         }
       }
     }
+    const bool commit_moved = node->commit() > last_commit_[id];
     last_commit_[id] = std::max(last_commit_[id], node->commit());
     if (node->role() != raft::Role::leader) continue;
+    // Counting replicas proves only an entry of the leader's own term
+    // committed; earlier terms' entries commit with it (Figure 8).
+    if (commit_moved && node->term_at(node->commit()) != node->term()) {
+      fail("commit-current-term", fmt::format("leader {} of term {} moved its commit index to index {} of term {}", id,
+                                              node->term(), node->commit(), node->term_at(node->commit())));
+    }
     const auto [where, inserted] = leaders_.emplace(node->term(), id);
     if (!inserted && where->second != id) {
       fail("election-safety", fmt::format("nodes {} and {} are both leaders of term {}", where->second, id, node->term()));

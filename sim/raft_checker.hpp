@@ -7,8 +7,10 @@
 //   state-machine-safety  no two nodes apply different entries at one index
 //   apply-before-commit   a node applies only entries it knows are committed
 //   commit-monotonic      a node's commit index never goes back (within one run of it)
+//   commit-current-term   a leader's commit index moves only onto an entry of its term (§5.4.2)
 //   durable-monotonic     the persisted term never goes back, nor a persisted vote within a term
-//   persist-before-send   nothing is sent while the node's writes are unsynced
+//   persist-before-send   nothing is sent while the node's writes are unsynced, and what a
+//                         message promises is on disk: its term, a granted vote, acked entries
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,9 @@ class RaftChecker {
   void on_applied(const raft::RaftNode& node, const raft::Entry& entry);
   void on_restart(raft::NodeId node, raft::Index commit) { last_commit_[node] = commit; }
   void on_send_unsynced(raft::NodeId node);
+  // After the node's writes are synced: each message it sends against what
+  // is durable, since a crash right after the send keeps only that.
+  void on_send(const raft::PersistedState& durable, const raft::Message& message);
   // The checks of the whole cluster's state; `live` holds the running nodes.
   void after_event(const std::vector<const raft::RaftNode*>& live, TimeMs at);
 

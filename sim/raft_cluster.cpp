@@ -40,6 +40,7 @@ std::vector<raft::Message> RaftCluster::handle(raft::NodeId id, raft::Ready read
   checker_.on_durable(id, before, s.storage.durable().hard_state);
   checker_.on_entries(*s.node, ready.entries);
   if (s.storage.unsynced() && !ready.messages.empty()) checker_.on_send_unsynced(id);
+  for (const auto& message : ready.messages) checker_.on_send(s.storage.durable(), message);
   if (ready.restore_snapshot) s.machine.restore(*ready.snapshot);
   for (const auto& entry : ready.committed) {
     checker_.on_applied(*s.node, entry);

@@ -19,6 +19,12 @@ constexpr std::array catalogue{
                        "the vote is kept in memory only, so a restarted node may vote again"},
     RaftBugDescription{RaftBug::commit_unverified, "commit-unverified",
                        "a follower takes the leader's commit index past the entries the append verified"},
+    RaftBugDescription{RaftBug::commit_regress, "commit-regress",
+                       "a follower takes the commit index of a delayed append even when its own is higher"},
+    RaftBugDescription{RaftBug::skip_prev_check, "skip-prev-check",
+                       "a follower appends a leader's entries without checking the entry before them"},
+    RaftBugDescription{RaftBug::count_replayed_votes, "count-replayed-votes",
+                       "a candidate counts a replayed vote response as another vote"},
 };
 
 }  // namespace

@@ -17,6 +17,9 @@ enum class RaftBug {
   stale_log_vote,        // a vote is granted without the log up-to-date check
   forget_vote,           // the vote is not persisted, so a restart may vote twice
   commit_unverified,     // a follower commits past the entries the append verified
+  commit_regress,        // a follower lowers its commit index to an older append's
+  skip_prev_check,       // a follower appends without checking the entry before the new ones
+  count_replayed_votes,  // a candidate counts a replayed vote response again
 };
 
 struct RaftBugDescription {

@@ -307,7 +307,8 @@ void RaftNode::count_vote(const Message& m, TimeMs now) {
   // A granted pre-vote must be for the term this round asks about.
   if (pre && m.granted && m.term != hard_.term + 1) return;
   auto& tally = m.granted ? votes_granted_ : votes_refused_;
-  if (std::find(votes_granted_.begin(), votes_granted_.end(), m.from) != votes_granted_.end()) return;
+  const bool recount = config_.bug == RaftBug::count_replayed_votes && m.granted;
+  if (!recount && std::find(votes_granted_.begin(), votes_granted_.end(), m.from) != votes_granted_.end()) return;
   if (std::find(votes_refused_.begin(), votes_refused_.end(), m.from) != votes_refused_.end()) return;
   tally.push_back(m.from);
   if (votes_granted_.size() >= quorum()) {
@@ -338,7 +339,9 @@ void RaftNode::handle_append(const Message& m, TimeMs now) {
     send(std::move(r));
     return;
   }
-  if (m.prev_log_index > last_index() || term_at(m.prev_log_index) != m.prev_log_term) {
+  const bool prev_matches = m.prev_log_index <= last_index() && (term_at(m.prev_log_index) == m.prev_log_term ||
+                                                                 config_.bug == RaftBug::skip_prev_check);
+  if (!prev_matches) {
     r.granted = false;
     r.reject_index = m.prev_log_index;
     if (m.prev_log_index > last_index()) {
@@ -368,6 +371,7 @@ void RaftNode::handle_append(const Message& m, TimeMs now) {
   const Index verified = config_.bug == RaftBug::commit_unverified ? last_index() : last_new;
   const Index commit = std::min(m.commit, verified);
   if (commit > commit_) advance_commit(commit);
+  if (config_.bug == RaftBug::commit_regress && commit < commit_) commit_ = commit;
   r.granted = true;
   r.match_index = last_new;
   send(std::move(r));
