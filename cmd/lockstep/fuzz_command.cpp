@@ -4,6 +4,8 @@
 // any client. Both print the same summary, ending with `violations: N`, and
 // exit 0 (conforms), 1 (a violation) or 2 (unknown: the search budget ran
 // out, or the run could not be made).
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "cmd/lockstep/limit_options.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
+#include "model/history/counterexample.hpp"
 #include "model/history/report.hpp"
 
 namespace lockstep::cli {
@@ -21,7 +24,7 @@ namespace lockstep::cli {
 namespace {
 
 struct Outputs {
-  std::string history_path, report_path, junit_path;
+  std::string history_path, report_path, junit_path, vectors_dir;
   std::uint64_t budget_states = 20'000'000;
   std::string explain_key;
 };
@@ -31,8 +34,43 @@ void add_output_options(CLI::App& command, Outputs& outputs) {
   command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
   command.add_option("--budget-states", outputs.budget_states, "states the search may expand before saying unknown")
       ->capture_default_str();
+  command.add_option("--vectors", outputs.vectors_dir,
+                     "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`");
   command.add_option("--explain", outputs.explain_key,
                      "print the explanation found for this key: the instant of each step of the server");
+}
+
+// A file name for a key's vector: the key's bytes that are safe in a path.
+std::string vector_file_name(std::size_t index, const history::Finding& finding) {
+  std::string safe;
+  for (const char c : finding.key) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  return fmt::format("counterexample-{}-{}.vec", index + 1, safe.substr(0, 60));
+}
+
+// Writes the vectors of the key findings; false if a file cannot be written.
+// A key's vector runs up to the response nothing explains (or, for an
+// answer that never came, to where the shrunk prefix ends).
+bool write_vectors(const history::History& recorded, const history::CheckResult& result, const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  for (std::size_t i = 0; i < result.violations.size(); ++i) {
+    const auto& finding = result.violations[i];
+    if (finding.check != "key") continue;
+    const auto vector = history::counterexample_vector(recorded, finding.incarnation, finding.key, finding.at_us + 1);
+    if (!vector.written) {
+      fmt::print("vector: none for key `{}`: {}\n", finding.key, vector.why_not);
+      continue;
+    }
+    const auto path = (std::filesystem::path(dir) / vector_file_name(i, finding)).string();
+    std::ofstream out(path, std::ios::binary);
+    out << vector.text;
+    if (!out) {
+      fmt::print(stderr, "cannot write {}\n", path);
+      return false;
+    }
+    fmt::print("vector: {}\n", path);
+  }
+  return true;
 }
 
 int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
@@ -47,6 +85,7 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
   }
   if (!result.violations.empty()) fmt::print("\n");
   for (const auto& line : history::summary_lines(result)) fmt::print("{}\n", line);
+  if (!outputs.vectors_dir.empty() && !write_vectors(recorded, result, outputs.vectors_dir)) return 2;
   if (!outputs.report_path.empty()) {
     if (!history::write_html_report(recorded, result, outputs.report_path)) {
       fmt::print(stderr, "cannot write {}\n", outputs.report_path);
