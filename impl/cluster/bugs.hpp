@@ -1,0 +1,32 @@
+// Bugs that can be injected into the cluster's lock table and deadline heap,
+// so that each checker can be shown to catch the cluster rule it guards
+// (STYLE.md, "One catalogue of bugs"). Kept apart from impl/bugs.hpp as the
+// Raft bugs are: the simple-mode catalogue is what every simple-mode checker
+// must catch, and these rules do not exist in simple mode. A correct cluster
+// runs with ClusterBug::none.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace lockstep::cluster {
+
+enum class ClusterBug {
+  none,
+  expire_without_token_check,  // Expire(key, token) applies whatever the holder's token
+  heap_not_rebuilt,            // a new leader keeps the heap it had instead of rebuilding it
+  session_reapply,             // a retried Acquire is applied again instead of answered from the session
+};
+
+struct ClusterBugDescription {
+  ClusterBug bug;
+  std::string_view name;
+  std::string_view story;
+};
+
+std::span<const ClusterBugDescription> cluster_bug_catalogue();
+std::optional<ClusterBug> cluster_bug_from_name(std::string_view name);
+std::string_view cluster_bug_name(ClusterBug bug);
+
+}  // namespace lockstep::cluster

@@ -1,0 +1,192 @@
+#include "impl/cluster/commands.hpp"
+
+#include <fmt/format.h>
+
+#include "impl/cluster/bytes.hpp"
+#include "impl/protocol.hpp"
+
+namespace lockstep::cluster {
+
+namespace {
+
+// Tags are part of the format: never renumber, only add.
+enum class Tag : std::uint8_t { acquire = 1, release = 2, expire = 3, timeout = 4, close = 5 };
+
+void put_time(ByteWriter& w, TimeMs t) { w.i64(t.value); }
+void put_duration(ByteWriter& w, DurationMs d) { w.i64(d.value); }
+void put_session(ByteWriter& w, Session s) {
+  w.u64(s.client);
+  w.u64(s.sequence);
+}
+
+TimeMs get_time(ByteReader& r) {
+  const TimeMs t{r.i64()};
+  if (t.value < 0 || t > time_max) r.fail("instant out of range");
+  return t;
+}
+
+DurationMs get_duration(ByteReader& r, std::int64_t low) {
+  const DurationMs d{r.i64()};
+  if (d.value < low || d > duration_limit_max) r.fail("duration out of range");
+  return d;
+}
+
+Session get_session(ByteReader& r) {
+  Session s{r.u64(), r.u64()};
+  if (s.client == 0 || s.sequence == 0) r.fail("session ids must be positive");
+  return s;
+}
+
+std::string get_name(ByteReader& r) {
+  std::string name = r.text(name_bytes_max);
+  if (!r.failed() && !is_valid_name(name)) r.fail("invalid key or owner");
+  return name;
+}
+
+Token get_token(ByteReader& r) {
+  const Token token{r.u64()};
+  if (token.value == 0) r.fail("token must be positive");
+  return token;
+}
+
+struct Encoder {
+  ByteWriter& w;
+  void operator()(const Acquire& c) const {
+    w.u8(static_cast<std::uint8_t>(Tag::acquire));
+    put_session(w, c.session);
+    w.u64(c.connection.value);
+    w.text(c.key);
+    w.text(c.owner);
+    put_duration(w, c.lease_ms);
+    put_duration(w, c.wait_ms);
+    put_time(w, c.now);
+  }
+  void operator()(const Release& c) const {
+    w.u8(static_cast<std::uint8_t>(Tag::release));
+    put_session(w, c.session);
+    w.u64(c.connection.value);
+    w.text(c.key);
+    w.u64(c.token.value);
+    put_time(w, c.now);
+  }
+  void operator()(const Expire& c) const {
+    w.u8(static_cast<std::uint8_t>(Tag::expire));
+    w.text(c.key);
+    w.u64(c.token.value);
+    put_time(w, c.now);
+  }
+  void operator()(const Timeout& c) const {
+    w.u8(static_cast<std::uint8_t>(Tag::timeout));
+    w.text(c.key);
+    w.u64(c.waiter.value);
+    put_time(w, c.now);
+  }
+  void operator()(const Close& c) const {
+    w.u8(static_cast<std::uint8_t>(Tag::close));
+    w.u64(c.connection.value);
+    put_time(w, c.now);
+  }
+};
+
+Command read_fields(Tag tag, ByteReader& r) {
+  switch (tag) {
+    case Tag::acquire: {
+      Acquire c;
+      c.session = get_session(r);
+      c.connection = ConnectionId{r.u64()};
+      c.key = get_name(r);
+      c.owner = get_name(r);
+      c.lease_ms = get_duration(r, 1);
+      c.wait_ms = get_duration(r, 0);
+      c.now = get_time(r);
+      return c;
+    }
+    case Tag::release: {
+      Release c;
+      c.session = get_session(r);
+      c.connection = ConnectionId{r.u64()};
+      c.key = get_name(r);
+      c.token = get_token(r);
+      c.now = get_time(r);
+      return c;
+    }
+    case Tag::expire: {
+      Expire c;
+      c.key = get_name(r);
+      c.token = get_token(r);
+      c.now = get_time(r);
+      return c;
+    }
+    case Tag::timeout: {
+      Timeout c;
+      c.key = get_name(r);
+      c.waiter = WaiterId{r.u64()};
+      c.now = get_time(r);
+      return c;
+    }
+    case Tag::close: {
+      Close c;
+      c.connection = ConnectionId{r.u64()};
+      c.now = get_time(r);
+      return c;
+    }
+  }
+  r.fail("unknown command tag");
+  return Close{};
+}
+
+}  // namespace
+
+TimeMs stamped_time(const Command& command) {
+  return std::visit([](const auto& c) { return c.now; }, command);
+}
+
+std::string encode(const Command& command) {
+  ByteWriter w;
+  w.u8(command_format_version);
+  std::visit(Encoder{w}, command);
+  return w.take();
+}
+
+std::variant<Command, DecodeError> decode(std::string_view bytes) {
+  ByteReader r(bytes);
+  const auto version = r.u8();
+  if (r.failed()) return DecodeError{"empty command"};
+  if (version != command_format_version) {
+    return DecodeError{fmt::format("unknown command format version {}", version)};
+  }
+  const auto tag = r.u8();
+  if (tag < static_cast<std::uint8_t>(Tag::acquire) || tag > static_cast<std::uint8_t>(Tag::close)) {
+    return DecodeError{fmt::format("unknown command tag {}", tag)};
+  }
+  Command command = read_fields(static_cast<Tag>(tag), r);
+  if (r.failed()) return DecodeError{r.reason()};
+  if (!r.at_end()) return DecodeError{"trailing bytes"};
+  return command;
+}
+
+std::string describe(const Command& command) {
+  struct Describer {
+    std::string operator()(const Acquire& c) const {
+      return fmt::format("Acquire(client {} seq {}, c{}, {} {} lease {} wait {}, @{})", c.session.client,
+                         c.session.sequence, c.connection.value, c.key, c.owner, c.lease_ms.value,
+                         c.wait_ms.value, c.now.value);
+    }
+    std::string operator()(const Release& c) const {
+      return fmt::format("Release(client {} seq {}, c{}, {} {}, @{})", c.session.client, c.session.sequence,
+                         c.connection.value, c.key, c.token.value, c.now.value);
+    }
+    std::string operator()(const Expire& c) const {
+      return fmt::format("Expire({}, {}, @{})", c.key, c.token.value, c.now.value);
+    }
+    std::string operator()(const Timeout& c) const {
+      return fmt::format("Timeout({}, waiter {}, @{})", c.key, c.waiter.value, c.now.value);
+    }
+    std::string operator()(const Close& c) const {
+      return fmt::format("Close(c{}, @{})", c.connection.value, c.now.value);
+    }
+  };
+  return std::visit(Describer{}, command);
+}
+
+}  // namespace lockstep::cluster

@@ -1,0 +1,105 @@
+// The commands of the cluster's replicated log (CONTRACT.md, "Cluster mode"),
+// as plain values, and their byte encoding.
+//
+// Every command carries the instant the leader stamped on it when it
+// proposed it: applying a command never reads a clock, so every replica
+// computes the same grant times, expiries and deadlines from the same log.
+// Acquire and Release come from clients and carry a session (client id and
+// sequence number) so that a retried request is applied at most once;
+// Expire and Timeout come from the leader's deadline heap and are made
+// harmless to repeat by what they check when applied (the token, the waiter);
+// Close comes from the node that owned a connection.
+//
+// Encoding, version 1: one byte `command_format_version`, one byte tag, then
+// the fields in declaration order; integers are 8 bytes little-endian,
+// strings a 4-byte length then the bytes. Decoding checks everything a
+// replica relies on (names valid, durations and instants in range, no
+// trailing bytes) and returns an error for anything else; it never throws
+// on bad input and never reads past it.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "impl/units.hpp"
+
+namespace lockstep::cluster {
+
+inline constexpr std::uint8_t command_format_version = 1;
+
+// Who sent a request, for at-most-once application: a client id (positive)
+// and that client's sequence number (positive, increasing per request).
+struct Session {
+  std::uint64_t client = 0;
+  std::uint64_t sequence = 0;
+  friend auto operator<=>(const Session&, const Session&) = default;
+};
+
+// Names one queued waiter over the life of the lock table: issued in
+// queueing order, so comparing ids compares queueing order.
+struct WaiterId {
+  std::uint64_t value = 0;
+  friend auto operator<=>(WaiterId, WaiterId) = default;
+};
+
+struct Acquire {
+  Session session;
+  ConnectionId connection;
+  std::string key;
+  std::string owner;
+  DurationMs lease_ms;
+  DurationMs wait_ms;
+  TimeMs now;
+  friend bool operator==(const Acquire&, const Acquire&) = default;
+};
+
+struct Release {
+  Session session;
+  ConnectionId connection;
+  std::string key;
+  Token token;
+  TimeMs now;
+  friend bool operator==(const Release&, const Release&) = default;
+};
+
+// The holder of `key` with `token` reached its expiry.
+struct Expire {
+  std::string key;
+  Token token;
+  TimeMs now;
+  friend bool operator==(const Expire&, const Expire&) = default;
+};
+
+// The waiter `waiter` on `key` reached its deadline.
+struct Timeout {
+  std::string key;
+  WaiterId waiter;
+  TimeMs now;
+  friend bool operator==(const Timeout&, const Timeout&) = default;
+};
+
+// A client connection closed: its waiters leave their queues silently.
+struct Close {
+  ConnectionId connection;
+  TimeMs now;
+  friend bool operator==(const Close&, const Close&) = default;
+};
+
+using Command = std::variant<Acquire, Release, Expire, Timeout, Close>;
+
+TimeMs stamped_time(const Command& command);
+
+std::string encode(const Command& command);
+
+struct DecodeError {
+  std::string reason;
+};
+std::variant<Command, DecodeError> decode(std::string_view bytes);
+
+// One line for traces and test failures, e.g. `Expire(k, 7, @100)`.
+std::string describe(const Command& command);
+
+}  // namespace lockstep::cluster

@@ -1,0 +1,105 @@
+#include "impl/cluster/deadlines.hpp"
+
+#include <algorithm>
+
+#include "impl/assert.hpp"
+
+namespace lockstep::cluster {
+
+namespace {
+
+// The heap is rebuilt once it holds more than this many entries beyond
+// twice the live deadlines.
+constexpr std::size_t stale_slack = 64;
+
+}  // namespace
+
+void DeadlineHeap::become_leader(const LockMachine& machine) {
+  // The injected bug keeps whatever the heap held when this node last led
+  // (and step_down did not clear), missing every deadline applied since.
+  if (bug(ClusterBug::heap_not_rebuilt)) {
+    leading_ = true;
+    return;
+  }
+  leading_ = true;
+  in_flight_.clear();
+  rebuild(machine);
+}
+
+void DeadlineHeap::step_down() {
+  leading_ = false;
+  if (bug(ClusterBug::heap_not_rebuilt)) return;
+  heap_.clear();
+  in_flight_.clear();
+}
+
+void DeadlineHeap::rebuild(const LockMachine& machine) {
+  heap_.clear();
+  for (auto& deadline : machine.deadlines()) {
+    if (!in_flight_.contains(deadline.target)) heap_.insert(std::move(deadline));
+  }
+}
+
+void DeadlineHeap::note_applied(const Applied& applied, const LockMachine& machine) {
+  if (!leading_) return;
+  for (const auto& target : applied.settled) in_flight_.erase(target);
+  for (const auto& deadline : applied.deadlines) heap_.insert(deadline);
+  const std::size_t live = machine.keys().size() + machine.waiter_count();
+  if (heap_.size() > 2 * live + stale_slack && !bug(ClusterBug::heap_not_rebuilt)) rebuild(machine);
+}
+
+bool DeadlineHeap::still_valid(const DeadlineTarget& target, const LockMachine& machine) {
+  if (target.kind == DeadlineTarget::Kind::timeout) return machine.is_queued(target.key, WaiterId{target.id});
+  return machine.holds(target.key, Token{target.id});
+}
+
+std::vector<Command> DeadlineHeap::due(TimeMs now, const LockMachine& machine) {
+  std::vector<Deadline> yielded;
+  if (!leading_) return {};
+  while (!heap_.empty() && heap_.begin()->at <= now) {
+    Deadline deadline = std::move(heap_.extract(heap_.begin()).value());
+    if (!still_valid(deadline.target, machine)) continue;
+    if (in_flight_.contains(deadline.target)) continue;
+    in_flight_.emplace(deadline.target, Proposed{deadline.at, now});
+    yielded.push_back(std::move(deadline));
+  }
+  // Proposals that never came back are proposed again after a while.
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (!still_valid(it->first, machine)) {
+      it = in_flight_.erase(it);
+      continue;
+    }
+    if (it->second.proposed_at + config_.repropose_after_ms <= now &&
+        std::none_of(yielded.begin(), yielded.end(), [&](const Deadline& d) { return d.target == it->first; })) {
+      it->second.proposed_at = now;
+      yielded.push_back({it->second.at, it->first});
+    }
+    ++it;
+  }
+  std::sort(yielded.begin(), yielded.end());
+  std::vector<Command> commands;
+  commands.reserve(yielded.size());
+  for (const auto& deadline : yielded) commands.push_back(command_for(deadline.target, now));
+  return commands;
+}
+
+std::optional<TimeMs> DeadlineHeap::next_due() const {
+  std::optional<TimeMs> next;
+  if (!heap_.empty()) next = heap_.begin()->at;
+  for (const auto& [target, proposed] : in_flight_) {
+    const TimeMs again = proposed.proposed_at + config_.repropose_after_ms;
+    if (!next || again < *next) next = again;
+  }
+  return next;
+}
+
+void DeadlineHeap::check_invariants(const LockMachine& machine) const {
+  if (!leading_ || bug(ClusterBug::heap_not_rebuilt)) return;
+  for (const auto& deadline : machine.deadlines()) {
+    LOCKSTEP_ASSERT(heap_.contains(deadline) || in_flight_.contains(deadline.target));
+  }
+  // Bounded: note_applied rebuilds past this.
+  LOCKSTEP_ASSERT(heap_.size() <= 2 * (machine.keys().size() + machine.waiter_count()) + stale_slack);
+}
+
+}  // namespace lockstep::cluster

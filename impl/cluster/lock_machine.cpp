@@ -1,0 +1,421 @@
+#include "impl/cluster/lock_machine.hpp"
+
+#include <stdexcept>
+
+#include "impl/assert.hpp"
+#include "impl/cluster/bytes.hpp"
+
+namespace lockstep::cluster {
+
+namespace {
+
+Outcome answered(Response response) { return Outcome{Outcome::Kind::answered, std::move(response), {}}; }
+
+}  // namespace
+
+Command command_for(const DeadlineTarget& target, TimeMs now) {
+  if (target.kind == DeadlineTarget::Kind::timeout) return Timeout{target.key, WaiterId{target.id}, now};
+  return Expire{target.key, Token{target.id}, now};
+}
+
+LockMachine::LockMachine(MachineConfig config)
+    : config_(std::move(config)), next_token_(config_.first_token), sessions_(config_.sessions) {
+  if (auto error = validate(config_.limits)) throw std::invalid_argument(*error);
+  if (config_.first_token.value == 0) throw std::invalid_argument("first_token must be positive");
+  if (config_.sessions.clients_max == 0) throw std::invalid_argument("clients_max must be positive");
+  if (config_.sessions.window == 0) throw std::invalid_argument("the session window must be positive");
+}
+
+// ---- applying ---------------------------------------------------------------
+
+void LockMachine::apply(const raft::Entry& entry) {
+  LOCKSTEP_ASSERT(entry.index == applied_ + 1);  // in order, none skipped
+  if (entry.kind == raft::EntryKind::noop) {
+    applied_ = entry.index;
+    return;
+  }
+  auto decoded = decode(entry.data);
+  if (std::holds_alternative<DecodeError>(decoded)) {
+    // Only a leader writes entries, so this is a bug or a corrupted log; every
+    // replica rejects the same bytes alike, so they still agree.
+    ++rejected_entries_;
+    applied_ = entry.index;
+    return;
+  }
+  Applied applied = apply_command(std::get<Command>(decoded), entry.index);
+  for (auto& r : applied.responses) pending_.responses.push_back(std::move(r));
+  for (auto& d : applied.deadlines) pending_.deadlines.push_back(std::move(d));
+  for (auto& s : applied.settled) pending_.settled.push_back(std::move(s));
+}
+
+Applied LockMachine::take_applied() {
+  Applied taken = std::move(pending_);
+  pending_ = Applied{};
+  return taken;
+}
+
+Applied LockMachine::apply_command(const Command& command, raft::Index index) {
+  LOCKSTEP_ASSERT(index > applied_);
+  applied_ = index;
+  clock_ = std::max(clock_, stamped_time(command));
+  Applied applied;
+  if (const auto* a = std::get_if<Acquire>(&command)) {
+    acquire(*a, index, applied);
+  } else if (const auto* r = std::get_if<Release>(&command)) {
+    release(*r, index, applied);
+  } else if (const auto* e = std::get_if<Expire>(&command)) {
+    expire(*e, applied);
+  } else if (const auto* t = std::get_if<Timeout>(&command)) {
+    timeout(*t, applied);
+  } else {
+    close(std::get<Close>(command));
+  }
+  return applied;
+}
+
+void LockMachine::acquire(const Acquire& command, raft::Index index, Applied& applied) {
+  switch (sessions_.standing(command.session)) {
+    case SessionTable::Standing::retry:
+      if (!bug(ClusterBug::session_reapply)) {
+        sessions_.touch(command.session.client, index);
+        answer_retry(command, *sessions_.find(command.session), applied);
+        return;
+      }
+      break;  // the bug applies it again, below
+    case SessionTable::Standing::stale:
+      applied.responses.push_back({command.connection, Response::error("stale request")});
+      return;
+    case SessionTable::Standing::fresh:
+      break;
+  }
+  sessions_.record(command.session, try_acquire(command, applied), index);
+}
+
+// A retried Acquire is not applied again; its client hears what the first
+// one came to, on the connection it retried on.
+void LockMachine::answer_retry(const Acquire& command, const Outcome& outcome, Applied& applied) {
+  switch (outcome.kind) {
+    case Outcome::Kind::answered:
+    case Outcome::Kind::dropped:  // its waiter left unanswered: T, it will never be granted
+      applied.responses.push_back({command.connection, outcome.response});
+      return;
+    case Outcome::Kind::queued:
+      // Still waiting: its answer goes where the client now listens.
+      move_waiter(outcome.waiter, command.connection);
+      return;
+  }
+}
+
+Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
+  const auto found = keys_.find(command.key);
+  const auto refuse = [&](Response response) {
+    applied.responses.push_back({command.connection, response});
+    return answered(std::move(response));
+  };
+  if (found == keys_.end()) {
+    // CONTRACT 1 and 5: register a new key unless max_keys are registered.
+    if (keys_.size() >= config_.limits.max_keys) return refuse(Response::busy(command.owner, command.key));
+    KeyState& state = keys_[command.key];
+    grant(state, command.key, command.owner, command.lease_ms, command.connection, applied);
+    return answered(applied.responses.back().response);
+  }
+  // Cluster mode: the key is held until its Expire applies, expired or not.
+  KeyState& state = found->second;
+  // CONTRACT 3: a try-lock on a held key is T at once, never queued, never B.
+  if (command.wait_ms.value == 0) return refuse(Response::timed_out(command.owner, command.key));
+  // CONTRACT 5: queueing past a waiter limit is B, nothing changed.
+  if (state.queue.size() >= config_.limits.max_waiters_per_key ||
+      waiter_keys_.size() >= config_.limits.max_waiters) {
+    return refuse(Response::busy(command.owner, command.key));
+  }
+  // CONTRACT 4 (and 9: the holder's own owner queues like anyone): the tail.
+  const WaiterId id = next_waiter_;
+  ++next_waiter_.value;
+  const TimeMs deadline = clock_ + command.wait_ms;
+  state.queue.emplace(id, Waiter{id, command.owner, command.lease_ms, deadline, command.connection,
+                                 command.session});
+  waiter_keys_.emplace(id, command.key);
+  connection_waiters_[command.connection].insert(id);
+  applied.deadlines.push_back({deadline, {DeadlineTarget::Kind::timeout, id.value, command.key}});
+  return Outcome{Outcome::Kind::queued, {}, id};
+}
+
+void LockMachine::release(const Release& command, raft::Index index, Applied& applied) {
+  switch (sessions_.standing(command.session)) {
+    case SessionTable::Standing::retry: {
+      sessions_.touch(command.session.client, index);
+      applied.responses.push_back({command.connection, sessions_.find(command.session)->response});
+      return;
+    }
+    case SessionTable::Standing::stale:
+      applied.responses.push_back({command.connection, Response::error("stale request")});
+      return;
+    case SessionTable::Standing::fresh:
+      break;
+  }
+  const auto found = keys_.find(command.key);
+  if (found == keys_.end() || found->second.token != command.token) {
+    // CONTRACT 7: another token, or no such key: N, nothing changes.
+    auto response = Response::not_held(command.token, command.key);
+    applied.responses.push_back({command.connection, response});
+    sessions_.record(command.session, answered(std::move(response)), index);
+    return;
+  }
+  // CONTRACT 6: R; then the head waiter gets the key, or it is deleted.
+  auto response = Response::released(command.token, command.key);
+  applied.responses.push_back({command.connection, response});
+  sessions_.record(command.session, answered(std::move(response)), index);
+  hand_on(command.key, applied);
+}
+
+void LockMachine::expire(const Expire& command, Applied& applied) {
+  applied.settled.push_back({DeadlineTarget::Kind::expire, command.token.value, command.key});
+  const auto found = keys_.find(command.key);
+  if (found == keys_.end()) return;
+  // The token check is what makes a late or repeated Expire harmless: the
+  // key may have been released and granted again since it was proposed.
+  if (found->second.token != command.token && !bug(ClusterBug::expire_without_token_check)) return;
+  hand_on(command.key, applied);
+}
+
+void LockMachine::timeout(const Timeout& command, Applied& applied) {
+  applied.settled.push_back({DeadlineTarget::Kind::timeout, command.waiter.value, command.key});
+  if (!is_queued(command.key, command.waiter)) return;  // granted, timed out or dropped since
+  KeyState& state = keys_.at(command.key);
+  const Waiter& waiter = state.queue.at(command.waiter);
+  auto response = Response::timed_out(waiter.owner, command.key);
+  applied.responses.push_back({waiter.connection, response});
+  sessions_.update(waiter.session, answered(std::move(response)));
+  remove_waiter(state, command.waiter);
+}
+
+void LockMachine::close(const Close& command) {
+  const auto found = connection_waiters_.find(command.connection);
+  if (found == connection_waiters_.end()) return;
+  // CONTRACT 10: the waiters leave silently; held locks stay. remove_waiter
+  // erases the set with its last waiter, so walk a copy.
+  const std::set<WaiterId> waiters = found->second;
+  for (const WaiterId id : waiters) {
+    KeyState& state = keys_.at(waiter_keys_.at(id));
+    const Waiter& waiter = state.queue.at(id);
+    sessions_.update(waiter.session, Outcome{Outcome::Kind::dropped,
+                                             Response::timed_out(waiter.owner, waiter_keys_.at(id)), {}});
+    remove_waiter(state, id);
+  }
+  LOCKSTEP_ASSERT(!connection_waiters_.contains(command.connection));
+}
+
+// ---- records ------------------------------------------------------------------
+
+void LockMachine::grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
+                        ConnectionId connection, Applied& applied) {
+  state.owner.assign(owner);
+  state.token = issue_token();
+  state.granted_at = clock_;
+  state.expiry = clock_ + lease_ms;
+  applied.responses.push_back({connection, Response::granted(state.token, owner, key)});
+  applied.deadlines.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
+}
+
+void LockMachine::hand_on(const std::string& key, Applied& applied) {
+  KeyState& state = keys_.at(key);
+  while (!state.queue.empty()) {
+    const Waiter& head = state.queue.begin()->second;
+    const WaiterId id = head.id;
+    if (head.deadline <= clock_) {
+      // Past its deadline (its Timeout not yet applied): T, never a grant.
+      auto response = Response::timed_out(head.owner, key);
+      applied.responses.push_back({head.connection, response});
+      sessions_.update(head.session, answered(std::move(response)));
+      remove_waiter(state, id);
+      continue;
+    }
+    const Waiter waiter = head;  // remove_waiter destroys the record
+    remove_waiter(state, id);
+    grant(state, key, waiter.owner, waiter.lease_ms, waiter.connection, applied);
+    sessions_.update(waiter.session, answered(applied.responses.back().response));
+    return;
+  }
+  keys_.erase(key);
+}
+
+void LockMachine::remove_waiter(KeyState& state, WaiterId id) {
+  const auto waiter = state.queue.find(id);
+  LOCKSTEP_ASSERT(waiter != state.queue.end());
+  const auto connection = connection_waiters_.find(waiter->second.connection);
+  LOCKSTEP_ASSERT(connection != connection_waiters_.end());
+  connection->second.erase(id);
+  if (connection->second.empty()) connection_waiters_.erase(connection);
+  waiter_keys_.erase(id);
+  state.queue.erase(waiter);
+}
+
+void LockMachine::move_waiter(WaiterId id, ConnectionId connection) {
+  Waiter& waiter = keys_.at(waiter_keys_.at(id)).queue.at(id);
+  if (waiter.connection == connection) return;
+  auto& old_set = connection_waiters_.at(waiter.connection);
+  old_set.erase(id);
+  if (old_set.empty()) connection_waiters_.erase(waiter.connection);
+  waiter.connection = connection;
+  connection_waiters_[connection].insert(id);
+}
+
+Token LockMachine::issue_token() {
+  LOCKSTEP_ASSERT(next_token_.value < UINT64_MAX);
+  const Token token = next_token_;
+  ++next_token_.value;
+  return token;
+}
+
+// ---- what the heap reads ----------------------------------------------------------
+
+bool LockMachine::holds(std::string_view key, Token token) const {
+  const auto found = keys_.find(key);
+  return found != keys_.end() && found->second.token == token;
+}
+
+bool LockMachine::is_queued(std::string_view key, WaiterId waiter) const {
+  const auto found = waiter_keys_.find(waiter);
+  return found != waiter_keys_.end() && found->second == key;
+}
+
+std::vector<Deadline> LockMachine::deadlines() const {
+  std::vector<Deadline> all;
+  all.reserve(keys_.size() + waiter_keys_.size());
+  for (const auto& [key, state] : keys_) {
+    all.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
+    for (const auto& [id, waiter] : state.queue) {
+      all.push_back({waiter.deadline, {DeadlineTarget::Kind::timeout, id.value, key}});
+    }
+  }
+  return all;
+}
+
+// ---- snapshots ------------------------------------------------------------------
+
+std::string LockMachine::snapshot_through(raft::Index index) const {
+  LOCKSTEP_ASSERT(index == applied_);
+  ByteWriter w;
+  w.u8(snapshot_format_version);
+  w.u64(applied_);
+  w.i64(clock_.value);
+  w.u64(next_token_.value);
+  w.u64(next_waiter_.value);
+  w.u64(keys_.size());
+  for (const auto& [key, state] : keys_) {
+    w.text(key);
+    w.text(state.owner);
+    w.u64(state.token.value);
+    w.i64(state.granted_at.value);
+    w.i64(state.expiry.value);
+    w.u64(state.queue.size());
+    for (const auto& [id, waiter] : state.queue) {
+      w.u64(id.value);
+      w.text(waiter.owner);
+      w.i64(waiter.lease_ms.value);
+      w.i64(waiter.deadline.value);
+      w.u64(waiter.connection.value);
+      w.u64(waiter.session.client);
+      w.u64(waiter.session.sequence);
+    }
+  }
+  sessions_.write(w);
+  return w.take();
+}
+
+void LockMachine::restore(const raft::Snapshot& snapshot) {
+  LockMachine fresh(config_);
+  ByteReader r(snapshot.data);
+  if (r.u8() != snapshot_format_version) r.fail("unknown snapshot format version");
+  fresh.applied_ = r.u64();
+  fresh.clock_ = TimeMs{r.i64()};
+  fresh.next_token_ = Token{r.u64()};
+  fresh.next_waiter_ = WaiterId{r.u64()};
+  const auto key_count = r.u64();
+  if (key_count > config_.limits.max_keys) r.fail("too many keys");
+  for (std::uint64_t k = 0; k < key_count && !r.failed(); ++k) {
+    std::string key = r.text(name_bytes_max);
+    KeyState state;
+    state.owner = r.text(name_bytes_max);
+    state.token = Token{r.u64()};
+    state.granted_at = TimeMs{r.i64()};
+    state.expiry = TimeMs{r.i64()};
+    const auto queued = r.u64();
+    if (queued > config_.limits.max_waiters_per_key) r.fail("too many waiters");
+    for (std::uint64_t q = 0; q < queued && !r.failed(); ++q) {
+      Waiter waiter;
+      waiter.id = WaiterId{r.u64()};
+      waiter.owner = r.text(name_bytes_max);
+      waiter.lease_ms = DurationMs{r.i64()};
+      waiter.deadline = TimeMs{r.i64()};
+      waiter.connection = ConnectionId{r.u64()};
+      waiter.session = Session{r.u64(), r.u64()};
+      if (state.queue.contains(waiter.id) || fresh.waiter_keys_.contains(waiter.id)) r.fail("repeated waiter");
+      fresh.waiter_keys_.emplace(waiter.id, key);
+      fresh.connection_waiters_[waiter.connection].insert(waiter.id);
+      state.queue.emplace(waiter.id, std::move(waiter));
+    }
+    if (fresh.keys_.contains(key)) r.fail("repeated key");
+    fresh.keys_.emplace(std::move(key), std::move(state));
+  }
+  fresh.sessions_ = SessionTable::read(r, config_.sessions);
+  if (!r.failed() && !r.at_end()) r.fail("trailing bytes");
+  if (!r.failed() && fresh.applied_ != snapshot.index) r.fail("snapshot index disagrees with its bytes");
+  if (r.failed()) throw std::invalid_argument("bad lock table snapshot: " + r.reason());
+  try {
+    fresh.check_invariants();
+  } catch (const InvariantViolation& violation) {
+    throw std::invalid_argument(std::string("bad lock table snapshot: ") + violation.what());
+  }
+  *this = std::move(fresh);
+}
+
+// ---- invariants -------------------------------------------------------------------
+
+void LockMachine::check_invariants() const {
+  // Limits hold.
+  LOCKSTEP_ASSERT(keys_.size() <= config_.limits.max_keys);
+  LOCKSTEP_ASSERT(waiter_keys_.size() <= config_.limits.max_waiters);
+  std::set<Token> tokens;
+  std::size_t queued = 0;
+  for (const auto& [key, state] : keys_) {
+    LOCKSTEP_ASSERT(is_valid_name(key));
+    LOCKSTEP_ASSERT(is_valid_name(state.owner));
+    // Tokens: positive, issued from the one counter, one per key.
+    LOCKSTEP_ASSERT(state.token >= config_.first_token);
+    LOCKSTEP_ASSERT(state.token < next_token_);
+    LOCKSTEP_ASSERT(tokens.insert(state.token).second);
+    LOCKSTEP_ASSERT(state.granted_at <= clock_);
+    LOCKSTEP_ASSERT(state.expiry > state.granted_at);
+    LOCKSTEP_ASSERT(state.queue.size() <= config_.limits.max_waiters_per_key);
+    for (const auto& [id, waiter] : state.queue) {
+      LOCKSTEP_ASSERT(waiter.id == id);
+      LOCKSTEP_ASSERT(id.value > 0 && id < next_waiter_);
+      LOCKSTEP_ASSERT(waiter.lease_ms.value > 0);
+      LOCKSTEP_ASSERT(is_valid_name(waiter.owner));
+      const auto indexed = waiter_keys_.find(id);
+      LOCKSTEP_ASSERT(indexed != waiter_keys_.end() && indexed->second == key);
+      const auto by_connection = connection_waiters_.find(waiter.connection);
+      LOCKSTEP_ASSERT(by_connection != connection_waiters_.end() && by_connection->second.contains(id));
+      ++queued;
+    }
+  }
+  LOCKSTEP_ASSERT(queued == waiter_keys_.size());
+  std::size_t by_connection = 0;
+  for (const auto& [connection, waiters] : connection_waiters_) {
+    LOCKSTEP_ASSERT(!waiters.empty());
+    by_connection += waiters.size();
+  }
+  LOCKSTEP_ASSERT(by_connection == queued);
+  // A session outcome still queued names a waiter of that session. (Not
+  // the converse: a client evicted from the table may have a waiter left.)
+  sessions_.for_each([&](Session session, const Outcome& outcome) {
+    if (outcome.kind != Outcome::Kind::queued) return;
+    const auto indexed = waiter_keys_.find(outcome.waiter);
+    LOCKSTEP_ASSERT(indexed != waiter_keys_.end());
+    LOCKSTEP_ASSERT(keys_.find(indexed->second)->second.queue.at(outcome.waiter).session == session);
+  });
+  sessions_.check_invariants();
+}
+
+}  // namespace lockstep::cluster

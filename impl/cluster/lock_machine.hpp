@@ -1,0 +1,182 @@
+// The replicated lock table of cluster mode (CONTRACT.md, "Cluster mode"):
+// the raft::StateMachine that committed log entries drive, one per node.
+//
+// Applying a command reads no clock: the instant it uses is the one stamped
+// in the command, raised to the latest instant applied so far (the table's
+// `clock`), so that time in the replicated state never goes back even when a
+// new leader's clock is behind the old one's (LogCabin's cluster time).
+//
+// Rules that differ from simple mode, all from the contract:
+// - a key is never taken over in place: until an Expire with its holder's
+//   token is applied, the key is held, however late; an A on it queues, or is
+//   T (wait 0) or B (a waiter limit), as on any held key;
+// - Expire(key, token) with the holder's token hands the key to the head
+//   waiter (new token, lease from the Expire's instant) or deletes the key;
+//   with any other token it does nothing;
+// - Timeout(key, waiter) answers that waiter T if it is still queued;
+// - there is no sweep; R, FIFO hand-off, T, B, the limits and Close are as in
+//   simple mode.
+// One rule the contract implies and this table states: a hand-off (by R or
+// Expire) never grants a waiter whose deadline is at or before the instant;
+// such waiters are answered T first, in queue order, as their Timeout would
+// have (which then finds nothing to do).
+//
+// Outputs: every apply returns (apply_command) or queues for take_applied()
+// (apply(Entry)) what it produced, in this order of use by the driver:
+//   1. `responses`: the lines to send, each to its connection. A node sends
+//      those addressed to connections it owns, and only now: after commit and
+//      apply (CONTRACT: an A a client saw survives a minority of crashes);
+//   2. `deadlines`: the holder expiries and waiter deadlines this command
+//      created, for the leader's DeadlineHeap;
+//   3. `settled`: the deadlines the applied Expires and Timeouts were
+//      proposed for, whatever they did, so the heap stops tracking them as
+//      in flight.
+// Connection ids must be unique across the cluster (the driver's choice,
+// e.g. the node id in the high bits): the table addresses by them only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impl/cluster/bugs.hpp"
+#include "impl/cluster/commands.hpp"
+#include "impl/cluster/sessions.hpp"
+#include "impl/limits.hpp"
+#include "impl/protocol.hpp"
+#include "impl/raft/state_machine.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep::cluster {
+
+inline constexpr std::uint8_t snapshot_format_version = 1;
+
+// What a deadline is for: an Expire of `key` with token `id`, or a Timeout of
+// waiter `id` on `key`. Ordered so that, at one instant, timeouts come before
+// expiries, timeouts in queueing order and expiries in token order
+// (CONTRACT.md, "Cluster semantics in conformance vectors").
+struct DeadlineTarget {
+  enum class Kind : std::uint8_t { timeout = 0, expire = 1 };
+  Kind kind = Kind::timeout;
+  std::uint64_t id = 0;
+  std::string key;
+  friend auto operator<=>(const DeadlineTarget&, const DeadlineTarget&) = default;
+};
+
+struct Deadline {
+  TimeMs at;
+  DeadlineTarget target;
+  friend auto operator<=>(const Deadline&, const Deadline&) = default;
+};
+
+// The command that acts on a deadline, stamped `now`.
+Command command_for(const DeadlineTarget& target, TimeMs now);
+
+struct Applied {
+  Outputs responses;
+  std::vector<Deadline> deadlines;
+  std::vector<DeadlineTarget> settled;
+};
+
+struct MachineConfig {
+  Limits limits;
+  SessionLimits sessions;
+  Token first_token{1};
+  ClusterBug bug = ClusterBug::none;
+};
+
+class LockMachine final : public raft::StateMachine {
+ public:
+  struct Waiter {
+    WaiterId id;
+    std::string owner;
+    DurationMs lease_ms;
+    TimeMs deadline;
+    ConnectionId connection;
+    Session session;
+    friend bool operator==(const Waiter&, const Waiter&) = default;
+  };
+  struct KeyState {
+    std::string owner;
+    Token token;
+    TimeMs granted_at;
+    TimeMs expiry;
+    std::map<WaiterId, Waiter> queue;  // ids grow in queueing order: this is FIFO
+    friend bool operator==(const KeyState&, const KeyState&) = default;
+  };
+
+  // Throws std::invalid_argument when the configuration is not valid.
+  explicit LockMachine(MachineConfig config);
+
+  // raft::StateMachine. apply() decodes the entry; an entry that does not
+  // decode is counted in rejected_entries() and changes nothing but the
+  // applied index. Its outputs accumulate until take_applied().
+  void apply(const raft::Entry& entry) override;
+  // Only the state at the last applied index exists: `index` must be it.
+  std::string snapshot_through(raft::Index index) const override;
+  // Throws std::invalid_argument on a snapshot that does not decode or
+  // breaks an invariant; the table is then unchanged.
+  void restore(const raft::Snapshot& snapshot) override;
+
+  // Applies one command as log entry `index` (above every index applied).
+  Applied apply_command(const Command& command, raft::Index index);
+  Applied take_applied();
+
+  // What the deadline heap validates against.
+  bool holds(std::string_view key, Token token) const;
+  bool is_queued(std::string_view key, WaiterId waiter) const;
+  // Every pending deadline of the applied state: what a new leader's heap is
+  // rebuilt from. In key order, then queue order.
+  std::vector<Deadline> deadlines() const;
+
+  raft::Index applied() const { return applied_; }
+  TimeMs clock() const { return clock_; }
+  Token next_token() const { return next_token_; }
+  const std::map<std::string, KeyState, std::less<>>& keys() const { return keys_; }
+  std::size_t waiter_count() const { return waiter_keys_.size(); }
+  std::uint64_t rejected_entries() const { return rejected_entries_; }
+  const SessionTable& sessions() const { return sessions_; }
+  const MachineConfig& config() const { return config_; }
+
+  // Checks every invariant of the table in O(keys + waiters + sessions);
+  // throws InvariantViolation on the first that fails.
+  void check_invariants() const;
+
+ private:
+  void acquire(const Acquire& command, raft::Index index, Applied& applied);
+  void release(const Release& command, raft::Index index, Applied& applied);
+  void expire(const Expire& command, Applied& applied);
+  void timeout(const Timeout& command, Applied& applied);
+  void close(const Close& command);
+
+  void answer_retry(const Acquire& command, const Outcome& outcome, Applied& applied);
+  Outcome try_acquire(const Acquire& command, Applied& applied);
+  void grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
+             ConnectionId connection, Applied& applied);
+  // The holder's lock ends: the next waiter still within its deadline gets
+  // the key, or the key is deleted.
+  void hand_on(const std::string& key, Applied& applied);
+  void remove_waiter(KeyState& state, WaiterId waiter);
+  void move_waiter(WaiterId waiter, ConnectionId connection);
+  Token issue_token();
+
+  bool bug(ClusterBug which) const { return config_.bug == which; }
+
+  MachineConfig config_;
+  raft::Index applied_ = 0;
+  TimeMs clock_{0};
+  Token next_token_;
+  WaiterId next_waiter_{1};
+  std::map<std::string, KeyState, std::less<>> keys_;
+  std::map<WaiterId, std::string> waiter_keys_;                    // every waiter -> its key
+  std::map<ConnectionId, std::set<WaiterId>> connection_waiters_;  // for Close
+  SessionTable sessions_;
+  std::uint64_t rejected_entries_ = 0;  // diagnostics only: not in the snapshot
+  Applied pending_;
+};
+
+}  // namespace lockstep::cluster

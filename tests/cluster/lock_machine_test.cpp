@@ -1,0 +1,257 @@
+// The replicated lock table, command by command: the cluster rules that
+// differ from simple mode (no takeover in place, Expire and Timeout checked
+// when applied), sessions (a retry is answered from its session and applied
+// once; the window and the LRU bound), snapshots (restore gives back the same
+// table, bytes and behaviour), garbage entries, and each injected bug
+// changing what the table does.
+#include <gtest/gtest.h>
+
+#include "impl/assert.hpp"
+#include "tests/cluster/helpers.hpp"
+
+namespace lockstep::cluster::testing {
+namespace {
+
+TEST(LockMachine, GrantsQueuesAndHandsOffFifoOnRelease) {
+  Driven d;
+  EXPECT_EQ(d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0)), "c1 A 1 alice k");
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "k", "bob", 50, 1000, 10)), "");
+  EXPECT_EQ(d.run(acquire(3, 1, 3, "k", "carol", 50, 1000, 20)), "");
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 30)), "c1 R 1 k; c2 A 2 bob k");
+  EXPECT_EQ(d.machine.keys().at("k").expiry, TimeMs{80});  // bob's lease from the release
+  EXPECT_EQ(d.run(release(2, 2, 2, "k", 2, 40)), "c2 R 2 k; c3 A 3 carol k");
+  EXPECT_EQ(d.run(release(3, 2, 3, "k", 3, 50)), "c3 R 3 k");
+  EXPECT_TRUE(d.machine.keys().empty());
+}
+
+TEST(LockMachine, NeverTakesOverAnExpiredKeyInPlace) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  // Long past alice's expiry, but no Expire applied: k is held.
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "k", "bob", 100, 0, 500)), "c2 T bob k");
+  EXPECT_EQ(d.run(acquire(2, 2, 2, "k", "bob", 100, 50, 500)), "");
+  EXPECT_EQ(d.machine.waiter_count(), 1u);
+  // alice's token still releases it (it is still hers), and bob gets it.
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 510)), "c1 R 1 k; c2 A 2 bob k");
+}
+
+TEST(LockMachine, ExpireChecksTheTokenThenHandsOnOrDeletes) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  EXPECT_EQ(d.run(Expire{"k", Token{7}, TimeMs{100}}), "");  // not the holder's token
+  EXPECT_EQ(d.machine.keys().at("k").token, Token{1});
+  EXPECT_EQ(d.run(Expire{"k", Token{1}, TimeMs{100}}), "c2 A 2 bob k");
+  EXPECT_EQ(d.machine.keys().at("k").expiry, TimeMs{170});  // lease from the Expire's instant
+  EXPECT_EQ(d.run(Expire{"k", Token{1}, TimeMs{101}}), "");  // a repeat is harmless
+  EXPECT_EQ(d.run(Expire{"k", Token{2}, TimeMs{170}}), "");  // no waiter: deleted
+  EXPECT_TRUE(d.machine.keys().empty());
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 171)), "c1 N 1 k");
+}
+
+TEST(LockMachine, TimeoutAnswersOnlyAWaiterStillQueued) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  const auto queued = d.apply(acquire(2, 1, 2, "k", "bob", 70, 50, 10));
+  ASSERT_EQ(queued.deadlines.size(), 1u);
+  const WaiterId bob{queued.deadlines[0].target.id};
+  EXPECT_EQ(queued.deadlines[0].at, TimeMs{60});
+  EXPECT_EQ(d.run(Timeout{"other", bob, TimeMs{60}}), "");
+  EXPECT_EQ(d.run(Timeout{"k", bob, TimeMs{60}}), "c2 T bob k");
+  EXPECT_EQ(d.run(Timeout{"k", bob, TimeMs{61}}), "");
+  EXPECT_EQ(d.machine.waiter_count(), 0u);
+}
+
+TEST(LockMachine, HandOffSkipsWaitersPastTheirDeadline) {
+  // A release applied at bob's deadline, before bob's Timeout: bob is T
+  // (never granted at or after his deadline) and carol gets the key.
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 1000, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 50, 10));
+  d.run(acquire(3, 1, 3, "k", "carol", 70, 500, 20));
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 60)), "c1 R 1 k; c2 T bob k; c3 A 2 carol k");
+}
+
+TEST(LockMachine, LimitsAnswerBusyAsInSimpleMode) {
+  Driven d({tight_limits(), SessionLimits{}, Token{1}, ClusterBug::none});
+  d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0));
+  d.run(acquire(1, 2, 1, "b", "o", 100, 0, 0));
+  EXPECT_EQ(d.run(acquire(1, 3, 1, "c", "o", 100, 100, 0)), "c1 B o c");         // max_keys
+  EXPECT_EQ(d.run(acquire(1, 4, 1, "a", "p", 100, 0, 0)), "c1 T p a");           // wait 0: T, not B
+  d.run(acquire(1, 5, 1, "a", "p", 100, 100, 0));
+  d.run(acquire(1, 6, 1, "a", "q", 100, 100, 0));
+  EXPECT_EQ(d.run(acquire(1, 7, 1, "a", "r", 100, 100, 0)), "c1 B r a");         // per key
+  d.run(acquire(1, 8, 1, "b", "s", 100, 100, 0));
+  EXPECT_EQ(d.run(acquire(1, 9, 1, "b", "t", 100, 100, 0)), "c1 B t b");         // global
+}
+
+TEST(LockMachine, CloseDropsTheConnectionsWaitersSilently) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+  EXPECT_EQ(d.run(Close{ConnectionId{2}, TimeMs{30}}), "");
+  EXPECT_EQ(d.run(Close{ConnectionId{1}, TimeMs{31}}), "");  // a holder's close keeps its lock
+  EXPECT_EQ(d.run(release(1, 2, 9, "k", 1, 40)), "c9 R 1 k; c3 A 2 carol k");
+}
+
+TEST(LockMachine, StampedTimeNeverGoesBack) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "a", "o", 100, 0, 500));
+  d.run(acquire(1, 2, 1, "b", "o", 100, 0, 300));  // a new leader's clock behind
+  EXPECT_EQ(d.machine.clock(), TimeMs{500});
+  EXPECT_EQ(d.machine.keys().at("b").expiry, TimeMs{600});
+}
+
+// ---- sessions ------------------------------------------------------------------
+
+TEST(LockMachineSessions, RetryIsAnsweredFromTheSessionAndAppliedOnce) {
+  Driven d;
+  EXPECT_EQ(d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0)), "c1 A 1 alice k");
+  // The retry (say, after a leader change) arrives on a new connection.
+  EXPECT_EQ(d.run(acquire(1, 1, 5, "k", "alice", 100, 0, 10)), "c5 A 1 alice k");
+  EXPECT_EQ(d.machine.next_token(), Token{2});
+  EXPECT_EQ(d.machine.waiter_count(), 0u);
+  EXPECT_EQ(d.run(release(1, 2, 5, "k", 1, 20)), "c5 R 1 k");
+  EXPECT_EQ(d.run(release(1, 2, 5, "k", 1, 21)), "c5 R 1 k");  // not N: the answer it had
+}
+
+TEST(LockMachineSessions, RetryOfAQueuedAcquireMovesItsWaiterAndLaterAnswers) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10)), "");
+  EXPECT_EQ(d.run(acquire(2, 1, 6, "k", "bob", 70, 1000, 15)), "");  // still one waiter
+  EXPECT_EQ(d.machine.waiter_count(), 1u);
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 20)), "c1 R 1 k; c6 A 2 bob k");
+  EXPECT_EQ(d.run(acquire(2, 1, 7, "k", "bob", 70, 1000, 25)), "c7 A 2 bob k");
+}
+
+TEST(LockMachineSessions, RetryOfADroppedWaiterIsT) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  d.run(Close{ConnectionId{2}, TimeMs{20}});
+  EXPECT_EQ(d.run(acquire(2, 1, 3, "k", "bob", 70, 1000, 30)), "c3 T bob k");
+  EXPECT_EQ(d.machine.waiter_count(), 0u);
+}
+
+TEST(LockMachineSessions, WindowKeepsTheLastSequenceNumbersAndRefusesOlder) {
+  MachineConfig config;
+  config.sessions = {8, 2};
+  Driven d(config);
+  d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0));
+  d.run(acquire(1, 3, 1, "b", "o", 100, 0, 0));
+  // 2 is within the window (above 3 - 2) and was never applied: new.
+  EXPECT_EQ(d.run(acquire(1, 2, 1, "c", "o", 100, 0, 0)), "c1 A 3 o c");
+  // 1 is at 3 - 2: forgotten, so refused rather than risk a second grant.
+  EXPECT_EQ(d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0)), "c1 E stale request");
+  EXPECT_EQ(d.run(acquire(1, 3, 1, "b", "o", 100, 0, 0)), "c1 A 2 o b");
+}
+
+TEST(LockMachineSessions, ClientTableEvictsTheLeastRecentlyUsed) {
+  MachineConfig config;
+  config.sessions = {2, 4};
+  Driven d(config);
+  d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0));  // index 1
+  d.run(acquire(2, 1, 2, "b", "o", 100, 0, 0));  // index 2
+  d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0));  // client 1's retry: used at index 3
+  d.run(acquire(3, 1, 3, "c", "p", 100, 0, 0));  // evicts client 2 (last used at index 2)
+  EXPECT_EQ(d.machine.sessions().client_count(), 2u);
+  EXPECT_EQ(d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0)), "c1 A 1 o a");  // still cached
+  // Client 2 was forgotten: its retry is new again (the bound's cost).
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "b", "o", 100, 0, 0)), "c2 T o b");
+}
+
+// ---- snapshots and garbage --------------------------------------------------------
+
+Driven busy_table() {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+  d.run(acquire(3, 2, 3, "j", "carol", 30, 0, 25));
+  d.run(release(3, 3, 3, "j", 99, 26));
+  d.run(Close{ConnectionId{2}, TimeMs{27}});
+  return d;
+}
+
+TEST(LockMachineSnapshot, RestoreGivesBackTheSameTableAndBehaviour) {
+  Driven original = busy_table();
+  const std::string bytes = original.machine.snapshot_through(original.index);
+  Driven copy;
+  copy.machine.restore(raft::Snapshot{original.index, 1, bytes});
+  copy.index = original.index;
+  copy.machine.check_invariants();
+  EXPECT_EQ(copy.machine.snapshot_through(copy.index), bytes);
+  EXPECT_EQ(copy.machine.keys(), original.machine.keys());
+  // Same answers afterwards: the retry cache, tokens and waiter ids came along.
+  for (const Command& next : std::vector<Command>{acquire(2, 1, 4, "k", "bob", 70, 1000, 30),
+                                                  release(1, 2, 1, "k", 1, 40),
+                                                  acquire(3, 1, 3, "k", "carol", 70, 1000, 41),
+                                                  acquire(4, 1, 4, "j", "dave", 30, 0, 42)}) {
+    EXPECT_EQ(copy.run(next), original.run(next)) << describe(next);
+  }
+}
+
+TEST(LockMachineSnapshot, RestoreRefusesBadBytesAndKeepsTheTable) {
+  Driven original = busy_table();
+  const std::string bytes = original.machine.snapshot_through(original.index);
+  Driven target = busy_table();
+  const std::string before = target.machine.snapshot_through(target.index);
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 7) {
+    EXPECT_THROW(target.machine.restore(raft::Snapshot{original.index, 1, bytes.substr(0, cut)}),
+                 std::invalid_argument);
+  }
+  EXPECT_THROW(target.machine.restore(raft::Snapshot{original.index + 1, 1, bytes}), std::invalid_argument);
+  EXPECT_EQ(target.machine.snapshot_through(target.index), before);
+}
+
+TEST(LockMachine, GarbageEntriesAreCountedAndChangeNothing) {
+  LockMachine machine({});
+  machine.apply(raft::Entry{1, 1, raft::EntryKind::noop, ""});
+  machine.apply(raft::Entry{1, 2, raft::EntryKind::command, "not a command"});
+  machine.apply(raft::Entry{1, 3, raft::EntryKind::command, encode(acquire(1, 1, 1, "k", "o", 10, 0, 0))});
+  EXPECT_EQ(machine.rejected_entries(), 1u);
+  EXPECT_EQ(machine.applied(), 3u);
+  EXPECT_EQ(show(machine.take_applied().responses), "c1 A 1 o k");
+  EXPECT_TRUE(machine.take_applied().responses.empty());
+}
+
+// ---- injected bugs ------------------------------------------------------------------
+
+TEST(LockMachineBugs, ExpireWithoutTokenCheckTakesTheKeyFromTheNewHolder) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::expire_without_token_check}) {
+    Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+    d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+    d.run(release(1, 2, 1, "k", 1, 50));
+    d.run(acquire(2, 1, 2, "k", "bob", 100, 0, 60));
+    // alice's Expire, proposed at t=100 before her release committed.
+    d.run(Expire{"k", Token{1}, TimeMs{100}});
+    EXPECT_EQ(d.machine.keys().contains("k"), bug == ClusterBug::none) << cluster_bug_name(bug);
+  }
+}
+
+TEST(LockMachineBugs, SessionReapplyQueuesARetryTwice) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::session_reapply}) {
+    Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+    d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+    EXPECT_EQ(d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 1)),
+              bug == ClusterBug::none ? "c1 A 1 alice k" : "c1 T alice k");
+    d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+    d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 11));
+    EXPECT_EQ(d.machine.waiter_count(), bug == ClusterBug::none ? 1u : 2u) << cluster_bug_name(bug);
+  }
+}
+
+TEST(ClusterBugCatalogue, NamesRoundTrip) {
+  EXPECT_EQ(cluster_bug_catalogue().size(), 3u);
+  for (const auto& entry : cluster_bug_catalogue()) {
+    EXPECT_EQ(cluster_bug_from_name(entry.name), entry.bug);
+    EXPECT_EQ(cluster_bug_name(entry.bug), entry.name);
+  }
+  EXPECT_EQ(cluster_bug_from_name("none"), ClusterBug::none);
+  EXPECT_FALSE(cluster_bug_from_name("lifo-handoff"));
+}
+
+}  // namespace
+}  // namespace lockstep::cluster::testing
