@@ -1,0 +1,498 @@
+----------------------------- MODULE LockCluster -----------------------------
+(***************************************************************************)
+(* Cluster mode of the lockstep lock service (CONTRACT.md, "Cluster mode", *)
+(* "Cluster semantics in conformance vectors"): the lock state machine     *)
+(* replicated over a consensus log, with a clock per node.                 *)
+(*                                                                         *)
+(* The log is abstract.  There are terms, at most one leader elected per   *)
+(* term, and one committed prefix `log` that every node applies in order.  *)
+(* A node that was elected keeps believing it leads after a newer term     *)
+(* began (a stale leader): it can still propose, but only the leader of    *)
+(* the newest term commits.  A new leader may adopt uncommitted entries of *)
+(* an earlier one and commit them later.  This allows more than Raft does  *)
+(* (an adopted entry can land after entries Raft would have put after it), *)
+(* so what holds here holds over Raft.                                     *)
+(*                                                                         *)
+(* Time.  `now` is global time, which no node reads.  Every node has its   *)
+(* own clock, which only moves forward and stays within MaxSkew of `now`.  *)
+(* A leader stamps every entry it proposes with its own clock; applying an *)
+(* entry reads only the entry (the time in it), never a clock.             *)
+(*                                                                         *)
+(* The leader's deadline heap is the set of deadlines of its applied       *)
+(* state (holders' expiries, waiters' deadlines): a new leader rebuilds it *)
+(* from its applied state, and applying an entry keeps it so.  When the    *)
+(* leader's clock reaches deadlines, it proposes, at that instant, the due *)
+(* Timeouts (in queueing order), then the due Expires (in token order),    *)
+(* and only then client requests.                                          *)
+(*                                                                         *)
+(* Cluster rules (CONTRACT.md): a key is held until its Expire commits     *)
+(* (no take-over in place); Expire(key, token) checks the token (still the *)
+(* holder's: hand to the head waiter with a new token, or delete; else     *)
+(* nothing); Timeout(key, waiter) removes a waiter whose deadline passed.  *)
+(* A hand-off at time t (Release or Expire) first times out the key's      *)
+(* waiters whose deadline is <= t (they are due at t, and due Timeouts     *)
+(* come first; their own Timeout entries then find nothing), then hands    *)
+(* the key to the head of the rest.                                        *)
+(*                                                                         *)
+(* Sessions (Raft dissertation, 6.3): a client has one request outstanding *)
+(* at a time, numbered 1, 2, ...; any leader may propose it, any number of *)
+(* times (retries after a timeout or a leader change).  The applied state  *)
+(* keeps each client's last applied number and skips a command that is    *)
+(* not newer.                                                              *)
+(*                                                                         *)
+(* Lease safety, the bound.  Let S = MaxSkew: |clock[n] - now| <= S for    *)
+(* every node at every instant.  A grant with expiry e, stamped by node g, *)
+(* is believed live by its holder from the moment it commits until g's     *)
+(* clock reaches e (unless the holder released it).  Then two grants of a  *)
+(* key are both live for less than 2*S instants of global time:            *)
+(*   - the later grant needs the earlier token gone from the applied       *)
+(*     state, by its Release (then the earlier one is not live) or by      *)
+(*     Expire(key, token), proposed by some leader whose clock was >= e,   *)
+(*     so at global time >= e - S, and committed no earlier;               *)
+(*   - the earlier grant is live only while clock[g] < e, and clock[g] >=  *)
+(*     now - S, so only while now < e + S.                                 *)
+(* Overlap instants lie in [e - S, e + S - 1]: LeaseSafety checks that, at *)
+(* any instant when two grants of a key are live, now < start + 2*S, start *)
+(* being the later grant's commit instant.  With S = 0 no two grants of a  *)
+(* key are ever live at once.                                              *)
+(*                                                                         *)
+(* Bounds (for model checking only): global time stops at MaxTime, there   *)
+(* are at most MaxTerm terms, a proposal keeps every leader's log (log     *)
+(* plus its uncommitted entries) within MaxLog entries, a client sends at  *)
+(* most MaxSeq requests.  Not modelled here: capacity limits and B, and    *)
+(* Close (both are as in simple mode, spec/LockServer.tla).                *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets, TLC
+
+CONSTANTS
+  Nodes,       \* the replicas
+  Keys,        \* key names
+  Clients,     \* client ids; a client is also the owner its requests name
+  Leases,      \* lease_ms values requests may carry (each >= 1)
+  Waits,       \* wait_ms values requests may carry (each >= 0)
+  MaxSkew,     \* S: every node's clock stays within S of global time
+  MaxTime,     \* bound: global time stops there
+  MaxTerm,     \* bound: at most this many elections
+  MaxLog,      \* bound: no leader's log grows beyond this many entries
+  MaxSeq,      \* bound: a client sends at most this many requests
+  ExpireWithoutTokenCheck,  \* bug: applying Expire(key, token) ignores the token
+  SkewBeyondBound,          \* bug: clocks drift up to MaxSkew + 1 from global time
+  ApplyReadsClock,          \* bug: apply stamps times with the applying node's clock
+  NoSessionCheck            \* bug: apply re-executes a retried request
+
+ASSUME
+  /\ Nodes # {} /\ Keys # {} /\ Clients # {}
+  /\ Leases \subseteq Nat \ {0} /\ Waits \subseteq Nat
+  /\ {MaxSkew, MaxTime, MaxTerm, MaxLog, MaxSeq} \subseteq Nat
+  /\ {ExpireWithoutTokenCheck, SkewBeyondBound, ApplyReadsClock, NoSessionCheck} \subseteq BOOLEAN
+
+VARIABLES
+  now,        \* global time, in ms; no node reads it
+  clock,      \* node -> its clock, in ms
+  term,       \* the newest term (0: no election yet)
+  leading,    \* node -> the term it believes it leads, 0 if none
+  pending,    \* node -> the entries it proposed or adopted, not committed, in order
+  log,        \* the committed prefix of the log
+  applied,    \* node -> how many entries of `log` it has applied
+  replica,    \* node -> its lock state: log[1..applied[n]] applied in order
+  committed,  \* the lock state of the whole committed log (what clients can have seen)
+  request,    \* client -> its outstanding (or last) request
+  granted,    \* history: token -> [key, owner, expiry, by, start, index] of its grant
+  released,   \* history: the tokens whose Release committed
+  executed    \* history: <<client, seq>> -> how many times it took effect
+
+vars == <<now, clock, term, leading, pending, log, applied, replica, committed, request,
+          granted, released, executed>>
+
+-----------------------------------------------------------------------------
+(* Helpers *)
+
+NoClient == ""  \* the client field of entries that name none (Expire)
+NoToken == 0    \* the token field of entries that carry none
+
+Range(s) == {s[i] : i \in DOMAIN s}
+SetKey(f, k, v) == [x \in DOMAIN f \cup {k} |-> IF x = k THEN v ELSE f[x]]
+DropKey(f, k) == [x \in DOMAIN f \ {k} |-> f[x]]
+
+\* A key's FIFO queue, head first.
+Queue(w, k) == SelectSeq(w, LAMBDA x : x.key = k)
+HeadIndex(w, k) == CHOOSE i \in 1..Len(w) : w[i].key = k /\ \A j \in 1..(i - 1) : w[j].key # k
+
+RECURSIVE Without(_, _, _)
+Without(s, I, i) ==
+  IF i > Len(s) THEN <<>>
+  ELSE (IF i \in I THEN <<>> ELSE <<s[i]>>) \o Without(s, I, i + 1)
+
+\* Entries of the log.  Every field is present in every entry, so that any
+\* two entries compare; `time` is the proposer's clock, `by` the proposer.
+Entry(type, c, seq, k, l, wt, tok, t, n) ==
+  [type |-> type, client |-> c, seq |-> seq, key |-> k, lease |-> l, wait |-> wt,
+   token |-> tok, time |-> t, by |-> n]
+
+\* What identifies a command, whatever stamped it.
+Id(e) == <<e.type, e.client, e.seq, e.key, e.token>>
+
+IsRequest(e) == e.type \in {"Acquire", "Release"}
+
+\* Requests a client may send (seq is filled in when it is sent).
+NoRequest == Entry("None", NoClient, 0, "", 0, 0, NoToken, 0, "")
+
+-----------------------------------------------------------------------------
+(* The replicated lock state machine.  Apply reads only the entry. *)
+
+Holder(c, tok, e) == [holder |-> c, token |-> tok, expiry |-> e]
+Waiter(k, c, seq, l, d) == [key |-> k, client |-> c, seq |-> seq, lease |-> l, deadline |-> d]
+
+InitState == [keys |-> [k \in {} |-> Holder(NoClient, NoToken, 0)],
+              waiters |-> <<>>,
+              nextToken |-> 1,
+              sessions |-> [c \in Clients |-> 0]]
+
+\* The time an entry is applied at: its stamp (the bug: the applier's clock).
+At(e, clk) == IF ApplyReadsClock THEN clk ELSE e.time
+
+\* Hand key k on at time t: its waiters due by t leave (timed out), then the
+\* head of the rest gets the key (new token, its lease from t), or the key
+\* is deleted.
+HandOff(s, k, t) ==
+  LET w == SelectSeq(s.waiters, LAMBDA x : x.key # k \/ x.deadline > t)
+  IN IF Queue(w, k) = <<>>
+     THEN [s EXCEPT !.keys = DropKey(s.keys, k), !.waiters = w]
+     ELSE LET i == HeadIndex(w, k)
+          IN [s EXCEPT !.keys = SetKey(s.keys, k, Holder(w[i].client, s.nextToken, t + w[i].lease)),
+                       !.waiters = Without(w, {i}, 1),
+                       !.nextToken = s.nextToken + 1]
+
+\* A request takes effect unless its session already applied it.
+Executes(s, e) == IsRequest(e) /\ (NoSessionCheck \/ s.sessions[e.client] < e.seq)
+
+HolderOf(s, k, tok) == k \in DOMAIN s.keys /\ s.keys[k].token = tok
+
+Apply(s, e, clk) ==
+  LET t == At(e, clk)
+      k == e.key
+      s1 == [s EXCEPT !.sessions[e.client] = e.seq]
+  IN CASE e.type = "Acquire" ->
+            IF ~Executes(s, e) THEN s
+            ELSE IF k \notin DOMAIN s.keys
+            THEN [s1 EXCEPT !.keys = SetKey(s.keys, k, Holder(e.client, s.nextToken, t + e.lease)),
+                            !.nextToken = s.nextToken + 1]
+            ELSE IF e.wait = 0 THEN s1                                  \* answered T
+            ELSE [s1 EXCEPT !.waiters = Append(s.waiters, Waiter(k, e.client, e.seq, e.lease, t + e.wait))]
+       [] e.type = "Release" ->
+            IF ~Executes(s, e) THEN s
+            ELSE IF HolderOf(s, k, e.token) THEN HandOff(s1, k, t)      \* R
+            ELSE s1                                                     \* N
+       [] e.type = "Expire" ->
+            IF k \in DOMAIN s.keys /\ (ExpireWithoutTokenCheck \/ s.keys[k].token = e.token)
+            THEN HandOff(s, k, t)
+            ELSE s                                                      \* a stale Expire
+       [] e.type = "Timeout" ->
+            [s EXCEPT !.waiters = SelectSeq(s.waiters, LAMBDA x :
+                ~(x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t))]
+
+-----------------------------------------------------------------------------
+(* Clocks *)
+
+\* How far a clock may be from global time (the bug lets it go one further).
+Drift == IF SkewBeyondBound THEN MaxSkew + 1 ELSE MaxSkew
+
+\* Global time advances; a clock that would fall more than Drift behind is
+\* carried along (clocks never go back).
+Tick ==
+  /\ now < MaxTime
+  /\ now' = now + 1
+  /\ clock' = [n \in Nodes |-> IF clock[n] < now + 1 - Drift THEN now + 1 - Drift ELSE clock[n]]
+  /\ UNCHANGED <<term, leading, pending, log, applied, replica, committed, request,
+                 granted, released, executed>>
+
+\* A node's clock advances, never more than Drift ahead of global time.
+ClockTick(n) ==
+  /\ clock[n] < now + Drift
+  /\ clock' = [clock EXCEPT ![n] = @ + 1]
+  /\ UNCHANGED <<now, term, leading, pending, log, applied, replica, committed, request,
+                 granted, released, executed>>
+
+-----------------------------------------------------------------------------
+(* The abstract consensus log *)
+
+\* Bound: the entries in the log and among every node's uncommitted entries.
+RECURSIVE PendingCount(_)
+PendingCount(N) == IF N = {} THEN 0 ELSE LET n == CHOOSE n \in N : TRUE IN Len(pending[n]) + PendingCount(N \ {n})
+InFlight == Len(log) + PendingCount(Nodes)
+
+\* n wins the election of a new term.  Its uncommitted entries are a prefix
+\* of what some node (maybe itself) had proposed or adopted and not committed.
+\* Earlier leaders keep believing they lead.
+Elect(n) ==
+  /\ term < MaxTerm
+  /\ term' = term + 1
+  /\ leading' = [leading EXCEPT ![n] = term + 1]
+  /\ \E m \in Nodes : \E i \in 0..Len(pending[m]) :
+       /\ InFlight - Len(pending[n]) + i <= MaxLog
+       /\ pending' = [pending EXCEPT ![n] = SubSeq(pending[m], 1, i)]
+  /\ UNCHANGED <<now, clock, log, applied, replica, committed, request, granted, released, executed>>
+
+\* A leader proposes no command again that is among its uncommitted entries.
+\* One it committed and has not applied yet it may propose again: its heap
+\* is that of its applied state (a new leader rebuilds it from there), and
+\* a client retries wherever it likes.  The token check and the sessions
+\* make such duplicates harmless.
+Proposed(n) == {Id(e) : e \in Range(pending[n])}
+
+\* The leader of the newest term commits its oldest uncommitted entry.  The
+\* history variables record what it means for clients: a new grant (and
+\* when it became visible), a release, a request executed.
+Commit(n) ==
+  /\ leading[n] = term /\ term > 0
+  /\ pending[n] # <<>>
+  /\ LET e == Head(pending[n])
+         s == Apply(committed, e, e.time)  \* the log's meaning: the entry's own time
+         grants == {k \in DOMAIN s.keys : s.keys[k].token = committed.nextToken}
+     IN /\ log' = Append(log, e)
+        /\ pending' = [pending EXCEPT ![n] = Tail(@)]
+        /\ committed' = s
+        /\ granted' = IF grants = {} THEN granted
+                      ELSE LET k == CHOOSE k \in grants : TRUE
+                           IN SetKey(granted, committed.nextToken,
+                                     [key |-> k, owner |-> s.keys[k].holder, expiry |-> s.keys[k].expiry,
+                                      by |-> e.by, start |-> now, index |-> Len(log')])
+        /\ released' = IF e.type = "Release" /\ Executes(committed, e) /\ HolderOf(committed, e.key, e.token)
+                       THEN released \cup {e.token} ELSE released
+        /\ executed' = IF Executes(committed, e)
+                       THEN [executed EXCEPT ![<<e.client, e.seq>>] = @ + 1] ELSE executed
+  /\ UNCHANGED <<now, clock, term, leading, applied, replica, request>>
+
+\* A node applies the next committed entry.
+ApplyNext(n) ==
+  /\ applied[n] < Len(log)
+  /\ applied' = [applied EXCEPT ![n] = @ + 1]
+  /\ replica' = [replica EXCEPT ![n] = Apply(@, log[applied[n] + 1], clock[n])]
+  /\ UNCHANGED <<now, clock, term, leading, pending, log, committed, request, granted, released,
+                 executed>>
+
+-----------------------------------------------------------------------------
+(* The leader: deadlines and requests *)
+
+\* The leader's heap, as it stands: due Timeouts in queueing order, then due
+\* Expires in token order, all stamped with its clock, none it already has
+\* in its log.
+DueTimeouts(n) ==
+  LET s == replica[n]
+      due == SelectSeq(s.waiters, LAMBDA x :
+               /\ x.deadline <= clock[n]
+               /\ Id(Entry("Timeout", x.client, x.seq, x.key, 0, 0, NoToken, 0, n)) \notin Proposed(n))
+  IN [i \in 1..Len(due) |->
+        Entry("Timeout", due[i].client, due[i].seq, due[i].key, 0, 0, NoToken, clock[n], n)]
+
+RECURSIVE ByToken(_, _)
+ByToken(ks, K) ==
+  IF K = {} THEN <<>>
+  ELSE LET k == CHOOSE k \in K : \A j \in K : ks[k].token <= ks[j].token
+       IN <<k>> \o ByToken(ks, K \ {k})
+
+DueExpires(n) ==
+  LET ks == replica[n].keys
+      due == ByToken(ks, {k \in DOMAIN ks :
+                            /\ ks[k].expiry <= clock[n]
+                            /\ Id(Entry("Expire", NoClient, 0, k, 0, 0, ks[k].token, 0, n)) \notin Proposed(n)})
+  IN [i \in 1..Len(due) |-> Entry("Expire", NoClient, 0, due[i], 0, 0, ks[due[i]].token, clock[n], n)]
+
+Fits(n, es) == InFlight + Len(es) <= MaxLog
+
+\* A leader proposes while it leads the newest term, or while a newer leader
+\* can still be elected (and adopt what it proposed).  After the last
+\* election a stale leader's proposals could never commit: the bound stops
+\* them, since they could change nothing but its own uncommitted entries.
+MayPropose(n) == leading[n] > 0 /\ (leading[n] = term \/ term < MaxTerm)
+
+\* A leader (maybe stale) proposes everything due on its clock at once.
+ProposeDue(n) ==
+  LET es == DueTimeouts(n) \o DueExpires(n) IN
+  /\ MayPropose(n)
+  /\ es # <<>>
+  /\ Fits(n, es)
+  /\ pending' = [pending EXCEPT ![n] = @ \o es]
+  /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
+                 released, executed>>
+
+\* A leader (maybe stale) proposes a client's request, stamped with its clock,
+\* once nothing is due on its clock; a client that retries reaches any leader.
+ProposeRequest(n, c) ==
+  LET r == request[c]
+      e == [r EXCEPT !.time = clock[n], !.by = n]
+  IN /\ MayPropose(n)
+     /\ r.type # "None"
+     /\ replica[n].sessions[c] < r.seq
+     /\ Id(e) \notin Proposed(n)
+     /\ DueTimeouts(n) = <<>> /\ DueExpires(n) = <<>>
+     /\ Fits(n, <<e>>)
+     /\ pending' = [pending EXCEPT ![n] = Append(@, e)]
+     /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
+                    released, executed>>
+
+-----------------------------------------------------------------------------
+(* Clients *)
+
+\* A client's request is finished once it was applied and the client does not
+\* wait in a queue any more (it got A or T).
+Finished(c) ==
+  /\ committed.sessions[c] >= request[c].seq
+  /\ \A i \in 1..Len(committed.waiters) : committed.waiters[i].client # c
+
+\* A client sends its next request: an Acquire, or a Release of a token it was
+\* granted (maybe one it no longer holds).
+Send(c) ==
+  LET seq == request[c].seq + 1 IN
+  /\ Finished(c)
+  /\ seq <= MaxSeq
+  /\ \/ \E k \in Keys, l \in Leases, wt \in Waits :
+          request' = [request EXCEPT ![c] = Entry("Acquire", c, seq, k, l, wt, NoToken, 0, "")]
+     \/ \E tok \in DOMAIN granted :
+          /\ granted[tok].owner = c
+          /\ request' = [request EXCEPT ![c] = Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, "")]
+  /\ UNCHANGED <<now, clock, term, leading, pending, log, applied, replica, committed, granted,
+                 released, executed>>
+
+-----------------------------------------------------------------------------
+
+Init ==
+  /\ now = 0
+  /\ clock \in [Nodes -> 0..Drift]
+  /\ term = 0
+  /\ leading = [n \in Nodes |-> 0]
+  /\ pending = [n \in Nodes |-> <<>>]
+  /\ log = <<>>
+  /\ applied = [n \in Nodes |-> 0]
+  /\ replica = [n \in Nodes |-> InitState]
+  /\ committed = InitState
+  /\ request = [c \in Clients |-> [NoRequest EXCEPT !.client = c]]
+  /\ granted = [t \in {} |-> 0]
+  /\ released = {}
+  /\ executed = [x \in Clients \X (1..MaxSeq) |-> 0]
+
+Next ==
+  \/ Tick
+  \/ \E n \in Nodes : ClockTick(n) \/ Elect(n) \/ Commit(n) \/ ApplyNext(n) \/ ProposeDue(n)
+  \/ \E n \in Nodes, c \in Clients : ProposeRequest(n, c)
+  \/ \E c \in Clients : Send(c)
+
+Spec == Init /\ [][Next]_vars
+
+Symmetry == Permutations(Nodes) \cup Permutations(Clients)
+
+-----------------------------------------------------------------------------
+(* Invariants of one state *)
+
+MaxLease == CHOOSE l \in Leases : \A x \in Leases : x <= l
+MaxWait == CHOOSE w \in Waits : \A x \in Waits : x <= w
+TimeBound == MaxTime + Drift
+
+LockStateOK(s) ==
+  /\ DOMAIN s.keys \subseteq Keys
+  /\ \A k \in DOMAIN s.keys :
+       s.keys[k] \in [holder : Clients, token : 1..(s.nextToken - 1), expiry : 0..(TimeBound + MaxLease)]
+  /\ \A i \in 1..Len(s.waiters) :
+       s.waiters[i] \in [key : Keys, client : Clients, seq : 1..MaxSeq, lease : Leases,
+                         deadline : 0..(TimeBound + MaxWait)]
+  /\ s.nextToken \in 1..(MaxLog + 1)
+  /\ s.sessions \in [Clients -> 0..MaxSeq]
+
+TypeOK ==
+  /\ now \in 0..MaxTime
+  /\ \A n \in Nodes : clock[n] \in 0..TimeBound
+  /\ term \in 0..MaxTerm
+  /\ leading \in [Nodes -> 0..term]
+  /\ Len(log) <= MaxLog
+  /\ \A n \in Nodes : Len(pending[n]) <= MaxLog
+  /\ applied \in [Nodes -> 0..Len(log)]
+  /\ \A n \in Nodes : LockStateOK(replica[n])
+  /\ LockStateOK(committed)
+  /\ DOMAIN granted = 1..(committed.nextToken - 1)
+  /\ released \subseteq DOMAIN granted
+
+\* Replicas that applied the same prefix hold the same lock state, and a
+\* replica that applied the whole log holds the committed state.
+ReplicasAgree ==
+  /\ \A n, m \in Nodes : applied[n] = applied[m] => replica[n] = replica[m]
+  /\ \A n \in Nodes : applied[n] = Len(log) => replica[n] = committed
+
+\* In every lock state no two keys share a token, and every held token was
+\* issued by it.
+TokensUniqueIn(s) ==
+  /\ \A k, j \in DOMAIN s.keys : k # j => s.keys[k].token # s.keys[j].token
+  /\ \A k \in DOMAIN s.keys : s.keys[k].token < s.nextToken
+
+\* Tokens are unique and increase in the order their grants commit, across
+\* leader changes: the counter is part of the replicated state.
+TokensUnique ==
+  /\ TokensUniqueIn(committed)
+  /\ \A n \in Nodes : TokensUniqueIn(replica[n])
+  /\ \A t1, t2 \in DOMAIN granted : t1 < t2 => granted[t1].index < granted[t2].index
+
+\* No Expire is proposed before its proposer's clock reaches the expiry: every
+\* Expire entry, committed or not, carries a time >= its token's expiry.
+ExpireNotEarly ==
+  \A e \in Range(log) \cup UNION {Range(pending[n]) : n \in Nodes} :
+    e.type = "Expire" => e.token \in DOMAIN granted /\ e.time >= granted[e.token].expiry
+
+\* A grant is live from its commit until the clock of the leader that
+\* stamped it reaches its expiry, unless its holder released it.
+Live(t) == t \notin released /\ clock[granted[t].by] < granted[t].expiry
+
+\* Lease safety in global time: two grants of a key are both live only for
+\* less than 2 * MaxSkew instants after the later one committed.
+LeaseSafety ==
+  \A t1, t2 \in DOMAIN granted :
+    (t1 < t2 /\ granted[t1].key = granted[t2].key /\ Live(t1) /\ Live(t2))
+      => now < granted[t2].start + 2 * MaxSkew
+
+\* A retried request takes effect at most once.
+AppliedAtMostOnce == \A x \in DOMAIN executed : executed[x] <= 1
+
+-----------------------------------------------------------------------------
+(* Properties of one step: every apply, at a replica or at commit *)
+
+\* The step that takes lock state s to s2 by applying entry e at time t.
+\* No take-over in place: a key's holder changes (or the key goes) only by a
+\* Release or an Expire that carries the holder's token.
+NoTakeoverOK(s, s2, e) ==
+  \A k \in DOMAIN s.keys :
+    (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
+      e.type \in {"Release", "Expire"} /\ e.key = k /\ e.token = s.keys[k].token
+
+\* FIFO: a key changing hands goes to the head of its queue once the waiters
+\* due at t left, with a new token, and the rest keep their order; a key is
+\* deleted only when no waiter is left that is not due at t.
+FIFOHandoffOK(s, s2, t) ==
+  \A k \in DOMAIN s.keys :
+    LET q == SelectSeq(Queue(s.waiters, k), LAMBDA x : x.deadline > t) IN
+    (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
+      IF k \in DOMAIN s2.keys
+      THEN /\ q # <<>>
+           /\ s2.keys[k].holder = Head(q).client
+           /\ s2.keys[k].token >= s.nextToken
+           /\ Queue(s2.waiters, k) = Tail(q)
+      ELSE q = <<>>
+
+\* Every apply step, at a replica or at commit, satisfies Check(s, s2, e, t).
+EveryApply(Check(_, _, _, _)) ==
+  /\ \A n \in Nodes :
+       applied'[n] = applied[n] + 1 =>
+         LET e == log[applied'[n]] IN Check(replica[n], replica'[n], e, At(e, clock[n]))
+  /\ Len(log') = Len(log) + 1 =>
+       LET e == log'[Len(log')] IN Check(committed, committed', e, e.time)
+
+NoTakeoverStep == EveryApply(LAMBDA s, s2, e, t : NoTakeoverOK(s, s2, e))
+FIFOHandoffStep == EveryApply(LAMBDA s, s2, e, t : FIFOHandoffOK(s, s2, t))
+
+\* The token counter never goes back, on any replica.
+TokensIncreaseStep ==
+  /\ committed'.nextToken >= committed.nextToken
+  /\ \A n \in Nodes : replica'[n].nextToken >= replica[n].nextToken
+
+NoTakeover == [][NoTakeoverStep]_vars
+FIFOHandoff == [][FIFOHandoffStep]_vars
+TokensIncrease == [][TokensIncreaseStep]_vars
+
+=============================================================================
