@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -45,17 +46,17 @@ class Writer {
 
   void request(std::uint32_t conn, const std::string& line, const Request& request, std::int64_t ms) {
     run_until(ms);
-    std::string text = line;
+    // A release names its token as the vector knows it: the model token the
+    // server's stands for, written `$name` in the file.
+    std::string text = line, model_line = line;
     if (const auto* release = std::get_if<ReleaseRequest>(&request)) {
       const auto token = vector_token(release->token.value);
       text = fmt::format("R {} {}", key_, token_text(token));
-      model_line_ = fmt::format("R {} {}", key_, token);
-    } else {
-      model_line_ = line;
+      model_line = fmt::format("R {} {}", key_, token);
     }
     lines_.push_back(fmt::format("at {} c{} {}", ms, conn, text));
     Outputs out;
-    model_->on_line(ConnectionId{conn}, model_line_, TimeMs{ms}, out);
+    model_->on_line(ConnectionId{conn}, model_line, TimeMs{ms}, out);
     emit(out, ms);
   }
 
@@ -119,7 +120,6 @@ class Writer {
 
   std::string key_;
   std::unique_ptr<LockService> model_;
-  std::string model_line_;
   std::vector<std::string> lines_;
   std::map<std::uint64_t, std::string> names_;               // model token -> $name
   std::map<std::uint64_t, std::uint64_t> server_to_model_;  // server token -> model token
@@ -135,14 +135,14 @@ struct Difference {
 
 std::optional<Difference> first_difference(const Writer& writer, std::int64_t origin_us) {
   const std::vector<Answer> none;
-  std::map<std::uint32_t, bool> conns;
-  for (const auto& [conn, answers] : writer.expected()) conns[conn] = true;
-  for (const auto& [conn, answers] : writer.observed()) conns[conn] = true;
+  std::set<std::uint32_t> conns;
+  for (const auto& [conn, answers] : writer.expected()) conns.insert(conn);
+  for (const auto& [conn, answers] : writer.observed()) conns.insert(conn);
   std::optional<std::pair<std::int64_t, std::string>> first;
   const auto consider = [&](std::int64_t at_us, std::string text) {
     if (!first || at_us < first->first) first = std::pair{at_us, std::move(text)};
   };
-  for (const auto& [conn, unused] : conns) {
+  for (const auto conn : conns) {
     const auto e = writer.expected().find(conn);
     const auto o = writer.observed().find(conn);
     const auto& expected = e == writer.expected().end() ? none : e->second;
@@ -171,74 +171,75 @@ std::optional<Difference> first_difference(const Writer& writer, std::int64_t or
 }
 
 struct Built {
-  CounterExample vector;
-  Difference difference;
+  std::optional<Difference> difference;  // none: the model gives the server's answers
+  std::string why_not;
   std::string body;  // the config, `at`, `close`, `expect` and `end` lines
 };
 
 Built build(const History& history, std::uint32_t incarnation, const std::string& key, std::int64_t cut_us) {
   const Limits& limits = history.header.limits;
-  // The incarnation's events before the cut, and the connections that
-  // asked for the key.
-  std::vector<const Event*> events;
-  std::map<std::uint32_t, bool> asking;
+  // The incarnation's events before the cut, each request on the key
+  // parsed once, and the connections that asked for the key.
+  struct Kept {
+    const Event* event;
+    std::optional<Request> request;  // a send of a request on the key
+  };
+  std::vector<Kept> events;
+  std::set<std::uint32_t> asking;
   std::uint32_t seen = 0;
   for (const auto& event : history.events) {
     if (event.kind == EventKind::down) ++seen;
     if (seen > incarnation || event.t_us >= cut_us) break;
     if (seen < incarnation || event.kind == EventKind::down) continue;
-    events.push_back(&event);
-    if (event.kind != EventKind::send) continue;
-    const auto parsed = parse_request(event.line, limits);
-    if (const auto* request = std::get_if<Request>(&parsed)) {
-      const auto named = std::visit([](const auto& r) { return std::string(r.key); }, *request);
-      if (named == key) asking[event.conn] = true;
+    Kept kept{&event, std::nullopt};
+    if (event.kind == EventKind::send) {
+      const auto parsed = parse_request(event.line, limits);
+      const auto* request = std::get_if<Request>(&parsed);
+      if (request && std::visit([&](const auto& r) { return r.key == key; }, *request)) {
+        kept.request = *request;
+        asking.insert(event.conn);
+      }
     }
+    events.push_back(std::move(kept));
   }
   Built built;
-  CounterExample& result = built.vector;
   if (asking.empty()) {
-    result.why_not = "no request for the key before the cut";
+    built.why_not = "no request for the key before the cut";
     return built;
   }
-  const std::int64_t origin_us = events.front()->t_us;
+  const std::int64_t origin_us = events.front().event->t_us;
   const auto ms_of = [&](std::int64_t t_us) { return (t_us - origin_us) / 1000; };
 
   Writer writer(limits, key);
   // The server's answers on the key come first, so that the model's grants
   // can be matched to them as the vector is written.
-  for (const auto* event : events) {
+  for (const auto& [event, request] : events) {
     if (event->kind != EventKind::recv || !asking.contains(event->conn)) continue;
     const auto response = parse_response(event->line);
     if (!response || response->key != key) continue;
     writer.observe(event->conn, Answer{static_cast<char>(response->kind), response->owner, event->line, event->t_us,
                                        response->token.value});
   }
-  std::map<std::uint32_t, bool> closed;
-  for (const auto* event : events) {
+  std::set<std::uint32_t> closed;
+  for (const auto& [event, request] : events) {
     if (!asking.contains(event->conn) || closed.contains(event->conn)) continue;
     const auto ms = ms_of(event->t_us);
     if (event->kind == EventKind::close || event->kind == EventKind::eof) {
-      closed[event->conn] = true;
+      closed.insert(event->conn);
       writer.close(event->conn, ms);
-    } else if (event->kind == EventKind::send) {
-      const auto parsed = parse_request(event->line, limits);
-      const auto* request = std::get_if<Request>(&parsed);
-      if (!request) continue;
-      const auto named = std::visit([](const auto& r) { return std::string(r.key); }, *request);
-      if (named == key) writer.request(event->conn, event->line, *request, ms);
+    } else if (request) {
+      writer.request(event->conn, event->line, *request, ms);
     }
   }
   const std::int64_t end_ms = ms_of(cut_us);
   writer.run_until(end_ms);
 
-  const auto difference = first_difference(writer, origin_us);
-  if (!difference) {
-    result.why_not = "at the instants the requests were sent the contract gives the answers the server sent; the "
-                     "violation needs a timing no single vector fixes";
+  built.difference = first_difference(writer, origin_us);
+  if (!built.difference) {
+    built.why_not = "at the instants the requests were sent the contract gives the answers the server sent; the "
+                    "violation needs a timing no single vector fixes";
     return built;
   }
-  built.difference = *difference;
   std::string& text = built.body;
   text += fmt::format("config max_keys={} max_waiters_per_key={} max_waiters={} sweep_ms={} max_lease_ms={} "
                       "max_wait_ms={}\n",
@@ -246,7 +247,6 @@ Built build(const History& history, std::uint32_t incarnation, const std::string
                       limits.max_lease_ms.value, limits.max_wait_ms.value);
   for (const auto& line : writer.lines()) text += line + "\n";
   text += fmt::format("end {}\n", end_ms);
-  result.written = true;
   return built;
 }
 
@@ -255,20 +255,23 @@ Built build(const History& history, std::uint32_t incarnation, const std::string
 CounterExample counterexample_vector(const History& history, std::uint32_t incarnation, const std::string& key,
                                      std::int64_t cut_us) {
   auto whole = build(history, incarnation, key, cut_us);
-  if (!whole.vector.written) return std::move(whole.vector);
+  CounterExample result;
+  if (!whole.difference) {
+    result.why_not = std::move(whole.why_not);
+    return result;
+  }
   // What follows the first difference adds nothing: the vector ends a
   // millisecond after it. The model's lines up to there are those of the
   // whole (the same events, one deterministic model), so the difference
   // found on the whole still stands in the shorter vector.
-  const std::int64_t shorter_cut = whole.difference.at_us + 1000;
+  const std::int64_t shorter_cut = whole.difference->at_us + 1000;
   const auto body = shorter_cut < cut_us ? build(history, incarnation, key, shorter_cut).body : whole.body;
-  CounterExample result;
   result.written = true;
   result.text = fmt::format("# Counter-example of key `{}` (incarnation {}) from a real-time run{}.\n", key, incarnation,
                             history.header.target.empty() ? "" : fmt::format(" against {}", history.header.target));
   result.text += "# The key's requests at the millisecond they were sent; the expectations are the\n";
   result.text += "# reference model's answers at those instants. What the server did instead:\n";
-  result.text += fmt::format("#   {}\n", whole.difference.text);
+  result.text += fmt::format("#   {}\n", whole.difference->text);
   result.text += body;
   return result;
 }
