@@ -14,31 +14,13 @@ set -uo pipefail
 lockstep=$1 spec_dir=$2 config=$3 work_dir=$4 violated=${5:-}
 source "$(dirname "$0")/../require_tlc.sh"
 
-# The config names its MC module by convention: MCx.cfg checks MCx.tla; a
-# Bug*.cfg says which module it checks on its first line (`\* module: MCx`).
-module=${config%.cfg}
-first_line=$(head -n 1 "$spec_dir/$config")
-case $first_line in
-  '\* module: '*) module=${first_line#'\* module: '} ;;
-esac
-
-mkdir -p "$work_dir"
-tlc_log="$work_dir/${config%.cfg}.tlc.log"
+source "$(dirname "$0")/tlc_run.sh"
+run_tlc "$spec_dir" "$config" "$work_dir"
 check_log="$work_dir/${config%.cfg}.check.log"
-
-# TLC reads the spec from SPEC_DIR and writes its state files under WORK_DIR.
-tlc_started=$(date +%s.%N)
-(cd "$spec_dir" && java -XX:+UseParallelGC -cp "$TLA2TOOLS_JAR" tlc2.TLC -workers 2 \
-   -metadir "$work_dir/states" -cleanup -config "$config" "$module.tla") >"$tlc_log" 2>&1
-tlc_status=$?
-tlc_seconds=$(awk -v a="$tlc_started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 
 "$lockstep" check --cfg "$spec_dir/$config" >"$check_log" 2>&1
 check_status=$?
 
-tlc_distinct=$(sed -n 's/.* \([0-9]*\) distinct states found.*/\1/p' "$tlc_log" | tail -n 1)
-tlc_generated=$(sed -n 's/^\([0-9]*\) states generated.*/\1/p' "$tlc_log" | tail -n 1)
-tlc_depth=$(sed -n 's/.*depth of the complete state graph search is \([0-9]*\).*/\1/p' "$tlc_log")
 tlc_finished=$(sed -n 's/^Finished in \([0-9]*\)s.*/\1/p' "$tlc_log")
 check_distinct=$(sed -n 's/^distinct states: //p' "$check_log")
 check_generated=$(sed -n 's/^states generated: //p' "$check_log")
