@@ -4,30 +4,38 @@
 
 namespace lockstep::sim {
 
-RaftCluster::RaftCluster(std::size_t nodes, raft::RaftConfig base, std::uint64_t seed)
-    : base_(std::move(base)), seed_(seed), slots_(nodes), checker_(nodes) {
+template <class Machine>
+RaftClusterOf<Machine>::RaftClusterOf(std::size_t nodes, raft::RaftConfig base, std::uint64_t seed,
+                                      std::function<Machine()> make_machine)
+    : base_(std::move(base)), seed_(seed), make_machine_(std::move(make_machine)), checker_(nodes) {
+  slots_.reserve(nodes);
+  for (std::size_t i = 0; i < nodes; ++i) slots_.push_back(Slot{std::nullopt, make_machine_(), RaftStorage{}, 0, false});
   LOCKSTEP_ASSERT(nodes >= 1);
   base_.peers.clear();
   for (raft::NodeId id = 1; id <= nodes; ++id) base_.peers.push_back(id);
 }
 
-RaftCluster::Slot& RaftCluster::slot(raft::NodeId id) {
+template <class Machine>
+typename RaftClusterOf<Machine>::Slot& RaftClusterOf<Machine>::slot(raft::NodeId id) {
   LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
   return slots_[id - 1];
 }
 
-const RaftCluster::Slot& RaftCluster::slot(raft::NodeId id) const {
+template <class Machine>
+const typename RaftClusterOf<Machine>::Slot& RaftClusterOf<Machine>::slot(raft::NodeId id) const {
   LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
   return slots_[id - 1];
 }
 
-raft::RaftConfig RaftCluster::config_for(raft::NodeId id) const {
+template <class Machine>
+raft::RaftConfig RaftClusterOf<Machine>::config_for(raft::NodeId id) const {
   auto config = base_;
   config.id = id;
   return config;
 }
 
-std::vector<raft::Message> RaftCluster::handle(raft::NodeId id, raft::Ready ready) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::handle(raft::NodeId id, raft::Ready ready) {
   auto& s = slot(id);
   s.storage.write(ready);
   if (s.crash_before_sync && ready.must_persist()) {
@@ -41,34 +49,41 @@ std::vector<raft::Message> RaftCluster::handle(raft::NodeId id, raft::Ready read
   checker_.on_entries(*s.node, ready.entries);
   if (s.storage.unsynced() && !ready.messages.empty()) checker_.on_send_unsynced(id);
   for (const auto& message : ready.messages) checker_.on_send(s.storage.durable(), message);
-  if (ready.restore_snapshot) s.machine.restore(*ready.snapshot);
+  if (ready.restore_snapshot) {
+    s.machine.restore(*ready.snapshot);
+    if (on_restore) on_restore(id, s.machine);
+  }
   for (const auto& entry : ready.committed) {
     checker_.on_applied(*s.node, entry);
     s.machine.apply(entry);
-    if (on_apply) on_apply(id, entry);
+    if (on_apply) on_apply(id, entry, s.machine);
   }
   return std::move(ready.messages);
 }
 
-std::vector<raft::Message> RaftCluster::deliver(const raft::Message& message, TimeMs now) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::deliver(const raft::Message& message, TimeMs now) {
   auto& s = slot(message.to);
   if (!s.node) return {};
   return handle(message.to, s.node->step(message, now));
 }
 
-std::vector<raft::Message> RaftCluster::tick(raft::NodeId id, TimeMs now) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::tick(raft::NodeId id, TimeMs now) {
   auto& s = slot(id);
   if (!s.node) return {};
   return handle(id, s.node->tick(now));
 }
 
-std::vector<raft::Message> RaftCluster::campaign(raft::NodeId id, TimeMs now) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::campaign(raft::NodeId id, TimeMs now) {
   auto& s = slot(id);
   if (!s.node) return {};
   return handle(id, s.node->campaign(now));
 }
 
-RaftProposeOutcome RaftCluster::propose(raft::NodeId id, std::string data, TimeMs now) {
+template <class Machine>
+RaftProposeOutcome RaftClusterOf<Machine>::propose(raft::NodeId id, std::string data, TimeMs now) {
   auto& s = slot(id);
   RaftProposeOutcome out;
   if (!s.node) return out;
@@ -81,7 +96,8 @@ RaftProposeOutcome RaftCluster::propose(raft::NodeId id, std::string data, TimeM
   return out;
 }
 
-std::vector<raft::Message> RaftCluster::compact(raft::NodeId id, raft::Index index) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::compact(raft::NodeId id, raft::Index index) {
   auto& s = slot(id);
   if (!s.node) return {};
   index = std::min({index, s.node->applied(), s.node->commit()});
@@ -90,30 +106,46 @@ std::vector<raft::Message> RaftCluster::compact(raft::NodeId id, raft::Index ind
   return handle(id, s.node->compact(index, std::move(data)));
 }
 
-void RaftCluster::crash(raft::NodeId id) {
+template <class Machine>
+std::vector<raft::Message> RaftClusterOf<Machine>::compact_with(raft::NodeId id, raft::Index index, std::string data) {
+  auto& s = slot(id);
+  if (!s.node || index <= s.node->snapshot().index || index > std::min(s.node->applied(), s.node->commit())) return {};
+  return handle(id, s.node->compact(index, std::move(data)));
+}
+
+template <class Machine>
+void RaftClusterOf<Machine>::crash(raft::NodeId id) {
   auto& s = slot(id);
   s.storage.crash();
   s.node.reset();
   s.crash_before_sync = false;
 }
 
-void RaftCluster::restart(raft::NodeId id, TimeMs now) {
+template <class Machine>
+void RaftClusterOf<Machine>::restart(raft::NodeId id, TimeMs now) {
   auto& s = slot(id);
   LOCKSTEP_ASSERT(!s.node);
   ++s.starts;
   const auto& durable = s.storage.durable();
   s.node.emplace(config_for(id), seed_ * 0x9e3779b97f4a7c15ULL + id * 1000003ULL + s.starts, durable, now);
-  s.machine = raft::AppendOnlyRegister{};
-  if (durable.snapshot.index > 0) s.machine.restore(durable.snapshot);
+  s.machine = make_machine_();
+  if (durable.snapshot.index > 0) {
+    s.machine.restore(durable.snapshot);
+    if (on_restore) on_restore(id, s.machine);
+  }
   checker_.on_restart(id, s.node->commit());
 }
 
-void RaftCluster::check(TimeMs at) {
+template <class Machine>
+void RaftClusterOf<Machine>::check(TimeMs at) {
   std::vector<const raft::RaftNode*> live;
   for (const auto& s : slots_) {
     if (s.node) live.push_back(&*s.node);
   }
   checker_.after_event(live, at);
 }
+
+template class RaftClusterOf<raft::AppendOnlyRegister>;
+template class RaftClusterOf<cluster::LockMachine>;
 
 }  // namespace lockstep::sim

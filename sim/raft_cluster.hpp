@@ -1,8 +1,9 @@
 // N Raft nodes with their disks and state machines, and the one place where
 // a Ready is handled: write, sync, check that nothing is unsynced, send,
 // then apply. The random simulator (raft_sim) and the scenario interpreter
-// (raft_scenario) are two drivers of this; both pass each node's local time
-// and route the returned messages themselves.
+// (raft_scenario) drive it with the append-only register, the cluster
+// simulator (cluster_sim) with the lock table; all pass each node's local
+// time and route the returned messages themselves.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "impl/raft/node.hpp"
+#include "impl/cluster/lock_machine.hpp"
 #include "impl/raft/register.hpp"
 #include "sim/raft_checker.hpp"
 #include "sim/raft_storage.hpp"
@@ -26,10 +28,14 @@ struct RaftProposeOutcome {
   std::vector<raft::Message> messages;
 };
 
-class RaftCluster {
+// Machine is a raft::StateMachine; a restarted node gets a fresh one from
+// make_machine, then the durable snapshot.
+template <class Machine>
+class RaftClusterOf {
  public:
   // Every node starts down, with empty storage: restart() starts one.
-  RaftCluster(std::size_t nodes, raft::RaftConfig base, std::uint64_t seed);
+  RaftClusterOf(std::size_t nodes, raft::RaftConfig base, std::uint64_t seed,
+                std::function<Machine()> make_machine = [] { return Machine{}; });
 
   std::vector<raft::Message> deliver(const raft::Message& message, TimeMs now);
   std::vector<raft::Message> tick(raft::NodeId id, TimeMs now);
@@ -37,6 +43,10 @@ class RaftCluster {
   RaftProposeOutcome propose(raft::NodeId id, std::string data, TimeMs now);
   // Compacts through `index`, capped at what the node has applied.
   std::vector<raft::Message> compact(raft::NodeId id, raft::Index index);
+  // Compacts through `index` with a snapshot the driver took earlier (a
+  // machine that can snapshot only its current state is compacted this way,
+  // behind its applied index).
+  std::vector<raft::Message> compact_with(raft::NodeId id, raft::Index index, std::string data);
   void crash(raft::NodeId id);
   void restart(raft::NodeId id, TimeMs now);
   // The node's next Ready that must persist is written but never synced:
@@ -47,20 +57,24 @@ class RaftCluster {
   std::size_t size() const { return slots_.size(); }
   bool alive(raft::NodeId id) const { return slot(id).node.has_value(); }
   const raft::RaftNode& node(raft::NodeId id) const { return *slot(id).node; }
-  const raft::AppendOnlyRegister& machine(raft::NodeId id) const { return slot(id).machine; }
+  const Machine& machine(raft::NodeId id) const { return slot(id).machine; }
+  Machine& machine(raft::NodeId id) { return slot(id).machine; }
   const RaftStorage& storage(raft::NodeId id) const { return slot(id).storage; }
   // Runs the whole-cluster checks; the drivers call it after every event.
   void check(TimeMs at);
   RaftChecker& checker() { return checker_; }
   const RaftChecker& checker() const { return checker_; }
-  // Told of every applied entry (the client acknowledgements hang on it).
-  std::function<void(raft::NodeId, const raft::Entry&)> on_apply;
+  // Told of every applied entry, once the machine applied it (the client
+  // acknowledgements and the lock checkers hang on it), and of every
+  // snapshot a node restored.
+  std::function<void(raft::NodeId, const raft::Entry&, Machine&)> on_apply;
+  std::function<void(raft::NodeId, Machine&)> on_restore;
   std::uint64_t torn_writes() const { return torn_writes_; }
 
  private:
   struct Slot {
     std::optional<raft::RaftNode> node;
-    raft::AppendOnlyRegister machine;
+    Machine machine;
     RaftStorage storage;
     std::uint64_t starts = 0;
     bool crash_before_sync = false;
@@ -72,9 +86,15 @@ class RaftCluster {
 
   raft::RaftConfig base_;
   std::uint64_t seed_;
+  std::function<Machine()> make_machine_;
   std::vector<Slot> slots_;
   RaftChecker checker_;
   std::uint64_t torn_writes_ = 0;
 };
+
+using RaftCluster = RaftClusterOf<raft::AppendOnlyRegister>;
+using LockRaftCluster = RaftClusterOf<cluster::LockMachine>;
+extern template class RaftClusterOf<raft::AppendOnlyRegister>;
+extern template class RaftClusterOf<cluster::LockMachine>;
 
 }  // namespace lockstep::sim

@@ -110,7 +110,7 @@ class RaftSimulation {
       clocks_[id].drift_ppm = clock_prng.between(-p_.clock_drift_max_ppm, p_.clock_drift_max_ppm);
     }
     for (NodeId id = 1; id <= p_.nodes; ++id) cluster_.restart(id, local(id));
-    cluster_.on_apply = [this](NodeId id, const raft::Entry& entry) { acknowledge(id, entry); };
+    cluster_.on_apply = [this](NodeId id, const raft::Entry& entry, raft::AppendOnlyRegister&) { acknowledge(id, entry); };
   }
 
   RaftRunResult run() {
