@@ -40,6 +40,8 @@ struct RaftSimParams {
   double torn_crash = 0.3;  // of crashes: the node dies between its next write and sync
   double clock_jump = 0;    // a node's clock jumps forward
   DurationMs clock_jump_max_ms{200};
+  DurationMs clock_jump_total_max_ms{std::int64_t{1} << 50};  // the sum of one node's jumps
+  DurationMs clock_offset_min_ms{0};
   DurationMs clock_offset_max_ms{1'000};
   std::int64_t clock_drift_max_ppm = 20'000;
   // workload and compaction
