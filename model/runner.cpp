@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "impl/cluster/one_node.hpp"
+#include "model/cluster_model.hpp"
 #include "model/judge.hpp"
 #include "model/model.hpp"
 
@@ -48,6 +50,91 @@ class ModelService final : public LockService {
 
  private:
   Model model_;
+};
+
+class ClusterEngineService final : public LockService {
+ public:
+  explicit ClusterEngineService(const Limits& limits) : cluster_(limits) {}
+  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
+    const auto outcome = cluster_.on_line(c, line, now, out);
+    cluster_.check_invariants();
+    return outcome;
+  }
+  void on_close(ConnectionId c, TimeMs now, Outputs& out) override {
+    cluster_.on_close(c, now, out);
+    cluster_.check_invariants();
+  }
+  void advance(TimeMs now, Outputs& out) override {
+    cluster_.advance(now, out);
+    cluster_.check_invariants();
+  }
+  std::optional<TimeMs> next_due() const override { return cluster_.next_due(); }
+
+ private:
+  cluster::OneNodeCluster cluster_;
+};
+
+// The reference model as a one-node cluster: each request is committed at
+// its instant, after what the leader would propose then. Its deadlines are
+// found by scanning the table (no heap to share a bug with the engine side):
+// at each instant the waiters whose deadline has come are timed out, in the
+// order they were queued, then the holders whose lease has ended are
+// expired, in token order.
+class ClusterModelService final : public LockService {
+ public:
+  explicit ClusterModelService(const Limits& limits) : model_(limits) {}
+  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
+    advance(now, out);
+    auto parsed = parse_request(line, model_.limits());
+    if (auto* bad = std::get_if<Malformed>(&parsed)) {
+      out.push_back({c, Response::error(bad->reason)});
+      return line.size() > model_.limits().max_line_bytes ? LineOutcome::close_connection : LineOutcome::keep_open;
+    }
+    if (const auto* a = std::get_if<AcquireRequest>(&std::get<Request>(parsed))) {
+      commit(cluster::Acquire{{}, c, std::string(a->key), std::string(a->owner), a->lease_ms, a->wait_ms, now}, out);
+    } else {
+      const auto& r = std::get<ReleaseRequest>(std::get<Request>(parsed));
+      commit(cluster::Release{{}, c, std::string(r.key), r.token, now}, out);
+    }
+    return LineOutcome::keep_open;
+  }
+  void on_close(ConnectionId c, TimeMs now, Outputs& out) override {
+    advance(now, out);
+    commit(cluster::Close{c, now}, out);
+  }
+  void advance(TimeMs now, Outputs& out) override {
+    for (auto due = next_due(); due && *due <= now; due = next_due()) fire(*due, out);
+  }
+  std::optional<TimeMs> next_due() const override {
+    std::optional<TimeMs> next;
+    const auto consider = [&](TimeMs at) { next = next ? std::min(*next, at) : at; };
+    for (const auto& [key, state] : model_.keys()) {
+      consider(state.expiry);
+      for (const auto& waiter : state.queue) consider(waiter.deadline);
+    }
+    return next;
+  }
+
+ private:
+  void commit(const cluster::Command& command, Outputs& out) {
+    for (auto& o : model_.apply(command)) out.push_back(std::move(o));
+  }
+  void fire(TimeMs instant, Outputs& out) {
+    std::map<std::uint64_t, std::string> timeouts;  // waiter id -> key: queueing order
+    for (const auto& [key, state] : model_.keys()) {
+      for (const auto& waiter : state.queue) {
+        if (waiter.deadline <= instant) timeouts.emplace(waiter.id, key);
+      }
+    }
+    for (const auto& [id, key] : timeouts) commit(cluster::Timeout{key, cluster::WaiterId{id}, instant}, out);
+    std::map<std::uint64_t, std::string> expiries;  // token -> key: token order
+    for (const auto& [key, state] : model_.keys()) {
+      if (state.expiry <= instant) expiries.emplace(state.token.value, key);
+    }
+    for (const auto& [token, key] : expiries) commit(cluster::Expire{key, Token{token}, instant}, out);
+  }
+
+  model::ClusterModel model_;
 };
 
 // Connection names of the vector, mapped to fresh ids; a name reused after
@@ -189,11 +276,14 @@ std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits
   return std::make_unique<ModelService>(limits, bug);
 }
 
+std::unique_ptr<LockService> make_cluster_service(ServiceKind kind, const Limits& limits) {
+  if (kind == ServiceKind::engine) return std::make_unique<ClusterEngineService>(limits);
+  return std::make_unique<ClusterModelService>(limits);
+}
+
 VectorVerdict run_vector(const Vector& vector, ServiceKind kind, InjectedBug bug) {
-  if (vector.mode == VectorMode::cluster) {
-    return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster vectors need cluster mode; this runner has simple mode only"};
-  }
-  const auto service = make_service(kind, vector.limits, bug);
+  const auto service = vector.mode == VectorMode::cluster ? make_cluster_service(kind, vector.limits)
+                                                          : make_service(kind, vector.limits, bug);
   return InProcessRun(vector, *service).run();
 }
 

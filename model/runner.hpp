@@ -31,6 +31,13 @@ enum class ServiceKind { engine, model };
 // engine's internal invariants after every call.
 std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits,
                                           InjectedBug bug = InjectedBug::none);
+// A fresh one-node cluster that commits each command at the instant it is
+// proposed (CONTRACT.md, "Cluster semantics in conformance vectors"), for
+// `config mode=cluster` vectors: `engine` is the cluster's own lock table and
+// deadline heap (cluster::OneNodeCluster, invariants checked after every
+// call), `model` the reference model::ClusterModel with a deadline scan of
+// its own.
+std::unique_ptr<LockService> make_cluster_service(ServiceKind kind, const Limits& limits);
 
 struct VectorVerdict {
   enum class Status { ok, fail, skip };
@@ -39,6 +46,8 @@ struct VectorVerdict {
   std::string message;
 };
 
+// A mode=cluster vector runs on make_cluster_service(kind); `bug` is a
+// simple-mode engine bug and does not exist there, so it is not injected.
 VectorVerdict run_vector(const Vector& vector, ServiceKind kind,
                          InjectedBug bug = InjectedBug::none);
 // Reads, parses and runs one file; a file that cannot be read or parsed fails.

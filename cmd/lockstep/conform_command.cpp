@@ -200,7 +200,8 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"engine", "model"}))
       ->capture_default_str();
   command->add_option("--inject-bug", options->bug,
-                      "run a deliberately broken engine (a name from the bug catalogue)")
+                      "run a deliberately broken engine (a name from the bug catalogue); the bugs are\n"
+                      "simple-mode ones, so mode=cluster vectors run without it")
       ->capture_default_str();
   command->add_option("--exec", options->exec,
                       "replay against a live server with a test clock, one fresh server per vector, started by\n"

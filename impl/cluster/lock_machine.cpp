@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "impl/assert.hpp"
 #include "impl/cluster/bytes.hpp"
 
@@ -416,6 +418,21 @@ void LockMachine::check_invariants() const {
     LOCKSTEP_ASSERT(keys_.find(indexed->second)->second.queue.at(outcome.waiter).session == session);
   });
   sessions_.check_invariants();
+}
+
+// ---- canonical text ---------------------------------------------------------------
+
+std::string canonical_table(const LockMachine& machine) {
+  std::string text;
+  for (const auto& [key, state] : machine.keys()) {
+    text += fmt::format("key {} holder {} token {} granted_at {} expiry {}\n", key, state.owner, state.token.value,
+                        state.granted_at.value, state.expiry.value);
+    for (const auto& [id, waiter] : state.queue) {
+      text += fmt::format("  waiter {} owner {} lease {} deadline {} connection {}\n", id.value, waiter.owner,
+                          waiter.lease_ms.value, waiter.deadline.value, waiter.connection.value);
+    }
+  }
+  return text;
 }
 
 }  // namespace lockstep::cluster

@@ -179,4 +179,12 @@ class LockMachine final : public raft::StateMachine {
   Applied pending_;
 };
 
+// The lock table as canonical text, for comparing it with the reference
+// model (model/cluster_model.hpp, which writes the same text): one line per
+// key in key order, `key K holder O token N granted_at T expiry T`, each
+// followed by one line per waiter in queue order,
+// `  waiter ID owner O lease L deadline T connection C`. Sessions, the clock
+// and the counters are not part of it.
+std::string canonical_table(const LockMachine& machine);
+
 }  // namespace lockstep::cluster

@@ -130,9 +130,11 @@ TEST(VectorRunner, ResponsesOfOneInstantAreAMultiset) {
       "expect 0 c1 A $k o k\n");
 }
 
-TEST(VectorRunner, SkipsClusterModeForNow) {
-  const auto verdict = run("config mode=cluster\nat 0 c1 A k o 10 0\nexpect 0 c1 A $a o k\n");
-  EXPECT_EQ(verdict.status, VectorVerdict::Status::skip);
+TEST(VectorRunner, RunsClusterModeOnAOneNodeCluster) {
+  // Expire at t=10 deletes k, so the release then is N (simple mode: R).
+  const std::string text =
+      "config mode=cluster\nat 0 c1 A k o 10 0\nexpect 0 c1 A $a o k\nat 10 c1 R k $a\nexpect 10 c1 N $a k\n";
+  EXPECT_EQ(run(text).status, VectorVerdict::Status::ok);
 }
 
 TEST(VectorRunner, ReportsVerdictLines) {

@@ -1,0 +1,88 @@
+// The reference model of cluster mode's lock table: a plain sequential
+// reading of CONTRACT.md, "Cluster mode" and "Cluster semantics in
+// conformance vectors", written apart from impl/cluster/lock_machine.cpp so
+// that the two can be checked against each other (a vector run on each, a
+// property over random commands, the simulator's checker).
+//
+// It applies committed commands one at a time, in log order; sessions are
+// ignored, since the caller passes each request once. The rules:
+// - the instant a command acts at is its stamp raised to the latest instant
+//   applied (time in the replicated state never goes back);
+// - A on a free key: granted (B if max_keys keys exist); on a held key, held
+//   until its Expire however late: wait 0 is T, a full queue B, else the
+//   waiter joins the tail with deadline instant + wait;
+// - R with the holder's token: R, then the key passes on; any other: N;
+// - Expire with the holder's token: the key passes on; any other: nothing;
+// - Timeout of a queued waiter: T; of anything else: nothing;
+// - Close: the connection's waiters leave, silently;
+// - passing a key on: waiters whose deadline has come (instant >= deadline)
+//   cannot be granted and are answered T, head first; the first one still
+//   waiting gets the key (new token, its lease from the instant); with none
+//   left the key is deleted.
+// Waiters are numbered 1, 2, ... in the order they are queued, over the whole
+// table: Timeout commands name them by that number.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+
+#include "impl/cluster/commands.hpp"
+#include "impl/limits.hpp"
+#include "impl/protocol.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep::model {
+
+class ClusterModel {
+ public:
+  struct Waiter {
+    std::uint64_t id = 0;
+    std::string owner;
+    DurationMs lease_ms;
+    TimeMs deadline;
+    ConnectionId connection;
+  };
+  struct Key {
+    std::string holder;
+    Token token;
+    TimeMs granted_at;
+    TimeMs expiry;
+    std::deque<Waiter> queue;  // head first
+  };
+
+  explicit ClusterModel(Limits limits, Token first_token = Token{1});
+
+  // One committed command, as applied at log position order; sessions are
+  // ignored (the caller passes each request once). Returns the responses it
+  // produces, in order.
+  Outputs apply(const cluster::Command& command);
+
+  // A canonical text of the lock table, identical to
+  // cluster::canonical_table(const LockMachine&) for the same state.
+  std::string canonical() const;
+  Token next_token() const { return next_token_; }
+
+  const std::map<std::string, Key>& keys() const { return keys_; }
+  TimeMs clock() const { return clock_; }
+  const Limits& limits() const { return limits_; }
+  std::size_t waiter_count() const;
+
+ private:
+  void acquire(const cluster::Acquire& command, Outputs& out);
+  void release(const cluster::Release& command, Outputs& out);
+  void expire(const cluster::Expire& command, Outputs& out);
+  void timeout(const cluster::Timeout& command, Outputs& out);
+  void close(const cluster::Close& command);
+  void pass_on(const std::string& key, Outputs& out);
+  Token new_token();
+
+  Limits limits_;
+  TimeMs clock_{0};
+  Token next_token_;
+  std::uint64_t next_waiter_ = 1;
+  std::map<std::string, Key> keys_;
+};
+
+}  // namespace lockstep::model
