@@ -134,7 +134,14 @@ TEST(VectorRunner, RunsClusterModeOnAOneNodeCluster) {
   // Expire at t=10 deletes k, so the release then is N (simple mode: R).
   const std::string text =
       "config mode=cluster\nat 0 c1 A k o 10 0\nexpect 0 c1 A $a o k\nat 10 c1 R k $a\nexpect 10 c1 N $a k\n";
-  EXPECT_EQ(run(text).status, VectorVerdict::Status::ok);
+  for (const auto kind : {ServiceKind::engine, ServiceKind::model}) {
+    EXPECT_EQ(run(text, kind).status, VectorVerdict::Status::ok);
+  }
+  // The same story in simple mode: the unswept key still releases.
+  const std::string simple = "at 0 c1 A k o 10 0\nexpect 0 c1 A $a o k\nat 10 c1 R k $a\nexpect 10 c1 R $a k\n";
+  for (const auto kind : {ServiceKind::engine, ServiceKind::model}) {
+    EXPECT_EQ(run(simple, kind).status, VectorVerdict::Status::ok);
+  }
 }
 
 TEST(VectorRunner, ReportsVerdictLines) {
