@@ -55,6 +55,7 @@ std::vector<raft::Message> RaftClusterOf<Machine>::handle(raft::NodeId id, raft:
   }
   for (const auto& entry : ready.committed) {
     checker_.on_applied(*s.node, entry);
+    if (on_before_apply) on_before_apply(id, entry, s.machine);
     s.machine.apply(entry);
     if (on_apply) on_apply(id, entry, s.machine);
   }

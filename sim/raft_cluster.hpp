@@ -68,6 +68,7 @@ class RaftClusterOf {
   // acknowledgements and the lock checkers hang on it), and of every
   // snapshot a node restored.
   std::function<void(raft::NodeId, const raft::Entry&, Machine&)> on_apply;
+  std::function<void(raft::NodeId, const raft::Entry&, const Machine&)> on_before_apply;
   std::function<void(raft::NodeId, Machine&)> on_restore;
   std::uint64_t torn_writes() const { return torn_writes_; }
 

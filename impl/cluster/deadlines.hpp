@@ -66,6 +66,11 @@ class DeadlineHeap {
   std::optional<TimeMs> next_due() const;
 
   std::size_t size() const { return heap_.size(); }
+  // The heap holds `deadline` or has its command in flight: what a checker
+  // outside the heap asks of every deadline of the applied state.
+  bool tracks(const Deadline& deadline) const {
+    return heap_.contains(deadline) || in_flight_.contains(deadline.target);
+  }
   std::size_t in_flight() const { return in_flight_.size(); }
 
   // Leading: every deadline of the applied state is in the heap or in

@@ -1,0 +1,331 @@
+#include "sim/cluster_checker.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace lockstep::sim {
+
+namespace {
+
+const std::string* command_key(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->key;
+  if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->key;
+  if (const auto* e = std::get_if<cluster::Expire>(&command)) return &e->key;
+  if (const auto* t = std::get_if<cluster::Timeout>(&command)) return &t->key;
+  return nullptr;  // Close: touches every key its connection waits on
+}
+
+const cluster::Session* command_session(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->session;
+  if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->session;
+  return nullptr;
+}
+
+std::uint64_t fnv(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string show(const Outputs& outputs) {
+  if (outputs.empty()) return "nothing";
+  std::string text;
+  for (const auto& out : outputs) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("`{}` to connection {}", format_response(out.response), out.connection.value);
+  }
+  return text;
+}
+
+constexpr std::size_t digests_kept = std::size_t{1} << 18;
+
+}  // namespace
+
+std::string session_owner(cluster::Session session) { return fmt::format("c{}s{}", session.client, session.sequence); }
+
+std::optional<cluster::Session> owner_session(std::string_view owner) {
+  const auto s = owner.find('s');
+  if (owner.size() < 4 || owner[0] != 'c' || s == std::string_view::npos) return std::nullopt;
+  cluster::Session session;
+  const auto parse = [](std::string_view digits, std::uint64_t& value) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return error == std::errc{} && end == digits.data() + digits.size() && !digits.empty();
+  };
+  if (!parse(owner.substr(1, s - 1), session.client) || !parse(owner.substr(s + 1), session.sequence)) return std::nullopt;
+  return session;
+}
+
+ClusterChecker::ClusterChecker(RaftChecker& raft, Limits limits, cluster::SessionLimits sessions,
+                               DurationMs skew_bound_ms)
+    : raft_(raft), session_limits_(sessions), skew_bound_ms_(skew_bound_ms), model_(limits) {}
+
+void ClusterChecker::fail(const char* checker, std::string what) { raft_.fail(checker, std::move(what)); }
+
+void ClusterChecker::on_send(cluster::Session session, DurationMs lease_ms, TimeMs at) {
+  auto& si = info(session);
+  if (si.lease_ms.value == 0) {
+    si.first_sent = at;
+    si.lease_ms = lease_ms;
+  }
+}
+
+std::uint64_t ClusterChecker::key_digest(const cluster::LockMachine& machine, const std::string& key) const {
+  std::string text = fmt::format("{}|{}|", machine.next_token().value, machine.clock().value);
+  const auto found = machine.keys().find(key);
+  if (found != machine.keys().end()) {
+    const auto& k = found->second;
+    fmt::format_to(std::back_inserter(text), "{} {} {} {}", k.owner, k.token.value, k.granted_at.value, k.expiry.value);
+    for (const auto& [id, w] : k.queue) {
+      fmt::format_to(std::back_inserter(text), ";{} {} {} {} {} {}.{}", id.value, w.owner, w.lease_ms.value,
+                     w.deadline.value, w.connection.value, w.session.client, w.session.sequence);
+    }
+  }
+  return fnv(text);
+}
+
+void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const cluster::LockMachine& machine) {
+  before_.reset();
+  if (entry.kind == raft::EntryKind::noop) return;
+  auto decoded = cluster::decode(entry.data);
+  if (!std::holds_alternative<cluster::Command>(decoded)) return;
+  const auto& command = std::get<cluster::Command>(decoded);
+  const auto* key = command_key(command);
+  if (key == nullptr) return;
+  KeyBefore b;
+  b.clock = machine.clock();
+  const auto instant = std::max(machine.clock(), cluster::stamped_time(command));
+  const auto found = machine.keys().find(*key);
+  if (found != machine.keys().end()) {
+    b.held = true;
+    b.token = found->second.token;
+    b.expiry = found->second.expiry;
+    b.owner = found->second.owner;
+    for (const auto& [id, w] : found->second.queue) {
+      if (w.deadline > instant) {
+        b.head_owner = w.owner;
+        break;
+      }
+    }
+  }
+  before_ = std::move(b);
+}
+
+void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
+                                 const cluster::Applied& applied, TimeMs now) {
+  const bool first = entry.index == model_index_ + 1;
+  if (entry.index > model_index_ + 1) {
+    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, entry.index,
+                                        model_index_ + 1));
+    return;
+  }
+  std::optional<cluster::Command> command;
+  if (entry.kind != raft::EntryKind::noop) {
+    auto decoded = cluster::decode(entry.data);
+    if (std::holds_alternative<cluster::Command>(decoded)) command = std::move(std::get<cluster::Command>(decoded));
+  }
+  if (!command) {
+    if (first) model_index_ = entry.index;
+    return;
+  }
+  if (first) {
+    first_application(*command, entry.index, applied, now);
+    model_index_ = entry.index;
+  }
+  const auto* key = command_key(*command);
+  if (key == nullptr) return;
+
+  // Replica agreement on the touched key.
+  const auto digest = key_digest(machine, *key);
+  if (first) {
+    digests_[entry.index] = digest;
+    if (digests_.size() > digests_kept) digests_.erase(digests_.begin());
+  } else if (const auto found = digests_.find(entry.index); found != digests_.end() && found->second != digest) {
+    fail("replica-agreement", fmt::format("node {} holds another state of key `{}` after index {} ({}) than the "
+                                          "first node that applied it",
+                                          node, *key, entry.index, cluster::describe(*command)));
+    return;
+  }
+
+  if (!before_) return;
+  const KeyBefore& b = *before_;
+  const auto after = machine.keys().find(*key);
+  const bool held_after = after != machine.keys().end();
+  const std::string where = fmt::format("node {}, index {}, {}", node, entry.index, cluster::describe(*command));
+  if (b.held && (!held_after || after->second.token != b.token)) {
+    // The grant of b.token ended here.
+    if (const auto* e = std::get_if<cluster::Expire>(&*command)) {
+      if (e->token != b.token) {
+        fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where,
+                                         e->token.value, b.token.value));
+        return;
+      }
+      if (e->now < b.expiry) {
+        fail("expire-valid", fmt::format("{}: Expire stamped {} ms on its leader's clock ended a lease that ends at {} ms",
+                                         where, e->now.value, b.expiry.value));
+        return;
+      }
+      if (first) ++expires_applied_;
+    } else {
+      const auto* r = std::get_if<cluster::Release>(&*command);
+      if (r == nullptr || r->token != b.token) {
+        fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where,
+                                          b.token.value, b.owner));
+        return;
+      }
+    }
+  }
+  if (held_after && (!b.held || after->second.token != b.token) && b.held) {
+    // A hand-off: the oldest waiter not yet due must get the key.
+    if (!b.head_owner || *b.head_owner != after->second.owner) {
+      fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where,
+                               after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
+      return;
+    }
+  }
+  if (first && std::holds_alternative<cluster::Timeout>(*command) && !applied.responses.empty()) ++timeouts_applied_;
+}
+
+void ClusterChecker::first_application(const cluster::Command& command, raft::Index index,
+                                       const cluster::Applied& applied, TimeMs now) {
+  const auto expected = expected_for(command, index);
+  if (expected != applied.responses) {
+    fail("model-agreement", fmt::format("index {} ({}): the lock table answered {}; the sequential model answers {}",
+                                        index, cluster::describe(command), show(applied.responses), show(expected)));
+    return;
+  }
+  for (const auto& out : applied.responses) record_answer(out, command, index, now);
+}
+
+std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& command, raft::Index index) {
+  const auto* session = command_session(command);
+  if (session != nullptr) {
+    const auto connection = std::holds_alternative<cluster::Acquire>(command)
+                                ? std::get<cluster::Acquire>(command).connection
+                                : std::get<cluster::Release>(command).connection;
+    auto& highest = highest_applied_[session->client];
+    const auto window = session_limits_.window;
+    if (highest >= window && session->sequence <= highest - window) {
+      return {Outbound{connection, Response::error("stale request")}};
+    }
+    auto& si = info(*session);
+    if (si.applied) {
+      // A retry: not applied again. Its client hears what the request came
+      // to, or later, where it now listens, what it will come to.
+      si.connection = connection;
+      if (si.answer) return {Outbound{connection, *si.answer}};
+      return {};
+    }
+    si.applied = true;
+    si.connection = connection;
+    if (session->sequence > highest) {
+      highest = session->sequence;
+      trim_sessions(session->client, highest);
+    }
+  }
+  Outputs outs = model_.apply(command);
+  for (auto& out : outs) {
+    std::optional<cluster::Session> answered;
+    if (out.response.kind == ResponseKind::released || out.response.kind == ResponseKind::not_held ||
+        out.response.kind == ResponseKind::error) {
+      if (session != nullptr) answered = *session;
+    } else {
+      answered = owner_session(out.response.owner);
+    }
+    if (!answered) continue;
+    auto& si = info(*answered);
+    out.connection = si.connection;  // a retried waiter's answer goes where its client last asked
+    if (!si.answer) {
+      si.answer = out.response;
+      si.answered_at = index;
+    }
+  }
+  return outs;
+}
+
+void ClusterChecker::record_answer(const Outbound& out, const cluster::Command& command, raft::Index index, TimeMs now) {
+  const auto& r = out.response;
+  if (r.kind == ResponseKind::released) {
+    auto found = last_grant_.find(r.key);
+    if (found != last_grant_.end() && found->second.token == r.token) found->second.released = true;
+    return;
+  }
+  if (r.kind != ResponseKind::granted) return;
+  const auto session = owner_session(r.owner);
+  if (!session) return;
+  const auto& si = info(*session);
+  if (si.answered_at != index) return;  // a retry told of an earlier grant
+  if (r.token <= max_granted_) {
+    fail("tokens", fmt::format("index {} ({}) granted token {}; token {} was already granted at a lower index", index,
+                               cluster::describe(command), r.token.value, max_granted_.value));
+    return;
+  }
+  max_granted_ = r.token;
+  const auto two_s = DurationMs{2 * skew_bound_ms_.value};
+  auto& last = last_grant_[r.key];
+  if (last.token.value != 0 && !last.released && now + two_s < last.counted_end) {
+    fail("lease-safety",
+         fmt::format("key `{}`: token {} granted to `{}` at {} ms (global), but the previous holder `{}` (token {}) "
+                     "counts its lease to {} ms and did not release: an overlap of {} ms, the bound 2*S is {} ms",
+                     r.key, r.token.value, r.owner, now.value, session_owner(last.session), last.token.value,
+                     last.counted_end.value, (last.counted_end - now).value, two_s.value));
+    return;
+  }
+  last = Grant{r.token, *session, si.first_sent + si.lease_ms, false};
+}
+
+void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) {
+  // Sessions at or below highest - window are stale from now on, whatever
+  // was recorded of them; keep one window more for the messages.
+  const auto keep_from = highest > 2 * session_limits_.window ? highest - 2 * session_limits_.window : 0;
+  auto it = sessions_.lower_bound(cluster::Session{client, 0});
+  while (it != sessions_.end() && it->first.client == client && it->first.sequence < keep_from) it = sessions_.erase(it);
+}
+
+bool ClusterChecker::on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
+                                 const Response& response, TimeMs) {
+  std::optional<cluster::Session> answers;
+  if (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||
+      response.kind == ResponseKind::busy) {
+    answers = owner_session(response.owner);
+  } else if ((response.kind == ResponseKind::released || response.kind == ResponseKind::not_held) &&
+             outstanding_is_release && response.token == release_token) {
+    answers = outstanding;
+  }
+  if (!answers || *answers != outstanding) {
+    fail("linearizability", fmt::format("client {} waiting for request {} received `{}`, which answers no request it "
+                                        "has outstanding on this connection",
+                                        outstanding.client, outstanding.sequence, format_response(response)));
+    return false;
+  }
+  const auto found = sessions_.find(outstanding);
+  if (found == sessions_.end() || !found->second.answer) {
+    fail("linearizability", fmt::format("client {} received `{}` for request {} before its command was committed and "
+                                        "applied anywhere",
+                                        outstanding.client, format_response(response), outstanding.sequence));
+    return false;
+  }
+  if (*found->second.answer != response) {
+    fail("linearizability", fmt::format("client {} received `{}` for request {}; at its log position ({}) the "
+                                        "sequential model answers `{}`",
+                                        outstanding.client, format_response(response), outstanding.sequence,
+                                        found->second.answered_at, format_response(*found->second.answer)));
+    return false;
+  }
+  return true;
+}
+
+void ClusterChecker::compare_final(const cluster::LockMachine& machine) {
+  if (machine.applied() != model_index_) return;
+  const auto ours = cluster::canonical_table(machine);
+  const auto reference = model_.canonical();
+  if (ours != reference) {
+    fail("model-agreement", fmt::format("at the end (index {}) the lock table holds\n{}\nthe sequential model holds\n{}",
+                                        model_index_, ours, reference));
+  }
+}
+
+}  // namespace lockstep::sim
