@@ -1,48 +1,104 @@
-// `lockstep sim --mode raft`: the Raft cluster simulator over a range of
-// seeds, with the append-only register as its state machine. Prints a
-// summary that ends with `violations: N` and `speed: X` (simulated seconds
-// per wall second, as the lock simulator's), and exits 1 on any violation,
-// printing each failing seed with the command that reproduces it.
+// `lockstep sim --mode raft` and `--mode cluster`: the Raft cluster
+// simulator over a range of seeds, with the append-only register (raft) or
+// the lock service's replicated table and its clients (cluster) on it.
+// Prints a summary that ends with `violations: N` and `speed: X` (simulated
+// seconds per wall second, as the lock simulator's), and exits 1 on any
+// violation, printing each failing seed with the command that reproduces it.
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "cmd/lockstep/raft_sim_command.hpp"
 #include "cmd/lockstep/commands.hpp"
+#include "impl/cluster/bugs.hpp"
+#include "sim/cluster_sim.hpp"
 #include "sim/raft_sim.hpp"
 
 namespace lockstep::cli {
 
 namespace {
 
+void add(sim::ClusterLockStats& t, const sim::ClusterLockStats& s) {
+  t.requests += s.requests;
+  t.attempts += s.attempts;
+  t.retries += s.retries;
+  t.redirects += s.redirects;
+  t.granted += s.granted;
+  t.timed_out += s.timed_out;
+  t.busy += s.busy;
+  t.released += s.released;
+  t.not_held += s.not_held;
+  t.errors += s.errors;
+  t.expires_proposed += s.expires_proposed;
+  t.timeouts_proposed += s.timeouts_proposed;
+  t.expires_applied += s.expires_applied;
+  t.timeouts_applied += s.timeouts_applied;
+  t.snapshots += s.snapshots;
+}
+
 std::string reproduce_command(const RaftSimOptions& o, std::uint64_t seed) {
-  std::string command = fmt::format("lockstep sim --mode raft --nodes {} --seed {}", o.nodes, seed);
+  std::string command =
+      fmt::format("lockstep sim --mode {} --nodes {} --seed {}", o.cluster ? "cluster" : "raft", o.nodes, seed);
   if (o.swarm) command += " --swarm";
+  if (o.clients) command += fmt::format(" --clients {}", *o.clients);
+  if (o.keys) command += fmt::format(" --keys {}", *o.keys);
+  if (o.skew_beyond_bound) command += " --skew-beyond-bound";
   if (o.duration_ms) command += fmt::format(" --duration-ms {}", *o.duration_ms);
   if (o.bug != "none") command += fmt::format(" --inject-bug {}", o.bug);
   return command;
+}
+
+// A bug name is either the lock table's or Raft's: cluster mode runs both.
+sim::ClusterSimParams cluster_params(const RaftSimOptions& o, std::uint64_t seed) {
+  auto params = o.swarm ? sim::cluster_swarm_params(seed, o.nodes) : sim::cluster_default_params(seed, o.nodes);
+  if (o.duration_ms) params.raft.duration_ms = DurationMs{*o.duration_ms};
+  if (o.clients) params.clients = *o.clients;
+  if (o.keys) params.keys = *o.keys;
+  params.skew_beyond_bound = o.skew_beyond_bound;
+  params.bug = cluster::cluster_bug_from_name(o.bug).value_or(cluster::ClusterBug::none);
+  params.raft.raft.bug = raft::raft_bug_from_name(o.bug).value_or(raft::RaftBug::none);
+  return params;
+}
+
+void print_bugs() {
+  fmt::print(stderr, "; Raft bugs:");
+  for (const auto& entry : raft::raft_bug_catalogue()) fmt::print(stderr, " {}", entry.name);
+  fmt::print(stderr, "; cluster bugs (--mode cluster):");
+  for (const auto& entry : cluster::cluster_bug_catalogue()) fmt::print(stderr, " {}", entry.name);
+  fmt::print(stderr, "\n");
 }
 
 }  // namespace
 
 int run_raft_sim(const RaftSimOptions& o) {
   const auto bug = raft::raft_bug_from_name(o.bug);
-  if (!bug) {
-    fmt::print(stderr, "sim: unknown Raft bug '{}'; Raft bugs:", o.bug);
-    for (const auto& entry : raft::raft_bug_catalogue()) fmt::print(stderr, " {}", entry.name);
-    fmt::print(stderr, "\n");
+  const auto cluster_bug = cluster::cluster_bug_from_name(o.bug);
+  if ((!bug && !cluster_bug) || (!o.cluster && !bug)) {
+    fmt::print(stderr, "sim: unknown bug '{}' for --mode {}", o.bug, o.cluster ? "cluster" : "raft");
+    print_bugs();
     return 2;
   }
   sim::RaftSimStats totals;
+  sim::ClusterLockStats lock_totals;
   std::uint64_t seeds = 0, failed = 0, violations = 0, simulated_ms = 0;
   const auto start = std::chrono::steady_clock::now();
+  // One seed's run: the register's, or the lock cluster's with its figures.
+  const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock) {
+    if (!o.cluster) {
+      auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
+      if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
+      params.raft.bug = *bug;
+      return sim::run_raft_simulation(params);
+    }
+    auto result = sim::run_cluster_simulation(cluster_params(o, seed));
+    if (lock != nullptr) *lock = result.lock;
+    return result.raft;
+  };
   for (std::uint64_t seed = o.first_seed; seed <= o.last_seed; ++seed) {
-    auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
-    if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
-    params.raft.bug = *bug;
-    auto r = sim::run_raft_simulation(params);
+    sim::ClusterLockStats lock;
+    auto r = run_seed(seed, &lock);
     if (o.check_determinism) {
-      const auto again = sim::run_raft_simulation(params);
+      const auto again = run_seed(seed, nullptr);
       if (again.event_hash != r.event_hash || again.stats.events != r.stats.events) {
         ++r.violation_count;
         r.violations.push_back({r.stats.simulated_until, "determinism",
@@ -69,10 +125,13 @@ int run_raft_sim(const RaftSimOptions& o) {
     totals.partitions += s.partitions;
     totals.clock_jumps += s.clock_jumps;
     simulated_ms += static_cast<std::uint64_t>(s.simulated_until.value);
+    add(lock_totals, lock);
     if (r.violation_count == 0) continue;
     ++failed;
     violations += r.violation_count;
-    fmt::print("\nFAIL seed {}: {} violation(s)\n  params: {}\n", seed, r.violation_count, sim::describe(r.params));
+    const auto params = o.cluster ? sim::describe(cluster_params(o, seed))
+                                  : sim::describe(r.params);
+    fmt::print("\nFAIL seed {}: {} violation(s)\n  params: {}\n", seed, r.violation_count, params);
     for (std::size_t i = 0; i < r.violations.size() && i < 5; ++i) {
       const auto& v = r.violations[i];
       fmt::print("  [{}] at {} ms: {}\n", v.checker, v.at.value, v.what);
@@ -83,7 +142,7 @@ int run_raft_sim(const RaftSimOptions& o) {
       std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   const auto row = [](const char* name, auto value) { fmt::print("  {:<22} {:>14}\n", name, value); };
   if (o.check_determinism) fmt::print("determinism: every seed ran twice{}\n", failed ? "" : " with the same event hash");
-  fmt::print("\nlockstep sim --mode raft summary ({} nodes)\n", o.nodes);
+  fmt::print("\nlockstep sim --mode {} summary ({} nodes)\n", o.cluster ? "cluster" : "raft", o.nodes);
   row("seeds", seeds);
   row("failed seeds", failed);
   row("events", totals.events);
@@ -102,6 +161,23 @@ int run_raft_sim(const RaftSimOptions& o) {
   row("torn writes", totals.torn_writes);
   row("restarts", totals.restarts);
   row("clock jumps", totals.clock_jumps);
+  if (o.cluster) {
+    const auto& l = lock_totals;
+    row("lock requests", l.requests);
+    row("attempts", l.attempts);
+    row("retries", l.retries);
+    row("redirects", l.redirects);
+    row("granted (A)", l.granted);
+    row("timed out (T)", l.timed_out);
+    row("busy (B)", l.busy);
+    row("released (R)", l.released);
+    row("not held (N)", l.not_held);
+    row("Expires proposed", l.expires_proposed);
+    row("Expires applied", l.expires_applied);
+    row("Timeouts proposed", l.timeouts_proposed);
+    row("Timeouts applied", l.timeouts_applied);
+    row("lock snapshots", l.snapshots);
+  }
   row("simulated time (s)", fmt::format("{:.1f}", static_cast<double>(simulated_ms) / 1000));
   row("wall time (s)", fmt::format("{:.2f}", wall_s));
   fmt::print("violations: {}\n", violations);

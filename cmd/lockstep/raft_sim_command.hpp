@@ -1,4 +1,5 @@
-// `lockstep sim --mode raft`: the options sim_command.cpp parses for it.
+// `lockstep sim --mode raft` and `--mode cluster`: the options sim_command.cpp
+// parses for them.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,11 @@ struct RaftSimOptions {
   bool check_determinism = false;
   std::optional<std::int64_t> duration_ms;
   std::string bug = "none";
+  // --mode cluster: the lock service on the cluster instead of the register.
+  bool cluster = false;
+  std::optional<std::uint32_t> clients, keys;
+  bool skew_beyond_bound = false;
+  std::string timeline;
 };
 
 int run_raft_sim(const RaftSimOptions& options);

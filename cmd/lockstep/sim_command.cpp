@@ -44,6 +44,7 @@ struct SimOptions {
   bool validate_trace = false;
   std::string mode = "lock";
   std::uint32_t nodes = 3;
+  bool skew_beyond_bound = false;
 };
 
 // The run when no seed is named: a swarm that ends within a minute.
@@ -242,8 +243,13 @@ int run_sim(const SimOptions& o) {
   } else {
     options.swarm = true;  // the default run is a swarm
   }
-  if (o.mode == "raft") {
+  if (o.mode == "raft" || o.mode == "cluster") {
     RaftSimOptions raft;
+    raft.cluster = o.mode == "cluster";
+    raft.clients = o.clients;
+    raft.keys = o.keys;
+    raft.skew_beyond_bound = o.skew_beyond_bound;
+    raft.timeline = o.timeline;
     raft.nodes = o.nodes;
     raft.first_seed = first;
     raft.last_seed = o.seed || !o.seeds.empty() ? last : 100;
@@ -385,10 +391,14 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")->capture_default_str();
   command->add_flag("--validate-trace", options->validate_trace,
                     "check the seed's trace with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar)");
-  command->add_option("--mode", options->mode, "lock: the lock service; raft: a Raft cluster of the append-only register")
-      ->check(CLI::IsMember({"lock", "raft"}))
+  command->add_option("--mode", options->mode,
+                      "lock: the lock service on one server; raft: a Raft cluster of the append-only register; "
+                      "cluster: the lock service on a Raft cluster")
+      ->check(CLI::IsMember({"lock", "raft", "cluster"}))
       ->capture_default_str();
-  command->add_option("--nodes", options->nodes, "Raft cluster size (--mode raft)")->check(CLI::Range(1, 9))->capture_default_str();
+  command->add_flag("--skew-beyond-bound", options->skew_beyond_bound,
+                    "--mode cluster: clock skew beyond what the lease-safety bound assumes (violations expected)");
+  command->add_option("--nodes", options->nodes, "cluster size (--mode raft, cluster)")->check(CLI::Range(1, 9))->capture_default_str();
   command->callback([options, &run] { run = [options] { return run_sim(*options); }; });
 }
 
