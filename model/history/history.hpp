@@ -43,6 +43,13 @@ struct Event {
   EventKind kind = EventKind::send;
   std::uint32_t conn = 0;  // unused for down and up
   std::string line;        // send and recv only
+  // recv only: the response arrived after this instant (the tester's last
+  // look at the connection that found nothing), at the latest at t_us when
+  // it was read. A tester that was not scheduled for a while reads late;
+  // without this, its lateness would count against the server. Absent in
+  // the file: t_us.
+  std::int64_t after_us = -1;
+  std::int64_t arrived_from_us() const { return after_us >= 0 ? after_us : t_us; }
 };
 
 struct History {
