@@ -1,10 +1,12 @@
 #include "model/history/build.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 #include <limits>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -19,13 +21,10 @@ std::int64_t floor_ms(std::int64_t us) { return us / 1000; }
 // class to arrive bounds when the k-th request of it was handled, provided
 // every request of the class is answered at once (releases, waitless
 // acquires of an owner on a key, malformed lines).
-std::string request_class(const SentLine& sent, const Request* request) {
+std::string request_class(const SentLine& sent) {
   if (sent.malformed) return "E";
-  if (const auto* release = std::get_if<ReleaseRequest>(request)) {
-    return fmt::format("R {} {}", release->token.value, release->key);
-  }
-  const auto& acquire = std::get<AcquireRequest>(*request);
-  return fmt::format("A {} {}", acquire.owner, acquire.key);
+  if (!sent.acquire) return fmt::format("R {} {}", sent.token, sent.key);
+  return fmt::format("A {} {}", sent.owner, sent.key);
 }
 
 std::string response_class(const Response& response) {
@@ -37,23 +36,24 @@ std::string response_class(const Response& response) {
   }
 }
 
-void bound_requests(ConnectionRecord& conn, const Limits& limits) {
-  std::map<std::string, std::vector<std::size_t>> requests;
-  std::set<std::string> waiting_classes;
+void bound_requests(ConnectionRecord& conn) {
+  // Looked into only, never iterated in an order that reaches an output.
+  std::unordered_map<std::string, std::vector<std::size_t>> requests;
+  std::unordered_set<std::string> waiting_classes;
   for (std::size_t i = 0; i < conn.sent.size(); ++i) {
-    const auto parsed = parse_request(conn.sent[i].line, limits);
-    const Request* request = std::get_if<Request>(&parsed);
-    const auto name = request_class(conn.sent[i], request);
+    const auto name = request_class(conn.sent[i]);
     requests[name].push_back(i);
     if (conn.sent[i].queued_kind) waiting_classes.insert(name);
   }
-  std::map<std::string, std::vector<std::int64_t>> answers;
+  std::unordered_map<std::string, std::vector<std::int64_t>> answers;
   for (const auto& received : conn.received) {
     if (received.parsed) answers[response_class(received.response)].push_back(received.received_us);
   }
   for (const auto& [name, indices] : requests) {
     if (waiting_classes.contains(name)) continue;
-    const auto& arrived = answers[name];
+    const auto found = answers.find(name);
+    if (found == answers.end()) continue;
+    const auto& arrived = found->second;
     for (std::size_t k = 0; k < indices.size() && k < arrived.size(); ++k) {
       // One millisecond of slack: the server's grid is not aligned with ours.
       conn.sent[indices[k]].latest_ms = floor_ms(arrived[k] + 1000);
@@ -67,10 +67,19 @@ void bound_requests(ConnectionRecord& conn, const Limits& limits) {
   }
 }
 
+// Lookups by a string's contents without building a string (the maps are
+// only looked into, never iterated, so their order reaches no output).
+struct TextHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view text) const noexcept { return std::hash<std::string_view>{}(text); }
+};
+template <typename Value>
+using TextMap = std::unordered_map<std::string, Value, TextHash, std::equal_to<>>;
+
 struct KeyBuilder {
   KeyInput& input;
-  std::map<std::uint32_t, std::uint32_t> slots;
-  std::map<std::string, std::uint32_t> owners;
+  std::unordered_map<std::uint32_t, std::uint32_t> slots;
+  TextMap<std::uint32_t> owners;
 
   std::uint32_t slot(const ConnectionRecord& conn) {
     auto [it, added] = slots.emplace(conn.id, static_cast<std::uint32_t>(input.conns.size()));
@@ -80,51 +89,19 @@ struct KeyBuilder {
       made.end_us = conn.end_us;
       made.closes = conn.closes;
       made.cut = conn.cut;
+      made.closed_by_server = conn.closed_by_server;
       input.conns.push_back(made);
     }
     return it->second;
   }
-  std::uint32_t owner(const std::string& name) {
-    auto [it, added] = owners.emplace(name, static_cast<std::uint32_t>(input.owners.size()));
-    if (added) input.owners.push_back(name);
-    return it->second;
+  std::uint32_t owner(std::string_view name) {
+    if (const auto found = owners.find(name); found != owners.end()) return found->second;
+    const auto index = static_cast<std::uint32_t>(input.owners.size());
+    owners.emplace(std::string(name), index);
+    input.owners.emplace_back(name);
+    return index;
   }
 };
-
-// A server's timeout for a request sent at s with wait W fires at the start
-// of its instant floor(s + d) + W, that is at real time floor(s + d) + W - d
-// for the grid offset d; a prompt `T` therefore arrives frac(s + d) ms
-// before s + W. Each prompt `T` gives one estimate of d; their circular mean
-// orders the search (it is never used to accept or refuse anything).
-std::vector<std::int64_t> estimate_grid_offsets(const Built& built) {
-  const auto incarnations = built.incarnation_start_us.size();
-  std::vector<double> sine(incarnations, 0), cosine(incarnations, 0);
-  for (const auto& conn : built.conns) {
-    for (const auto& received : conn.received) {
-      if (!received.parsed || received.response.kind != ResponseKind::timed_out) continue;
-      const std::string prefix = "A " + received.response.key + " " + received.response.owner + " ";
-      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
-        if (it->sent_us > received.received_us || it->malformed || !it->queued_kind) continue;
-        if (it->line.rfind(prefix, 0) != 0) continue;
-        const double early_ms = static_cast<double>(it->sent_us + it->wait_ms * 1000 - received.received_us) / 1000.0;
-        if (early_ms >= 0 && early_ms < 1) {
-          const double offset = std::fmod(early_ms - static_cast<double>(it->sent_us % 1000) / 1000.0 + 2.0, 1.0);
-          sine[conn.incarnation] += std::sin(2 * M_PI * offset);
-          cosine[conn.incarnation] += std::cos(2 * M_PI * offset);
-        }
-        break;
-      }
-    }
-  }
-  std::vector<std::int64_t> offsets(incarnations, 0);
-  for (std::size_t at = 0; at < incarnations; ++at) {
-    if (sine[at] == 0 && cosine[at] == 0) continue;
-    double turn = std::atan2(sine[at], cosine[at]) / (2 * M_PI);
-    if (turn < 0) turn += 1;
-    offsets[at] = std::clamp<std::int64_t>(static_cast<std::int64_t>(turn * 1000), 0, 999);
-  }
-  return offsets;
-}
 
 }  // namespace
 
@@ -134,11 +111,12 @@ Built build_inputs(const History& history) {
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
   built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
-  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes) {
+  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false) {
     auto& conn = built.conns[index];
     if (conn.end_us >= 0) return;
     conn.end_us = at_us;
     conn.closes = closes;
+    conn.closed_by_server = by_server;
   };
   const auto conn_for = [&](const Event& event) -> ConnectionRecord& {
     auto it = open.find(event.conn);
@@ -168,8 +146,13 @@ Built build_inputs(const History& history) {
         if (const auto* request = std::get_if<Request>(&parsed)) {
           std::visit([&](const auto& r) { sent.key = std::string(r.key); }, *request);
           if (const auto* acquire = std::get_if<AcquireRequest>(request)) {
+            sent.acquire = true;
+            sent.owner = std::string(acquire->owner);
+            sent.lease_ms = acquire->lease_ms.value;
             sent.queued_kind = acquire->wait_ms.value > 0;
             sent.wait_ms = acquire->wait_ms.value;
+          } else {
+            sent.token = std::get<ReleaseRequest>(*request).token.value;
           }
         } else {
           sent.malformed = true;
@@ -183,6 +166,7 @@ Built build_inputs(const History& history) {
         auto& conn = conn_for(event);
         ReceivedLine received;
         received.received_us = event.t_us;
+        received.arrived_from_us = event.arrived_from_us();
         received.line = event.line;
         if (auto response = parse_response(event.line)) {
           received.parsed = true;
@@ -195,7 +179,7 @@ Built build_inputs(const History& history) {
       case EventKind::eof: {
         auto it = open.find(event.conn);
         if (it == open.end()) break;
-        end_conn(it->second, event.t_us, true);
+        end_conn(it->second, event.t_us, true, event.kind == EventKind::eof);
         open.erase(it);
         break;
       }
@@ -214,23 +198,19 @@ Built build_inputs(const History& history) {
     end_conn(index, built.end_us, false);
     built.conns[index].cut = true;
   }
-  for (auto& conn : built.conns) bound_requests(conn, limits);
-  built.grid_offset_us = estimate_grid_offsets(built);
+  for (auto& conn : built.conns) bound_requests(conn);
 
   // One KeyInput per (incarnation, key), connections in first-use order.
-  std::map<std::pair<std::uint32_t, std::string>, KeyBuilder> builders;
-  const auto builder_for = [&](std::uint32_t at, const std::string& key) -> KeyBuilder& {
-    auto it = builders.find({at, key});
-    if (it == builders.end()) {
-      auto& input = built.keys[{at, key}];
-      input.key = key;
-      input.limits = limits;
-      input.tolerance_ms = history.header.tolerance_ms;
-      input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
-      input.grid_offset_us = built.grid_offset_us[at];
-      it = builders.emplace(std::make_pair(at, key), KeyBuilder{input, {}, {}}).first;
-    }
-    return it->second;
+  std::vector<TextMap<KeyBuilder>> builders(built.incarnation_start_us.size());
+  const auto builder_for = [&](std::uint32_t at, std::string_view key) -> KeyBuilder& {
+    auto& of_incarnation = builders[at];
+    if (const auto found = of_incarnation.find(key); found != of_incarnation.end()) return found->second;
+    auto& input = built.keys[{at, std::string(key)}];
+    input.key = key;
+    input.limits = limits;
+    input.tolerance_ms = history.header.tolerance_ms;
+    input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
+    return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   };
   struct Pending {
     std::int64_t us;
@@ -246,27 +226,38 @@ Built build_inputs(const History& history) {
     }
   }
   std::stable_sort(order.begin(), order.end(), [](const Pending& a, const Pending& b) { return a.us < b.us; });
+  // Per connection: when each owner first asked for each key.
+  const auto key_and_owner = [](std::string_view key, std::string_view owner) {
+    std::string joined;
+    joined.reserve(key.size() + owner.size() + 1);
+    joined.append(key).push_back(' ');
+    joined.append(owner);
+    return joined;
+  };
+  std::vector<TextMap<std::int64_t>> first_asked(built.conns.size());
+  for (std::size_t c = 0; c < built.conns.size(); ++c) {
+    for (const auto& sent : built.conns[c].sent) {
+      if (sent.acquire) first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+    }
+  }
   for (const auto& item : order) {
     const auto& conn = built.conns[item.conn];
     if (item.is_send) {
       const auto& sent = conn.sent[item.index];
       if (sent.malformed) continue;
       auto& builder = builder_for(conn.incarnation, sent.key);
-      const auto parsed = parse_request(sent.line, limits);
-      const auto& request = std::get<Request>(parsed);
       KeyRequest made;
       made.conn = builder.slot(conn);
       made.sent_us = sent.sent_us;
       made.latest_ms = sent.latest_ms;
       made.line = sent.line;
-      if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
-        made.acquire = true;
-        made.owner = builder.owner(std::string(acquire->owner));
-        made.lease_ms = acquire->lease_ms.value;
-        made.wait_ms = acquire->wait_ms.value;
+      made.acquire = sent.acquire;
+      if (sent.acquire) {
+        made.owner = builder.owner(sent.owner);
+        made.lease_ms = sent.lease_ms;
+        made.wait_ms = sent.wait_ms;
       } else {
-        made.acquire = false;
-        made.token = std::get<ReleaseRequest>(request).token.value;
+        made.token = sent.token;
       }
       builder.input.conns[made.conn].requests.push_back(static_cast<std::uint32_t>(builder.input.requests.size()));
       builder.input.requests.push_back(std::move(made));
@@ -278,6 +269,7 @@ Built build_inputs(const History& history) {
     KeyObservation seen;
     seen.conn = builder.slot(conn);
     seen.received_us = received.received_us;
+    seen.arrived_from_us = received.arrived_from_us;
     seen.kind = received.response.kind;
     seen.token = received.response.token.value;
     seen.line = received.line;
@@ -288,13 +280,8 @@ Built build_inputs(const History& history) {
       // Issued no earlier than the first request of that owner on that key
       // sent on this connection (the grant answers one of them).
       std::int64_t from_us = received.received_us;
-      for (const auto& sent : conn.sent) {
-        if (sent.sent_us > received.received_us) break;
-        if (sent.key == received.response.key && !sent.malformed &&
-            sent.line.find(" " + received.response.owner + " ") != std::string::npos) {
-          from_us = std::min(from_us, sent.sent_us);
-        }
-      }
+      const auto first = first_asked[item.conn].find(key_and_owner(received.response.key, received.response.owner));
+      if (first != first_asked[item.conn].end()) from_us = std::min(from_us, first->second);
       built.grants.push_back(GrantSeen{received.response.token.value, received.response.key, conn.id,
                                        received.received_us, floor_ms(from_us)});
     }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/history/history.hpp"
-#include "model/history/key_problem.hpp"
+#include "model/history/key_input.hpp"
 
 namespace lockstep::history {
 
@@ -24,11 +24,16 @@ struct SentLine {
   std::string line;
   std::int64_t latest_ms = unbounded_ms;
   bool queued_kind = false;  // an acquire with a wait: may be queued
-  std::int64_t wait_ms = 0;
+  // The request's fields, parsed once (valid when not malformed).
+  bool acquire = false;
+  std::string owner;
+  std::int64_t lease_ms = 0, wait_ms = 0;
+  std::uint64_t token = 0;
 };
 
 struct ReceivedLine {
   std::int64_t received_us = 0;
+  std::int64_t arrived_from_us = 0;  // it arrived in [arrived_from_us, received_us]
   std::string line;
   bool parsed = false;
   Response response;
@@ -41,6 +46,7 @@ struct ConnectionRecord {
   std::int64_t end_us = -1;
   bool closes = false;
   bool cut = false;
+  bool closed_by_server = false;  // it ended with `eof`
   std::vector<SentLine> sent;  // every line sent, in order (after an over-long line: none)
   std::vector<ReceivedLine> received;
 };
@@ -59,7 +65,6 @@ struct Built {
   std::vector<std::int64_t> incarnation_start_us;
   std::vector<std::int64_t> incarnation_end_us;
   std::vector<GrantSeen> grants;
-  std::vector<std::int64_t> grid_offset_us;  // per incarnation
   std::int64_t end_us = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "model/history/build.hpp"
+#include "model/history/frontier.hpp"
 #include "model/history/story.hpp"
 
 namespace lockstep::history {
@@ -126,28 +127,26 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
 
   std::set<std::string> names;
   const auto incarnations = built.incarnation_start_us.size();
+  // Per incarnation, the phases every key decided so far allows: each key is
+  // searched within them, so its explanations narrow them exactly.
   std::vector<PhaseSet> shared(incarnations, PhaseSet(limits.sweep_ms.value));
-  // Per incarnation, the keys whose explanation used a narrower phase set.
-  std::vector<std::vector<std::pair<const KeyInput*, PhaseSet>>> narrowed(incarnations);
   std::uint64_t budget = options.budget_states;
-  std::size_t keys_left = built.keys.size();
   for (const auto& [where, input] : built.keys) {
     names.insert(input.key);
-    const KeyProblem problem(input, key_oracles(oracles, limits, where.first, input),
-                             PhaseSet(limits.sweep_ms.value));
-    // Each key gets a fair share of what is left, so that one key whose
-    // search explodes leaves the others decided.
-    const auto share = std::max<std::uint64_t>(budget / std::max<std::size_t>(1, keys_left), std::min<std::uint64_t>(budget, 100'000));
-    --keys_left;
-    const auto found = search(problem, share);
-    budget -= std::min(budget, found.expanded);
-    result.states_expanded += found.expanded;
+    const auto origin = built.incarnation_start_us[where.first];
+    const KeyOracles oracles_of_key = key_oracles(oracles, limits, where.first, input);
+    KeyCheckOptions key_options;
+    key_options.work_max = budget;
+    key_options.origin_us = origin;
+    key_options.record_steps = options.record_steps || input.key == options.explain_key;
+    auto verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
+    budget -= std::min(budget, verdict.work);
+    result.states_expanded += verdict.work;
+    result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
     if (input.key == options.explain_key) {
-      const auto origin = built.incarnation_start_us[where.first];
-      const auto& shown = found.solution ? *found.solution : *found.deepest;
       result.explain_lines.push_back(fmt::format("explanation of key `{}` (incarnation {}){}:", input.key, where.first + 1,
-                                                 found.solution ? "" : ", as far as it goes"));
-      for (const auto& step : KeyProblem::steps_of(shown)) {
+                                                 verdict.outcome == KeyOutcome::explained ? "" : ", as far as it goes"));
+      for (const auto& step : verdict.steps) {
         const char* what = step.what == 'h' ? "handles" : step.what == 'a' ? "answers" : step.what == 't' ? "times out"
                            : step.what == 's' ? "sweeps" : "closes";
         result.explain_lines.push_back(fmt::format(
@@ -156,77 +155,48 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
             step.observation >= 0 ? "-> " + input.observations[static_cast<std::size_t>(step.observation)].line : ""));
       }
     }
-    if (found.outcome == SearchOutcome::budget_spent) {
-      const auto& deepest = *found.deepest;
-      result.unknown.push_back(fmt::format(
-          "key `{}`: the search budget ran out after {} states, with {} of {} responses explained (up to +{:.3f} ms)",
-          input.key, found.expanded, deepest.explained, input.observations.size(),
-          (deepest.now_ms * 1000 - built.incarnation_start_us[where.first]) / 1000.0));
-      if (deepest.observed_mark < input.observations.size()) {
-        const auto& next = input.observations[deepest.observed_mark];
-        result.unknown.back() += fmt::format("; next to explain: `{}` on c{} at +{:.3f} ms; {}", next.line,
-                                             input.conns[next.conn].id,
-                                             (next.received_us - built.incarnation_start_us[where.first]) / 1000.0,
-                                             describe_state(input, deepest, built.incarnation_start_us[where.first]));
+    if (verdict.outcome == KeyOutcome::undecided) {
+      std::string why = fmt::format("key `{}`: undecided ({}), with {} of {} responses explained up to +{:.3f} ms", input.key,
+                                    verdict.why, verdict.explained, input.observations.size(),
+                                    (verdict.last_alive_ms * 1000 - origin) / 1000.0);
+      if (verdict.unexplained >= 0) {
+        const auto& next = input.observations[static_cast<std::size_t>(verdict.unexplained)];
+        why += fmt::format("; next to explain: `{}` on c{} at +{:.3f} ms; {}", next.line, input.conns[next.conn].id,
+                           (next.received_us - origin) / 1000.0, verdict.state);
       }
+      result.unknown.push_back(std::move(why));
       continue;
     }
-    if (found.outcome == SearchOutcome::exhausted) {
+    if (verdict.outcome == KeyOutcome::unexplained) {
+      // Searched within the phases the keys before it allow: with every
+      // phase it may have an explanation, and then the keys disagree.
+      const PhaseSet every(limits.sweep_ms.value);
+      if (shared[where.first] != every) {
+        key_options.work_max = budget;
+        const auto alone = check_key(input, oracles_of_key, every, key_options);
+        budget -= std::min(budget, alone.work);
+        result.states_expanded += alone.work;
+        if (alone.outcome == KeyOutcome::explained) {
+          result.violations.push_back(Finding{
+              "phase", input.key, where.first,
+              fmt::format("no single sweep phase explains every key: key `{}` needs sweeps at phases the keys before "
+                          "it rule out",
+                          input.key),
+              {}, origin});
+          continue;
+        }
+        if (alone.outcome == KeyOutcome::undecided) {
+          result.unknown.push_back(fmt::format("key `{}`: undecided with every sweep phase ({})", input.key, alone.why));
+          continue;
+        }
+      }
       result.violations.push_back(key_finding(history, where.first, input, options.shrink));
       continue;
     }
-    result.explanations.push_back(KeyExplanation{input.key, where.first, KeyProblem::steps_of(*found.solution)});
-    const auto& phases = found.solution->phases;
-    if (phases.size() < limits.sweep_ms.value) narrowed[where.first].emplace_back(&input, phases);
-    shared[where.first].intersect(phases);
+    shared[where.first] = verdict.phases;
+    result.explanations.push_back(KeyExplanation{input.key, where.first, std::move(verdict.steps)});
   }
   result.keys = names.size();
-  // One phase for all keys of an incarnation. When the first explanations
-  // found disagree, each narrowed key's full set of possible phases is
-  // collected (search again outside what is known) before concluding.
-  for (std::size_t at = 0; at < incarnations; ++at) {
-    if (!shared[at].empty()) continue;
-    PhaseSet common(limits.sweep_ms.value);
-    bool decided = true;
-    std::string first_conflict;
-    for (const auto& [input, known] : narrowed[at]) {
-      PhaseSet possible = known;
-      for (int round = 0; round < 64; ++round) {
-        PhaseSet rest(limits.sweep_ms.value);
-        rest.subtract_set(possible);
-        if (rest.empty()) break;
-        const KeyProblem again(*input, key_oracles(oracles, limits, static_cast<std::uint32_t>(at), *input),
-                               rest);
-        const auto found = search(again, budget);
-        budget -= std::min(budget, found.expanded);
-        result.states_expanded += found.expanded;
-        if (found.outcome == SearchOutcome::exhausted) break;
-        if (found.outcome == SearchOutcome::budget_spent || round == 63) {
-          decided = false;
-          break;
-        }
-        // Union: what the new explanation allows, added to what was known.
-        PhaseSet outside(limits.sweep_ms.value);
-        outside.subtract_set(found.solution->phases);
-        outside.subtract_set(possible);
-        PhaseSet merged(limits.sweep_ms.value);
-        merged.subtract_set(outside);
-        possible = merged;
-      }
-      common.intersect(possible);
-      if (common.empty() && first_conflict.empty()) first_conflict = input->key;
-    }
-    if (!decided) {
-      result.unknown.push_back(fmt::format("incarnation {}: could not decide one sweep phase for all keys", at + 1));
-    } else if (common.empty()) {
-      result.violations.push_back(Finding{
-          "phase", first_conflict, static_cast<std::uint32_t>(at),
-          fmt::format("no single sweep phase explains every key: key `{}` needs sweeps that the keys before it rule out",
-                      first_conflict),
-          {}, built.incarnation_start_us[at]});
-    }
-    shared[at] = common;
-  }
   result.phases = shared;
   std::stable_sort(result.violations.begin(), result.violations.end(),
                    [](const Finding& a, const Finding& b) { return a.at_us < b.at_us; });
@@ -243,7 +213,8 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
   lines.push_back(fmt::format("history: {} requests ({} malformed), {} responses, {} keys, {} connections, {} incarnation(s)",
                               result.requests + result.malformed, result.malformed, result.responses, result.keys,
                               result.connections, result.incarnation_start_us.size()));
-  lines.push_back(fmt::format("search: {} states", result.states_expanded));
+  lines.push_back(fmt::format("search: {} configurations stepped, at most {} alive at once", result.states_expanded,
+                              result.frontier_peak));
   for (std::size_t at = 0; at < result.phases.size(); ++at) {
     const auto& phases = result.phases[at];
     if (phases.empty()) continue;

@@ -1,7 +1,7 @@
 // The black-box checker: does a recorded history have an explanation under
 // the contract (CONTRACT.md, "Black box, in real time")? The history is
 // split by incarnation of the target (a restart wipes its state) and by key;
-// each key is a search (key_problem.hpp); what couples keys is checked
+// each key is a forward sweep over server instants (frontier.hpp); what couples keys is checked
 // apart and soundly: one sweep phase per incarnation shared by all keys,
 // token order and uniqueness over the whole history, and the global limits
 // as causes that may or may not hold (DESIGN.md).
@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "model/history/history.hpp"
-#include "model/history/key_problem.hpp"
+#include "model/history/key_input.hpp"
 #include "model/history/phase_set.hpp"
 
 namespace lockstep::history {
 
 struct CheckOptions {
-  std::uint64_t budget_states = 20'000'000;  // expansions over the whole check
+  std::uint64_t budget_states = 200'000'000;  // configurations stepped over the whole check
+  bool record_steps = false;  // keep every key's explanation, for the HTML report
   bool shrink = true;
   std::string explain_key;  // print the explanation found (or the furthest one) for this key
 };
@@ -37,7 +38,7 @@ struct Finding {
 struct KeyExplanation {
   std::string key;
   std::uint32_t incarnation = 0;
-  std::vector<KeyProblem::Step> steps;
+  std::vector<Step> steps;
 };
 
 enum class Verdict { conforms, violation, unknown };
@@ -52,7 +53,8 @@ struct CheckResult {
   std::vector<std::string> explain_lines;  // for CheckOptions::explain_key
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
-  std::uint64_t states_expanded = 0;
+  std::uint64_t states_expanded = 0;  // configurations stepped
+  std::size_t frontier_peak = 0;
 };
 
 CheckResult check_history(const History& history, const CheckOptions& options = {});

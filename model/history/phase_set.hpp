@@ -58,6 +58,25 @@ class PhaseSet {
 
   void intersect(const PhaseSet& other) { keep_only(other.ranges_); }
 
+  // Every phase of either set: two explanations that differ only in their
+  // phase are one explanation with the phases of both.
+  void unite(const PhaseSet& other) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> all = ranges_;
+    all.insert(all.end(), other.ranges_.begin(), other.ranges_.end());
+    set_normalized(std::move(all));
+  }
+
+  // The first instant at or after `from_ms` at which a sweep may run, or
+  // `none` when the set is empty.
+  std::int64_t next_instant(std::int64_t from_ms, std::int64_t none) const {
+    if (ranges_.empty()) return none;
+    const auto phase = residue(from_ms);
+    for (const auto& [low, high] : ranges_) {
+      if (phase <= high) return from_ms + std::max<std::int64_t>(0, low - phase);
+    }
+    return from_ms + (period_ - phase) + ranges_.front().first;
+  }
+
   // Every phase of this set that `other` does not hold.
   void subtract_set(const PhaseSet& other) {
     for (const auto& [low, high] : other.ranges_) subtract(low, high);
@@ -82,8 +101,21 @@ class PhaseSet {
         if (a <= b) kept.emplace_back(a, b);
       }
     }
-    std::sort(kept.begin(), kept.end());
-    ranges_ = std::move(kept);
+    set_normalized(std::move(kept));
+  }
+
+  // Sorted, and overlapping or touching ranges joined, so that one set has
+  // one representation (sets are compared and fingerprinted).
+  void set_normalized(std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    ranges_.clear();
+    for (const auto& [low, high] : ranges) {
+      if (!ranges_.empty() && low <= ranges_.back().second + 1) {
+        ranges_.back().second = std::max(ranges_.back().second, high);
+      } else {
+        ranges_.emplace_back(low, high);
+      }
+    }
   }
 
   void subtract(std::int64_t low, std::int64_t high) {

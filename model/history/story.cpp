@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "model/history/build.hpp"
+#include "model/history/frontier.hpp"
 
 namespace lockstep::history {
 
@@ -13,13 +14,14 @@ namespace {
 struct Attempt {
   bool fails = false;
   KeyInput input;
-  std::optional<KeyProblem::State> deepest;
+  std::optional<KeyVerdict> verdict;
 };
 
 // Whether the key still has no explanation in the history cut at `cut_us`
 // (events from then on dropped; connections still open are cut, so late
 // answers may be on their way).
-Attempt attempt(const History& history, std::uint32_t incarnation, const std::string& key, std::int64_t cut_us) {
+Attempt attempt(const History& history, std::uint32_t incarnation, const std::string& key, std::int64_t cut_us,
+                std::int64_t origin_us) {
   History prefix;
   prefix.header = history.header;
   for (const auto& event : history.events) {
@@ -31,38 +33,22 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
   const auto it = built.keys.find({incarnation, key});
   if (it == built.keys.end()) return result;
   const Oracles oracles = make_oracles(built);
-  const KeyProblem problem(it->second, key_oracles(oracles, prefix.header.limits, incarnation, it->second),
-                           PhaseSet(prefix.header.limits.sweep_ms.value));
-  // A prefix whose search runs out of budget counts as explained: the
-  // bisection then keeps a longer prefix, never a wrong one.
-  const auto found = search(problem, 300'000);
-  result.fails = found.outcome == SearchOutcome::exhausted;
+  KeyCheckOptions options;
+  options.work_max = 5'000'000;
+  options.origin_us = origin_us;
+  auto verdict = check_key(it->second, key_oracles(oracles, prefix.header.limits, incarnation, it->second),
+                           PhaseSet(prefix.header.limits.sweep_ms.value), options);
+  // A prefix left undecided counts as explained: the bisection then keeps a
+  // longer prefix, never a wrong one.
+  result.fails = verdict.outcome == KeyOutcome::unexplained;
   result.input = it->second;
-  result.deepest = found.deepest;
+  result.verdict = std::move(verdict);
   return result;
 }
 
 std::string at(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
 
 }  // namespace
-
-std::string describe_state(const KeyInput& input, const KeyProblem::State& state, std::int64_t origin_us) {
-  const auto instant = [&](std::int64_t ms) { return at(ms * 1000, origin_us); };
-  if (!state.held) return fmt::format("at {} the key is free", instant(state.now_ms));
-  std::string text = fmt::format(
-      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms, {} {})", instant(state.now_ms),
-      input.owners[state.holder.owner], state.holder.token == 0 ? std::string("unseen") : std::to_string(state.holder.token),
-      instant(state.holder.granted_ms), state.holder.lease_ms,
-      state.now_ms >= state.holder.expiry_ms() ? "expired" : "expires", instant(state.holder.expiry_ms()));
-  if (state.queue.empty()) return text + ", no waiters";
-  text += ", waiters:";
-  for (const auto& waiter : state.queue) {
-    const auto& request = input.requests[waiter.request];
-    text += fmt::format(" `{}` on c{} (deadline {})", input.owners[request.owner], input.conns[request.conn].id,
-                        instant(waiter.deadline_ms));
-  }
-  return text;
-}
 
 namespace {
 
@@ -119,11 +105,11 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   // The shortest failing prefix, by bisection on the cut instant: the
   // first cut after the last event is the whole history, which fails.
   std::int64_t good = origin_us, bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
-  Attempt best = attempt(history, incarnation, input.key, bad);
+  Attempt best = attempt(history, incarnation, input.key, bad, origin_us);
   if (shrink) {
     for (int round = 0; round < 24 && bad - good > 1000; ++round) {
       const std::int64_t middle = good + (bad - good) / 2;
-      Attempt tried = attempt(history, incarnation, input.key, middle);
+      Attempt tried = attempt(history, incarnation, input.key, middle, origin_us);
       if (tried.fails) {
         bad = middle;
         best = std::move(tried);
@@ -139,10 +125,9 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   }
   std::int32_t unexplained = -1;
   std::string state_text;
-  if (best.deepest) {
-    const auto index = best.deepest->observed_mark;
-    if (index < best.input.observations.size()) unexplained = static_cast<std::int32_t>(index);
-    state_text = describe_state(best.input, *best.deepest, origin_us);
+  if (best.verdict) {
+    unexplained = best.verdict->unexplained;
+    state_text = best.verdict->state;
   }
   if (unexplained >= 0) {
     const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
@@ -157,9 +142,9 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
                                       input.key, at(bad, origin_us)));
   for (auto& line : timeline(best.input, origin_us, unexplained)) finding.story.push_back("  " + line);
-  if (best.deepest) {
+  if (best.verdict) {
     finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
-                                        best.deepest->explained, best.input.observations.size(), state_text));
+                                        best.verdict->explained, best.input.observations.size(), state_text));
     if (unexplained >= 0) {
       finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
                               "tolerance makes the contract give the marked response.");

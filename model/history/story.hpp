@@ -8,12 +8,9 @@
 #include <cstdint>
 
 #include "model/history/checker.hpp"
-#include "model/history/key_problem.hpp"
+#include "model/history/key_input.hpp"
 
 namespace lockstep::history {
-
-// The model's state at a point of an explanation, in words.
-std::string describe_state(const KeyInput& input, const KeyProblem::State& state, std::int64_t origin_us);
 
 Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink);
 

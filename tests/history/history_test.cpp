@@ -2,8 +2,7 @@
 // be seen by reading them: each test states the timing that explains a
 // history (or why none does), and the checker must agree. Times are in
 // microseconds on the tester's clock; the limits are the fuzzer's (sweep
-// every 1,000 ms) unless a test says otherwise. The search itself is also
-// tested on a trivial problem, apart from the lock contract.
+// every 1,000 ms) unless a test says otherwise.
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -11,7 +10,6 @@
 #include "model/history/checker.hpp"
 #include "model/history/history.hpp"
 #include "model/history/phase_set.hpp"
-#include "model/history/search.hpp"
 
 namespace lockstep::history {
 namespace {
@@ -210,36 +208,19 @@ TEST(PhaseSet, ForbidAndRequireWrapAroundThePeriod) {
   EXPECT_TRUE(phases.empty());
 }
 
-// The search on a trivial problem: reach `target` from 0 by steps of +3
-// or +5. Reachable targets are found, unreachable ones exhaust, and the
-// memo keeps the number of states linear in the target.
-struct StepsProblem {
-  struct State {
-    std::int64_t value = 0;
-  };
-  std::int64_t target = 0;
-  State initial() const { return {}; }
-  bool is_final(const State& state) const { return state.value == target; }
-  void successors(const State& state, std::vector<State>& out) const {
-    for (const int step : {3, 5}) {
-      if (state.value + step <= target) out.push_back(State{state.value + step});
-    }
-  }
-  Fingerprint fingerprint(const State& state) const {
-    FingerprintBuilder print;
-    print.add(static_cast<std::uint64_t>(state.value));
-    return print.finish();
-  }
-  std::uint64_t progress(const State& state) const { return static_cast<std::uint64_t>(state.value); }
-};
-
-TEST(Search, FindsExhaustsAndRemembersStates) {
-  EXPECT_EQ(search(StepsProblem{1'000}, 1'000'000).outcome, SearchOutcome::found);
-  const auto none = search(StepsProblem{7}, 1'000'000);
-  EXPECT_EQ(none.outcome, SearchOutcome::exhausted);
-  EXPECT_EQ(none.deepest->value, 6);
-  EXPECT_LE(search(StepsProblem{1'001}, 1'000'000).expanded, 1'002u);
-  EXPECT_EQ(search(StepsProblem{1'000}, 10).outcome, SearchOutcome::budget_spent);
+TEST(PhaseSet, UniteJoinsAndNextInstantWraps) {
+  PhaseSet a(1'000), b(1'000);
+  a.require_one_of(10, 20);
+  b.require_one_of(21, 30);
+  a.unite(b);
+  ASSERT_EQ(a.ranges().size(), 1u);  // touching ranges become one
+  EXPECT_EQ(a.ranges().front(), std::make_pair(std::int64_t{10}, std::int64_t{30}));
+  EXPECT_EQ(a.next_instant(5'000, -1), 5'010);
+  EXPECT_EQ(a.next_instant(5'015, -1), 5'015);
+  EXPECT_EQ(a.next_instant(5'031, -1), 6'010);  // past the last range: the next period
+  PhaseSet none(1'000);
+  none.forbid_instants(0, 999);
+  EXPECT_EQ(none.next_instant(7, -1), -1);
 }
 
 }  // namespace

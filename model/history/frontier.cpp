@@ -1,0 +1,849 @@
+// The frontier: every configuration the server may be in, carried forward
+// one server instant at a time. At each instant, in the contract's order,
+// a configuration first fires what is due (wait timeouts, then the sweep,
+// for the phases that sweep then), then handles any of its available
+// requests and closes, in any order. Each response the contract gives must
+// match an observation on its connection (or may go unseen); configurations
+// that can no longer explain what was observed die. Between instants where
+// nothing can happen, the frontier jumps ahead.
+#include "model/history/frontier.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "impl/assert.hpp"
+#include "model/history/fingerprint.hpp"
+
+namespace lockstep::history {
+
+namespace {
+
+std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
+
+// The server's millisecond grid is not aligned with the tester's: an answer
+// caused at instant n may be read up to 1 ms before n on the tester's clock
+// (CONTRACT.md: instant n stands for a real interval of 1 ms).
+constexpr std::int64_t grid_slack_us = 1000;
+
+// The latest instant that can cause a response read at `received_us`.
+std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(received_us + grid_slack_us); }
+
+// Requests handled at one instant in every order: past this many orders
+// from one configuration, the key is undecided rather than slow.
+constexpr std::size_t orders_max = 4096;
+// Answers looked at when asking whether a pending request can still be
+// answered; past it the request is taken to be answerable.
+constexpr std::size_t lookahead_max = 64;
+
+// A set of indices kept as "every index below `mark`" plus the others.
+struct MarkedSet {
+  std::uint32_t mark = 0;
+  std::vector<std::uint32_t> extra;  // sorted, all above mark
+
+  bool contains(std::uint32_t index) const {
+    return index < mark || std::binary_search(extra.begin(), extra.end(), index);
+  }
+  void insert(std::uint32_t index) {
+    LOCKSTEP_ASSERT(!contains(index));
+    if (index != mark) {
+      extra.insert(std::upper_bound(extra.begin(), extra.end(), index), index);
+      return;
+    }
+    ++mark;
+    std::size_t joined = 0;
+    while (joined < extra.size() && extra[joined] == mark) {
+      ++mark;
+      ++joined;
+    }
+    extra.erase(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(joined));
+  }
+  friend bool operator==(const MarkedSet&, const MarkedSet&) = default;
+};
+
+struct Holder {
+  std::int32_t request = -1;    // the grant's request; -1: the key is not registered
+  std::uint64_t token = 0;      // 0: the grant's answer was not seen
+  std::int64_t lo = 0, hi = 0;  // the grant's instant lies in [lo, hi]
+  friend bool operator==(const Holder&, const Holder&) = default;
+};
+
+struct Waiter {
+  std::uint32_t request = 0;
+  std::int64_t lo = 0, hi = 0;  // queued at an instant of [lo, hi]
+  friend bool operator==(const Waiter&, const Waiter&) = default;
+};
+
+struct StepNode {
+  Step step;
+  std::shared_ptr<const StepNode> previous;
+};
+
+// A configuration stands for every assignment of instants within its
+// intervals and every phase of its set.
+struct Config {
+  Holder holder;
+  std::vector<Waiter> queue;  // in queue order
+  MarkedSet handled;          // requests handled
+  MarkedSet observed;         // observations explained
+  std::uint32_t explained = 0;
+  std::uint64_t last_token = 0;  // the largest token of this key's grants explained
+  PhaseSet phases;
+  std::shared_ptr<const StepNode> steps;  // newest first; not part of the identity
+
+  bool held() const { return holder.request >= 0; }
+};
+
+using Configs = std::vector<Config>;
+
+// Whether a fingerprint leaves out the instant intervals, so that
+// configurations equal but for them can be merged.
+constexpr bool blank_none = false, blank_all = true;
+
+Fingerprint fingerprint(const Config& c, bool with_phases, bool blank) {
+  FingerprintBuilder print;
+  print.add(static_cast<std::uint64_t>(c.holder.request + 1));
+  print.add(c.holder.token);
+  if (!blank) {
+    print.add(static_cast<std::uint64_t>(c.holder.lo));
+    print.add(static_cast<std::uint64_t>(c.holder.hi));
+  }
+  print.add(c.queue.size());
+  for (std::size_t j = 0; j < c.queue.size(); ++j) {
+    print.add(c.queue[j].request);
+    if (!blank) {
+      print.add(static_cast<std::uint64_t>(c.queue[j].lo));
+      print.add(static_cast<std::uint64_t>(c.queue[j].hi));
+    }
+  }
+  for (const auto* set : {&c.handled, &c.observed}) {
+    print.add(set->mark);
+    print.add(set->extra.size());
+    for (const auto index : set->extra) print.add(index);
+  }
+  print.add(c.last_token);
+  if (with_phases) {
+    for (const auto& [low, high] : c.phases.ranges()) {
+      print.add(static_cast<std::uint64_t>(low));
+      print.add(static_cast<std::uint64_t>(high));
+    }
+  }
+  return print.finish();
+}
+
+bool names_owner(ResponseKind kind) {
+  return kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
+}
+
+class Frontier {
+ public:
+  Frontier(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases, const KeyCheckOptions& options)
+      : in_(input), oracles_(oracles), initial_phases_(phases), options_(options) {
+    const auto n = in_.requests.size();
+    earliest_.resize(n);
+    latest_.resize(n);
+    previous_on_conn_.assign(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      earliest_[i] = floor_ms(in_.requests[i].sent_us);
+      latest_[i] = in_.requests[i].latest_ms;
+    }
+    close_lo_.assign(in_.conns.size(), unbounded_ms);
+    close_hi_.assign(in_.conns.size(), unbounded_ms);
+    for (std::uint32_t conn = 0; conn < in_.conns.size(); ++conn) {
+      const auto& connection = in_.conns[conn];
+      for (std::size_t k = 1; k < connection.requests.size(); ++k) {
+        previous_on_conn_[connection.requests[k]] = static_cast<std::int32_t>(connection.requests[k - 1]);
+      }
+      if (!connection.closes) continue;
+      if (connection.closed_by_server) {
+        // The server ended it before the end was read.
+        close_lo_[conn] = 0;
+        close_hi_[conn] = latest_cause_ms(connection.end_us);
+      } else {
+        // The tester closed it: the server reads the close after the lines
+        // before it, and drops the connection's waiters within the tolerance.
+        close_lo_[conn] = floor_ms(connection.end_us);
+        close_hi_[conn] = close_lo_[conn] + 1 + in_.tolerance_ms;
+      }
+      for (const auto request : connection.requests) latest_[request] = std::min(latest_[request], close_hi_[conn]);
+    }
+    later_latest_.assign(n + 1, unbounded_ms);
+    for (std::size_t i = n; i-- > 0;) later_latest_[i] = std::min(later_latest_[i + 1], latest_[i]);
+    for (const auto& seen : in_.observations) {
+      if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
+    }
+    std::sort(grant_tokens_.begin(), grant_tokens_.end());
+  }
+
+  KeyVerdict run();
+
+ private:
+  std::uint32_t conn_of(std::uint32_t request) const { return in_.requests[request].conn; }
+  std::int64_t lease_of(const Holder& holder) const {
+    return in_.requests[static_cast<std::uint32_t>(holder.request)].lease_ms;
+  }
+  std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
+
+  void record(Config& c, Step step) const {
+    if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
+  }
+
+  // A response caused at `at` may arrive up to 1 + tolerance ms later (an
+  // immediate one any time later on a connection the history cut); if the
+  // connection's observation ended before that, it may go unseen.
+  bool may_be_unseen(std::uint32_t conn, std::int64_t at, bool deferred) const {
+    if (!deferred && in_.conns[conn].cut) return true;
+    return (at + 1 + in_.tolerance_ms) * 1000 > in_.conns[conn].end_us;
+  }
+
+  // The first observation of `conn` not yet explained, as a position in
+  // the connection's list.
+  std::vector<std::uint32_t>::const_iterator first_unexplained(const Config& c, std::uint32_t conn) const {
+    const auto& list = in_.conns[conn].observations;
+    auto it = std::lower_bound(list.begin(), list.end(), c.observed.mark);
+    while (it != list.end() && c.observed.contains(*it)) ++it;
+    return it;
+  }
+
+  void emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token, std::int64_t at,
+            bool deferred, std::uint32_t request, Configs& out) const;
+  void grant(Config c, std::uint32_t request, std::int64_t at, bool deferred, Configs& out) const;
+  void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
+  void acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
+  void acquire_held(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
+  void release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
+  void release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
+  void hand_off(Config c, std::int64_t at, Configs& out) const;
+  bool waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const;
+  bool answer_possible(const Config& c, std::uint32_t request, std::int64_t from) const;
+
+  void fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out) const;
+  void sweep(Config c, std::int64_t at, Configs& out) const;
+  void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
+  std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
+  std::vector<std::uint32_t> closable(const Config& c, std::int64_t at) const;
+  bool inert(const Config& before, const Config& after) const {
+    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
+           before.phases == after.phases;
+  }
+  bool alone_in_class(const Config& c, std::uint32_t request) const;
+
+  bool alive(const Config& c, std::int64_t at) const;
+  std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
+  void bulk_sweep(Config c, std::int64_t first, std::int64_t last, Configs& out) const;
+  void merge(Configs& configs) const;
+  void merge_boxes(Configs& configs) const;
+  bool is_final(const Config& c) const;
+
+  std::string describe(const Config& c, std::int64_t at) const;
+  void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
+
+  const KeyInput& in_;
+  const KeyOracles& oracles_;
+  PhaseSet initial_phases_;
+  KeyCheckOptions options_;
+  std::vector<std::int64_t> earliest_, latest_;
+  std::vector<std::int32_t> previous_on_conn_;
+  std::vector<std::int64_t> later_latest_;  // the smallest latest_ of the requests from each index on
+  std::vector<std::int64_t> close_lo_, close_hi_;  // per connection: when the server drops its waiters
+  std::vector<std::uint64_t> grant_tokens_;        // of the grants seen on this key, sorted
+  bool over_budget_ = false;
+  // The configurations whose inputs at the current instant were expanded.
+  std::unordered_set<Fingerprint, FingerprintHash> expanded_;
+};
+
+// The contract sends `kind` on `conn`, caused at `at`. Responses on one
+// connection arrive in the order the server produced them, so only the
+// first observation of this key on the connection not yet explained can
+// match, or one read in the same millisecond (the order among the answers
+// of one instant is free). A deferred answer (a hand-off, a timeout, a
+// sweep's grant) arrives within 1 + tolerance ms of its cause.
+void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
+                    std::int64_t at, bool deferred, std::uint32_t request, Configs& out) const {
+  const auto& list = in_.conns[conn].observations;
+  auto it = first_unexplained(c, conn);
+  // Unseen only when nothing of this key arrives on the connection after
+  // it: what arrives later was produced later, and so behind it.
+  const bool unseen = it == list.end() && may_be_unseen(conn, at, deferred);
+  if (it != list.end()) {
+    const std::int64_t from_us = at * 1000 - grid_slack_us;
+    const std::int64_t until_us = deferred ? (at + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
+    const std::int64_t first_ms = floor_ms(in_.observations[*it].received_us);
+    for (; it != list.end(); ++it) {
+      const auto& seen = in_.observations[*it];
+      if (floor_ms(seen.received_us) != first_ms) break;
+      if (seen.arrived_from_us > until_us) continue;
+      if (seen.received_us < from_us || seen.kind != kind || c.observed.contains(*it)) continue;
+      if (names_owner(kind) && seen.owner != owner) continue;
+      if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) continue;
+      if (kind == ResponseKind::granted) {
+        // Tokens increase in the order issued: the next grant seen on this
+        // key carries the smallest of its tokens not yet explained.
+        const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+        if (next == grant_tokens_.end() || *next != seen.token) continue;
+      }
+      Config matched = c;
+      matched.observed.insert(*it);
+      ++matched.explained;
+      if (kind == ResponseKind::granted) {
+        matched.holder.token = seen.token;
+        matched.last_token = seen.token;
+      }
+      record(matched, Step{at, static_cast<std::int32_t>(request), static_cast<std::int32_t>(*it), 'a'});
+      out.push_back(std::move(matched));
+    }
+  }
+  if (unseen) out.push_back(std::move(c));
+}
+
+void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, bool deferred, Configs& out) const {
+  c.holder = Holder{static_cast<std::int32_t>(request), 0, at, at};
+  emit(std::move(c), conn_of(request), ResponseKind::granted, in_.requests[request].owner, 0, at, deferred, request, out);
+}
+
+void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+  c.handled.insert(request);
+  record(c, Step{at, static_cast<std::int32_t>(request), -1, 'h'});
+  if (in_.requests[request].acquire) {
+    acquire(std::move(c), request, at, out);
+  } else {
+    release(std::move(c), request, at, out);
+  }
+}
+
+// CONTRACT 1-5: a free key is granted (or `B` when a new key would pass
+// max_keys); an expired holder is taken over in place, waiters or not.
+void Frontier::acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  if (!c.held()) {
+    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(at)) {
+      emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+    }
+    grant(std::move(c), request, at, false, out);
+    return;
+  }
+  // Expired at `at` when granted at or before at - lease.
+  const std::int64_t expired_by = at - lease_of(c.holder);
+  if (c.holder.lo <= expired_by) {
+    Config taken = c;
+    grant(std::move(taken), request, at, false, out);
+  }
+  if (c.holder.hi > expired_by) {
+    c.holder.lo = std::max(c.holder.lo, expired_by + 1);
+    acquire_held(std::move(c), request, at, out);
+  }
+}
+
+void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  if (asked.wait_ms == 0) {
+    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, false, request, out);
+    return;
+  }
+  if (c.queue.size() >= in_.limits.max_waiters_per_key) {
+    emit(std::move(c), asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+    return;
+  }
+  if (oracles_.waiters_may_be_full && oracles_.waiters_may_be_full(at)) {
+    emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+  }
+  if (!waiter_viable(c, request, at)) return;
+  c.queue.push_back(Waiter{request, at, at});
+  out.push_back(std::move(c));
+}
+
+// A waiter queued at `at` is owed a `T` at its deadline or an `A` before;
+// it is queued only if its connection shows such an answer not yet
+// explained, or may have ended before one arrived, or drops it first.
+bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const {
+  const auto& asked = in_.requests[request];
+  const std::int64_t deadline = at + asked.wait_ms;
+  if (may_be_unseen(asked.conn, deadline, true) || close_lo_[asked.conn] < deadline) return true;
+  const std::int64_t until_us = (deadline + 1 + in_.tolerance_ms) * 1000;
+  const auto& list = in_.conns[asked.conn].observations;
+  for (auto it = first_unexplained(c, asked.conn); it != list.end(); ++it) {
+    const auto& seen = in_.observations[*it];
+    if (seen.arrived_from_us > until_us) break;
+    if (seen.owner != asked.owner || c.observed.contains(*it)) continue;
+    if (seen.kind == ResponseKind::timed_out && seen.received_us >= deadline * 1000 - grid_slack_us) return true;
+    if (seen.kind == ResponseKind::granted && seen.received_us >= at * 1000 - grid_slack_us &&
+        seen.arrived_from_us <= deadline * 1000 + in_.tolerance_ms * 1000) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// CONTRACT 6-7: the holder's token releases (even an expired holder's, on a
+// key not yet swept); any other token, or a free key, is `N`.
+void Frontier::release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  if (c.held() && c.holder.token == asked.token) {
+    release_holder(std::move(c), request, at, out);
+    return;
+  }
+  if (c.held() && c.holder.token == 0 && asked.token > c.last_token &&
+      !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token))) {
+    // The holder's grant was never seen: its token may be this one, if no
+    // grant seen anywhere carried it and it is above the key's tokens so far.
+    Config same = c;
+    same.holder.token = asked.token;
+    release_holder(std::move(same), request, at, out);
+  }
+  emit(std::move(c), asked.conn, ResponseKind::not_held, 0, asked.token, at, false, request, out);
+}
+
+void Frontier::release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  Configs answered;
+  emit(std::move(c), asked.conn, ResponseKind::released, 0, asked.token, at, false, request, answered);
+  for (auto& next : answered) {
+    if (next.queue.empty()) {
+      next.holder = Holder{};
+      out.push_back(std::move(next));
+    } else {
+      hand_off(std::move(next), at, out);
+    }
+  }
+}
+
+// The head waiter gets the key at `at`, with a new token (FIFO: timeouts due
+// at `at` fired before, so the head is still waiting).
+void Frontier::hand_off(Config c, std::int64_t at, Configs& out) const {
+  const Waiter head = c.queue.front();
+  LOCKSTEP_ASSERT(head.lo + wait_of(head) > at);
+  c.queue.erase(c.queue.begin());
+  grant(std::move(c), head.request, at, true, out);
+}
+
+// Wait timeouts due at `at` fire in queue order: a waiter whose deadline
+// interval holds `at` either times out now or, where its deadline is later,
+// waits on.
+void Frontier::fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out) const {
+  for (std::size_t j = from; j < c.queue.size(); ++j) {
+    const auto wait = wait_of(c.queue[j]);
+    LOCKSTEP_ASSERT(c.queue[j].hi + wait >= at);
+    if (c.queue[j].lo + wait > at) continue;
+    if (c.queue[j].hi + wait > at) {
+      Config later = c;
+      later.queue[j].lo = at - wait + 1;
+      fire_timeouts(std::move(later), j + 1, at, out);
+    }
+    const Waiter due = c.queue[j];
+    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(j));
+    record(c, Step{at, static_cast<std::int32_t>(due.request), -1, 't'});
+    Configs answered;
+    const auto& asked = in_.requests[due.request];
+    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, true, due.request, answered);
+    for (auto& next : answered) fire_timeouts(std::move(next), j, at, out);
+    return;
+  }
+  sweep(std::move(c), at, out);
+}
+
+// CONTRACT 8: for the phases that sweep at `at`, an expired holder goes:
+// the key to the head waiter, or deleted. A holder whose grant interval
+// straddles its expiry splits into the part still valid and the expired.
+void Frontier::sweep(Config c, std::int64_t at, Configs& out) const {
+  if (!c.held() || !c.phases.contains_instant(at)) {
+    out.push_back(std::move(c));
+    return;
+  }
+  const std::int64_t expired_by = at - lease_of(c.holder);
+  if (c.holder.lo > expired_by) {
+    out.push_back(std::move(c));
+    return;
+  }
+  if (c.holder.hi > expired_by) {
+    Config valid = c;
+    valid.holder.lo = expired_by + 1;
+    out.push_back(std::move(valid));
+    c.holder.hi = expired_by;
+  }
+  Config unswept = c;
+  unswept.phases.forbid_instants(at, at);
+  if (!unswept.phases.empty()) out.push_back(std::move(unswept));
+  c.phases.require_one_of(at, at);
+  record(c, Step{at, -1, -1, 's'});
+  if (c.queue.empty()) {
+    c.holder = Holder{};
+    out.push_back(std::move(c));
+    return;
+  }
+  hand_off(std::move(c), at, out);
+}
+
+std::vector<std::uint32_t> Frontier::available(const Config& c, std::int64_t at) const {
+  std::vector<std::uint32_t> found;
+  for (auto i = c.handled.mark; i < in_.requests.size() && earliest_[i] <= at; ++i) {
+    if (c.handled.contains(i)) continue;
+    const auto previous = previous_on_conn_[i];
+    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
+    found.push_back(i);
+  }
+  return found;
+}
+
+// Connections whose close the server may read at `at`: all their requests
+// handled, waiters of theirs queued (a close that drops nothing changes
+// nothing), inside the close's window.
+std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) const {
+  std::vector<std::uint32_t> found;
+  for (const auto& waiter : c.queue) {
+    const auto conn = conn_of(waiter.request);
+    if (close_lo_[conn] > at || std::find(found.begin(), found.end(), conn) != found.end()) continue;
+    const auto& requests = in_.conns[conn].requests;
+    if (!requests.empty() && !c.handled.contains(requests.back())) continue;
+    found.push_back(conn);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// Whether no other request of the same class on the same connection waits
+// in the queue: then the observation an inert answer matches is its own.
+bool Frontier::alone_in_class(const Config& c, std::uint32_t request) const {
+  const auto& asked = in_.requests[request];
+  if (!asked.acquire) return true;
+  return std::none_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
+    const auto& other = in_.requests[waiter.request];
+    return other.conn == asked.conn && other.owner == asked.owner;
+  });
+}
+
+// The requests and closes handled at `at`, in every order. A request whose
+// handling now changes nothing but the observation it explains (an inert
+// answer: a `T` on a held key, an `N`, a `B`), and has no other outcome, is
+// handled now without a branch: handling it later reaches the same
+// configurations or fewer.
+void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
+  // Orders that commute reach one configuration twice: expand it once.
+  if (!expanded_.insert(fingerprint(c, true, blank_none)).second) return;
+  if (++orders > orders_max) {
+    over_budget_ = true;
+    return;
+  }
+  std::vector<std::pair<std::uint32_t, Configs>> moves;
+  for (bool again = true; again;) {
+    again = false;
+    moves.clear();
+    for (const auto request : available(c, at)) {
+      Configs next;
+      handle(c, request, at, next);
+      if (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
+          alone_in_class(c, request)) {
+        c = std::move(next.front());
+        again = true;
+        break;
+      }
+      moves.emplace_back(request, std::move(next));
+    }
+  }
+  for (auto& [request, next] : moves) {
+    for (auto& config : next) inputs(std::move(config), at, out, orders);
+  }
+  for (const auto conn : closable(c, at)) {
+    Config closed = c;
+    std::erase_if(closed.queue, [&](const Waiter& waiter) { return conn_of(waiter.request) == conn; });
+    record(closed, Step{at, -1, -1, 'c'});
+    inputs(std::move(closed), at, out, orders);
+  }
+  out.push_back(std::move(c));  // nothing more at this instant
+}
+
+// Whether a request not yet handled after `from - 1` can still get its
+// answer: an observation of its class not yet explained that late enough a
+// handling explains, or a connection that may end before the answer.
+bool Frontier::answer_possible(const Config& c, std::uint32_t request, std::int64_t from) const {
+  const auto& asked = in_.requests[request];
+  const auto& connection = in_.conns[asked.conn];
+  if (connection.cut || close_lo_[asked.conn] < unbounded_ms ||
+      (from + asked.wait_ms + 1 + in_.tolerance_ms) * 1000 > connection.end_us) {
+    return true;
+  }
+  std::size_t looked = 0;
+  const auto& list = connection.observations;
+  for (auto it = first_unexplained(c, asked.conn); it != list.end(); ++it) {
+    if (++looked > lookahead_max) return true;
+    const auto& seen = in_.observations[*it];
+    if (c.observed.contains(*it)) continue;
+    const bool same = asked.acquire ? names_owner(seen.kind) && seen.owner == asked.owner
+                                    : (seen.kind == ResponseKind::released || seen.kind == ResponseKind::not_held) &&
+                                          seen.token == asked.token;
+    if (!same) continue;
+    const std::int64_t delay = seen.kind == ResponseKind::timed_out ? asked.wait_ms : 0;
+    if (latest_cause_ms(seen.received_us) - delay >= from) return true;
+  }
+  return false;
+}
+
+// After instant `at`: every observation that nothing later can cause is
+// explained, every request that had to be handled by now is, and every
+// pending request can still be answered.
+bool Frontier::alive(const Config& c, std::int64_t at) const {
+  if (c.observed.mark < in_.observations.size() &&
+      latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
+    return false;
+  }
+  std::uint32_t i = c.handled.mark;
+  for (; i < in_.requests.size() && earliest_[i] <= at; ++i) {
+    if (c.handled.contains(i)) continue;
+    if (latest_[i] <= at || !answer_possible(c, i, at + 1)) return false;
+  }
+  if (later_latest_[i] <= at) return false;
+  for (const auto& waiter : c.queue) {
+    if (close_hi_[conn_of(waiter.request)] <= at) return false;
+  }
+  return true;
+}
+
+// The next instant at which some configuration may act: a request sent,
+// one pending, a deadline, a close, or a sweep that hands the key over.
+std::int64_t Frontier::next_instant(const Configs& frontier, std::int64_t at) const {
+  const std::int64_t soon = at + 1;
+  std::int64_t next = in_.horizon_ms;
+  const auto sent = std::upper_bound(earliest_.begin(), earliest_.end(), at);
+  if (sent != earliest_.end()) next = std::min(next, *sent);
+  for (const auto& c : frontier) {
+    if (c.handled.mark < in_.requests.size() && earliest_[c.handled.mark] <= at) return soon;
+    for (const auto& waiter : c.queue) {
+      next = std::min(next, std::max(soon, waiter.lo + wait_of(waiter)));
+      next = std::min(next, std::max(soon, close_lo_[conn_of(waiter.request)]));
+    }
+    if (c.held() && !c.queue.empty()) {
+      next = std::min(next, c.phases.next_instant(std::max(soon, c.holder.lo + lease_of(c.holder)), next));
+    }
+    if (next <= soon) return soon;
+  }
+  return std::max(soon, next);
+}
+
+// Instants [first, last] pass with nothing handled: a holder without waiters
+// that expires there may be swept, which deletes the key. Where the sweep
+// is ruled out, it is ruled out only at instants where the holder is
+// certainly expired (forbidding less never refuses an explanation).
+void Frontier::bulk_sweep(Config c, std::int64_t first, std::int64_t last, Configs& out) const {
+  if (!c.held() || !c.queue.empty()) {
+    out.push_back(std::move(c));
+    return;
+  }
+  const std::int64_t lease = lease_of(c.holder);
+  const std::int64_t may_from = std::max(first, c.holder.lo + lease);
+  if (may_from > last) {
+    out.push_back(std::move(c));
+    return;
+  }
+  Config swept = c;
+  swept.phases.require_one_of(may_from, last);
+  if (!swept.phases.empty()) {
+    record(swept, Step{may_from, -1, -1, 's'});
+    swept.holder = Holder{};
+    out.push_back(std::move(swept));
+  }
+  c.phases.forbid_instants(std::max(first, c.holder.hi + lease), last);
+  if (!c.phases.empty()) out.push_back(std::move(c));
+}
+
+// Configurations equal but for their phases become one with both phase
+// sets (exact); then those equal but for touching instant intervals become
+// one box.
+void Frontier::merge(Configs& configs) const {
+  std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
+  index.reserve(configs.size() * 2);
+  Configs kept;
+  kept.reserve(configs.size());
+  for (auto& c : configs) {
+    const auto [it, added] = index.emplace(fingerprint(c, false, blank_none), kept.size());
+    if (added) {
+      kept.push_back(std::move(c));
+    } else {
+      kept[it->second].phases.unite(c.phases);
+    }
+  }
+  configs = std::move(kept);
+  if (configs.size() > 1) merge_boxes(configs);
+}
+
+// Configurations equal but for their instant intervals, every interval of
+// one touching the same interval of the other, become one: their bounding
+// box. Where one interval alone differs this is exact; where several do,
+// the box also holds combinations neither had, which can only accept more
+// (DESIGN.md, "Relaxations").
+void Frontier::merge_boxes(Configs& configs) const {
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::size_t>> groups;
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    const auto print = fingerprint(configs[k], true, blank_all);
+    groups[{print.high, print.low}].push_back(k);
+  }
+  const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
+    return other_lo <= hi + 1 && lo <= other_hi + 1;
+  };
+  const auto joinable = [&](const Config& a, const Config& b) {
+    if (a.held() && !touches(a.holder.lo, a.holder.hi, b.holder.lo, b.holder.hi)) return false;
+    for (std::size_t j = 0; j < a.queue.size(); ++j) {
+      if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
+    }
+    return true;
+  };
+  const auto join = [](Config& into, const Config& other) {
+    into.holder.lo = std::min(into.holder.lo, other.holder.lo);
+    into.holder.hi = std::max(into.holder.hi, other.holder.hi);
+    for (std::size_t j = 0; j < into.queue.size(); ++j) {
+      into.queue[j].lo = std::min(into.queue[j].lo, other.queue[j].lo);
+      into.queue[j].hi = std::max(into.queue[j].hi, other.queue[j].hi);
+    }
+  };
+  std::vector<bool> gone(configs.size(), false);
+  bool any = false;
+  for (auto& [print, members] : groups) {
+    if (members.size() < 2) continue;
+    // Joining may make a box touch one it did not before: repeat until
+    // nothing joins.
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t x = 0; x < members.size(); ++x) {
+        if (gone[members[x]]) continue;
+        for (std::size_t y = x + 1; y < members.size(); ++y) {
+          if (gone[members[y]] || !joinable(configs[members[x]], configs[members[y]])) continue;
+          join(configs[members[x]], configs[members[y]]);
+          gone[members[y]] = true;
+          any = again = true;
+        }
+      }
+    }
+  }
+  if (!any) return;
+  Configs kept;
+  kept.reserve(configs.size());
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    if (!gone[k]) kept.push_back(std::move(configs[k]));
+  }
+  configs = std::move(kept);
+}
+
+// At the end of the history: every observation explained, every request
+// left unhandled allowed to be handled after the end, and every waiter
+// left queued allowed an answer that was not seen.
+bool Frontier::is_final(const Config& c) const {
+  if (c.observed.mark < in_.observations.size()) return false;
+  for (auto i = c.handled.mark; i < in_.requests.size(); ++i) {
+    if (!c.handled.contains(i) && latest_[i] < in_.horizon_ms) return false;
+  }
+  return std::all_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
+    return may_be_unseen(conn_of(waiter.request), waiter.hi + wait_of(waiter), true) ||
+           close_lo_[conn_of(waiter.request)] < unbounded_ms;
+  });
+}
+
+std::string Frontier::describe(const Config& c, std::int64_t at) const {
+  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
+  const auto span = [&](std::int64_t lo, std::int64_t hi) {
+    return lo == hi ? instant(lo) : fmt::format("{}..{}", instant(lo), instant(hi));
+  };
+  if (!c.held()) return fmt::format("at {} the key is free", instant(at));
+  const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+  std::string text = fmt::format(
+      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms, expiring {})", instant(at),
+      in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
+      span(c.holder.lo, c.holder.hi), holder.lease_ms, span(c.holder.lo + holder.lease_ms, c.holder.hi + holder.lease_ms));
+  if (c.queue.empty()) return text + ", no waiters";
+  text += ", waiters:";
+  for (const auto& waiter : c.queue) {
+    const auto& asked = in_.requests[waiter.request];
+    text += fmt::format(" `{}` on c{} (deadline {})", in_.owners[asked.owner], in_.conns[asked.conn].id,
+                        span(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
+  }
+  return text;
+}
+
+void Frontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {
+  const Config* best = nullptr;
+  for (const auto& c : frontier) {
+    if (best == nullptr || c.explained > best->explained) best = &c;
+  }
+  verdict.last_alive_ms = at;
+  if (best == nullptr) return;
+  verdict.explained = best->explained;
+  verdict.unexplained =
+      best->observed.mark < in_.observations.size() ? static_cast<std::int32_t>(best->observed.mark) : -1;
+  verdict.state = describe(*best, at);
+  for (const StepNode* node = best->steps.get(); node != nullptr; node = node->previous.get()) {
+    verdict.steps.push_back(node->step);
+  }
+  std::reverse(verdict.steps.begin(), verdict.steps.end());
+}
+
+KeyVerdict Frontier::run() {
+  KeyVerdict verdict;
+  Configs frontier(1);
+  frontier.front().phases = initial_phases_;
+  std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
+  const auto undecided = [&](std::string why) {
+    verdict.outcome = KeyOutcome::undecided;
+    verdict.why = std::move(why);
+    report_furthest(frontier, at, verdict);
+    return verdict;
+  };
+  while (true) {
+    Configs due;
+    for (const auto& c : frontier) fire_timeouts(c, 0, at, due);
+    Configs after;
+    expanded_.clear();
+    for (auto& c : due) {
+      std::size_t orders = 0;
+      inputs(std::move(c), at, after, orders);
+    }
+    verdict.work += due.size() + after.size();
+    std::erase_if(after, [&](const Config& c) { return !alive(c, at); });
+    merge(after);
+    verdict.frontier_peak = std::max(verdict.frontier_peak, after.size());
+    if (over_budget_) return undecided(fmt::format("more than {} orders of the requests of one instant", orders_max));
+    if (verdict.work > options_.work_max) return undecided(fmt::format("more than {} configurations stepped", options_.work_max));
+    if (after.size() > options_.frontier_max) {
+      return undecided(fmt::format("more than {} configurations alive at one instant", options_.frontier_max));
+    }
+    if (after.empty()) {
+      verdict.outcome = KeyOutcome::unexplained;
+      report_furthest(frontier, at, verdict);
+      return verdict;
+    }
+    frontier = std::move(after);
+    if (at >= in_.horizon_ms) break;
+    const std::int64_t next = next_instant(frontier, at);
+    if (next > at + 1) {
+      Configs passed;
+      for (auto& c : frontier) bulk_sweep(std::move(c), at + 1, next - 1, passed);
+      merge(passed);
+      frontier = std::move(passed);
+    }
+    at = next;
+  }
+  Configs finals;
+  for (const auto& c : frontier) {
+    if (is_final(c)) finals.push_back(c);
+  }
+  if (finals.empty()) {
+    verdict.outcome = KeyOutcome::unexplained;
+    report_furthest(frontier, at, verdict);
+    return verdict;
+  }
+  verdict.outcome = KeyOutcome::explained;
+  verdict.phases = finals.front().phases;
+  for (const auto& c : finals) verdict.phases.unite(c.phases);
+  report_furthest(finals, at, verdict);
+  verdict.unexplained = -1;
+  return verdict;
+}
+
+}  // namespace
+
+KeyVerdict check_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
+                     const KeyCheckOptions& options) {
+  return Frontier(input, oracles, phases, options).run();
+}
+
+}  // namespace lockstep::history
