@@ -1,6 +1,7 @@
 #include "live/fuzz.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -42,6 +43,9 @@ struct Connection {
   std::vector<Held> held;
   std::map<std::pair<std::string, std::string>, int> pending_acquires;  // (owner, key) -> count
   std::int64_t next_action_us = 0;
+  // The last instant the tester knew nothing was waiting to be read on it:
+  // what it reads next arrived after this (recorded as `after_us`).
+  std::int64_t quiet_us = 0;
   std::uint64_t close_after_token = 0;  // close once this barrier release is answered
   std::int64_t close_by_us = 0;
 };
@@ -85,8 +89,8 @@ class Fuzzer {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
   }
 
-  void record(history::EventKind kind, std::uint32_t conn, std::string line = {}) {
-    run_.history.events.push_back(history::Event{now_us(), kind, conn, std::move(line)});
+  void record(history::EventKind kind, std::uint32_t conn, std::string line = {}, std::int64_t after_us = -1) {
+    run_.history.events.push_back(history::Event{now_us(), kind, conn, std::move(line), after_us});
   }
 
   bool start_target() {
@@ -165,7 +169,11 @@ class Fuzzer {
         conn->owners.push_back(rng_.chance(0.2) ? fmt::format("shared{}", rng_.below(3))
                                                 : fmt::format("c{}o{}", conn->id, i));
       }
-      conn->next_action_us = now_us() + static_cast<std::int64_t>(rng_.below(1000));
+      // Clients start spread over one mean gap, not all in the first
+      // millisecond: a burst of requests on one key whose answers come back
+      // together leaves every order of them possible for a while.
+      conn->next_action_us = now_us() + static_cast<std::int64_t>(rng_.below(static_cast<std::uint64_t>(gap_ms_ * 1000) + 1));
+      conn->quiet_us = now_us();
       record(history::EventKind::connect, conn->id);
       if (next_conn_id_ > options_.clients) ++run_.reconnects;
       conns_.push_back(std::move(conn));
@@ -216,14 +224,24 @@ class Fuzzer {
     flush(conn);
   }
 
-  void acquire(Connection& conn, const std::string& key, const std::string& owner, std::int64_t wait) {
+  void acquire(Connection& conn, const std::string& key, const std::string& owner, std::int64_t wait,
+               bool probe = true) {
     // One acquire per (owner, key) at a time on a connection, so that each
     // answer names its request without doubt.
     auto& pending = conn.pending_acquires[{owner, key}];
     if (pending > 0) return;
     ++pending;
     send(conn, fmt::format("A {} {} {} {}", key, owner, lease_ms(), wait));
+    // An acquire that may wait is answered late, if at all; a release of a
+    // token nobody holds, right behind it, is answered `N` at once, and that
+    // answer shows when the acquire was handled (the server handles one
+    // connection's lines in order). Without it, when a waiter was queued is
+    // known only from its own answer, and the checker must carry every
+    // instant it may have been queued at.
+    if (wait > 0 && probe) send(conn, fmt::format("R {} {}", key, random_token()));
   }
+
+  std::uint64_t random_token() { return 1 + rng_.below(std::uint64_t{1} << 62); }
 
   void one_request(Connection& conn) {
     const double pick = rng_.unit();
@@ -237,7 +255,7 @@ class Fuzzer {
       const auto& old = stale_[rng_.below(stale_.size())];
       send(conn, fmt::format("R {} {}", old.key, old.token));
     } else if (pick < 0.80) {
-      send(conn, fmt::format("R {} {}", key_name(), 1 + rng_.below(std::uint64_t{1} << 62)));
+      send(conn, fmt::format("R {} {}", key_name(), random_token()));
     } else if (pick < 0.86 && !conn.held.empty()) {
       // The holder's owner asks again (no special treatment).
       const auto& held = conn.held[rng_.below(conn.held.size())];
@@ -277,8 +295,8 @@ class Fuzzer {
         // Close with a waiter queued: ask with a wait, then a release of a
         // random token whose answer shows the acquire was handled; close then.
         const auto key = key_name();
-        acquire(conn, key, conn.owners.front(), rng_.between(200, 2000));
-        conn.close_after_token = 1 + rng_.below(std::uint64_t{1} << 62);
+        acquire(conn, key, conn.owners.front(), rng_.between(200, 2000), false);
+        conn.close_after_token = random_token();
         send(conn, fmt::format("R {} {}", key, conn.close_after_token));
         conn.close_by_us = now + 1'000'000;
       } else if (pick < 0.13) {
@@ -307,13 +325,16 @@ class Fuzzer {
 
   void close_connection(Connection& conn, history::EventKind kind) {
     if (conn.fd < 0) return;
+    // What already arrived is read first: a close ends what can be seen,
+    // and an answer that was waiting unread must not count as missing.
+    if (kind == history::EventKind::close) read_available(conn);
     ::close(conn.fd);
     conn.fd = -1;
     record(kind, conn.id);
   }
 
   void on_line(Connection& conn, std::string_view line) {
-    record(history::EventKind::recv, conn.id, std::string(line));
+    record(history::EventKind::recv, conn.id, std::string(line), conn.quiet_us);
     ++run_.received;
     if (conn.outstanding > 0) --conn.outstanding;
     const auto response = parse_response(line);
@@ -358,19 +379,44 @@ class Fuzzer {
       ::usleep(static_cast<useconds_t>(wait_ms * 1000));
       return;
     }
-    if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(wait_ms, 100))) <= 0) return;
-    char buffer[65536];
+    // A socket poll finds empty had nothing waiting since before the call.
+    const auto polled_us = now_us();
+    const auto ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(wait_ms, 100)));
     for (std::size_t i = 0; i < fds.size(); ++i) {
       auto& conn = *owners[i];
-      if (fds[i].revents & POLLOUT) flush(conn);
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const auto got = ::recv(conn.fd, buffer, sizeof buffer, 0);
-      if (got <= 0) {
-        close_connection(conn, history::EventKind::eof);
+      if (ready > 0 && (fds[i].revents & POLLOUT)) flush(conn);
+      if (ready <= 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        conn.quiet_us = std::max(conn.quiet_us, polled_us);
         continue;
       }
-      conn.framer.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
-      while (auto line = conn.framer.next_line()) on_line(conn, *line);
+      read_once(conn);
+    }
+  }
+
+  // One read of what is waiting; false when the connection ended.
+  bool read_once(Connection& conn) {
+    char buffer[65536];
+    const auto reading_us = now_us();
+    const auto got = ::recv(conn.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      conn.quiet_us = reading_us;
+      return true;
+    }
+    if (got <= 0) {
+      close_connection(conn, history::EventKind::eof);
+      return false;
+    }
+    conn.framer.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
+    while (auto line = conn.framer.next_line()) on_line(conn, *line);
+    // Less than a full buffer: nothing was left waiting when it was read.
+    if (static_cast<std::size_t>(got) < sizeof buffer) conn.quiet_us = reading_us;
+    return conn.fd >= 0;
+  }
+
+  void read_available(Connection& conn) {
+    for (int reads = 0; reads < 64 && conn.fd >= 0; ++reads) {
+      const auto before = conn.quiet_us;
+      if (!read_once(conn) || conn.quiet_us != before) return;
     }
   }
 
