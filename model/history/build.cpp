@@ -131,7 +131,12 @@ Built build_inputs(const History& history) {
     return built.conns[it->second];
   };
   std::set<std::size_t> after_long_line;
-  for (const auto& event : history.events) {
+  // Where each send and recv event went: (connection, index in its list),
+  // so the second pass can visit them in the history's own order.
+  constexpr std::uint32_t nowhere = 0xffff'ffffu;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> placed(history.events.size(), {nowhere, 0});
+  for (std::size_t number = 0; number < history.events.size(); ++number) {
+    const auto& event = history.events[number];
     built.end_us = event.t_us;
     switch (event.kind) {
       case EventKind::connect: conn_for(event); break;
@@ -159,6 +164,7 @@ Built build_inputs(const History& history) {
           // The server answers an over-long line `E` and closes: what follows is never read.
           if (event.line.size() > limits.max_line_bytes) after_long_line.insert(index);
         }
+        placed[number] = {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(conn.sent.size())};
         conn.sent.push_back(std::move(sent));
         break;
       }
@@ -172,6 +178,7 @@ Built build_inputs(const History& history) {
           received.parsed = true;
           received.response = std::move(*response);
         }
+        placed[number] = {static_cast<std::uint32_t>(open[event.conn]), static_cast<std::uint32_t>(conn.received.size())};
         conn.received.push_back(std::move(received));
         break;
       }
@@ -212,20 +219,6 @@ Built build_inputs(const History& history) {
     input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   };
-  struct Pending {
-    std::int64_t us;
-    std::size_t conn;
-    bool is_send;
-    std::size_t index;
-  };
-  std::vector<Pending> order;
-  for (std::size_t c = 0; c < built.conns.size(); ++c) {
-    for (std::size_t i = 0; i < built.conns[c].sent.size(); ++i) order.push_back({built.conns[c].sent[i].sent_us, c, true, i});
-    for (std::size_t i = 0; i < built.conns[c].received.size(); ++i) {
-      order.push_back({built.conns[c].received[i].received_us, c, false, i});
-    }
-  }
-  std::stable_sort(order.begin(), order.end(), [](const Pending& a, const Pending& b) { return a.us < b.us; });
   // Per connection: when each owner first asked for each key.
   const auto key_and_owner = [](std::string_view key, std::string_view owner) {
     std::string joined;
@@ -240,7 +233,13 @@ Built build_inputs(const History& history) {
       if (sent.acquire) first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
     }
   }
-  for (const auto& item : order) {
+  for (std::size_t number = 0; number < history.events.size(); ++number) {
+    if (placed[number].first == nowhere) continue;
+    const struct {
+      std::size_t conn;
+      bool is_send;
+      std::size_t index;
+    } item{placed[number].first, history.events[number].kind == EventKind::send, placed[number].second};
     const auto& conn = built.conns[item.conn];
     if (item.is_send) {
       const auto& sent = conn.sent[item.index];

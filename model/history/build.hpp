@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct SentLine {
   std::int64_t sent_us = 0;
   bool malformed = false;
   std::string key;  // empty when malformed
-  std::string line;
+  std::string_view line;  // in the History built from
   std::int64_t latest_ms = unbounded_ms;
   bool queued_kind = false;  // an acquire with a wait: may be queued
   // The request's fields, parsed once (valid when not malformed).
@@ -34,7 +35,7 @@ struct SentLine {
 struct ReceivedLine {
   std::int64_t received_us = 0;
   std::int64_t arrived_from_us = 0;  // it arrived in [arrived_from_us, received_us]
-  std::string line;
+  std::string_view line;  // in the History built from
   bool parsed = false;
   Response response;
 };
@@ -68,6 +69,8 @@ struct Built {
   std::int64_t end_us = 0;
 };
 
+// The lines of what it builds are views into `history`, which must outlive
+// the result.
 Built build_inputs(const History& history);
 
 // What the couplings between keys need, precomputed for all keys.

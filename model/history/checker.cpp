@@ -151,8 +151,8 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
                            : step.what == 's' ? "sweeps" : "closes";
         result.explain_lines.push_back(fmt::format(
             "  {:>14}  {:<9} {:<32} {}", fmt::format("+{:.3f} ms", (step.instant_ms * 1000 - origin) / 1000.0), what,
-            step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : "",
-            step.observation >= 0 ? "-> " + input.observations[static_cast<std::size_t>(step.observation)].line : ""));
+            step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : std::string_view(),
+            step.observation >= 0 ? "-> " + std::string(input.observations[static_cast<std::size_t>(step.observation)].line) : ""));
       }
     }
     if (verdict.outcome == KeyOutcome::undecided) {

@@ -521,6 +521,13 @@ bool Frontier::alone_in_class(const Config& c, std::uint32_t request) const {
 // handled now without a branch: handling it later reaches the same
 // configurations or fewer.
 void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
+  const bool idle = (c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
+                    std::all_of(c.queue.begin(), c.queue.end(),
+                                [&](const Waiter& waiter) { return close_lo_[conn_of(waiter.request)] > at; });
+  if (idle) {
+    out.push_back(std::move(c));  // nothing to handle at this instant
+    return;
+  }
   // Orders that commute reach one configuration twice: expand it once.
   if (!expanded_.insert(fingerprint(c, true, blank_none)).second) return;
   if (++orders > orders_max) {
@@ -674,11 +681,10 @@ void Frontier::merge(Configs& configs) const {
 // the box also holds combinations neither had, which can only accept more
 // (DESIGN.md, "Relaxations").
 void Frontier::merge_boxes(Configs& configs) const {
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::size_t>> groups;
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    const auto print = fingerprint(configs[k], true, blank_all);
-    groups[{print.high, print.low}].push_back(k);
-  }
+  // Groups are joined each on its own, in index order, so the order in
+  // which the groups are visited reaches no output.
+  std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
+  for (std::size_t k = 0; k < configs.size(); ++k) groups[fingerprint(configs[k], true, blank_all)].push_back(k);
   const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
     return other_lo <= hi + 1 && lo <= other_hi + 1;
   };
@@ -782,15 +788,22 @@ KeyVerdict Frontier::run() {
   Configs frontier(1);
   frontier.front().phases = initial_phases_;
   std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
+  // The configuration that explained most before this instant, kept for the
+  // report should none survive it.
+  Configs furthest;
   const auto undecided = [&](std::string why) {
     verdict.outcome = KeyOutcome::undecided;
     verdict.why = std::move(why);
-    report_furthest(frontier, at, verdict);
+    report_furthest(furthest, at, verdict);
     return verdict;
   };
   while (true) {
+    furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
+      return a.explained < b.explained;
+    }));
     Configs due;
-    for (const auto& c : frontier) fire_timeouts(c, 0, at, due);
+    due.reserve(frontier.size());
+    for (auto& c : frontier) fire_timeouts(std::move(c), 0, at, due);
     Configs after;
     expanded_.clear();
     for (auto& c : due) {
@@ -808,7 +821,7 @@ KeyVerdict Frontier::run() {
     }
     if (after.empty()) {
       verdict.outcome = KeyOutcome::unexplained;
-      report_furthest(frontier, at, verdict);
+      report_furthest(furthest, at, verdict);
       return verdict;
     }
     frontier = std::move(after);

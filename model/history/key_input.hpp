@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/limits.hpp"
@@ -26,7 +27,7 @@ struct KeyRequest {
   std::uint32_t owner = 0;  // interned (acquire)
   std::int64_t lease_ms = 0, wait_ms = 0;
   std::uint64_t token = 0;  // release
-  std::string line;
+  std::string_view line;    // in the History the input was built from
 };
 
 struct KeyObservation {
@@ -36,7 +37,7 @@ struct KeyObservation {
   ResponseKind kind = ResponseKind::error;
   std::uint32_t owner = 0;  // A, T, B
   std::uint64_t token = 0;  // A, R, N
-  std::string line;
+  std::string_view line;    // in the History the input was built from
 };
 
 struct KeyConnection {

@@ -56,7 +56,7 @@ std::string key_svg(const KeyInput& input, const KeyExplanation* explanation, co
     std::int64_t us;
     std::uint32_t row;
     int kind;  // 0 sent, 1 received, 2 received unexplained
-    std::string label;
+    std::string_view label;
   };
   std::vector<Mark> marks;
   for (const auto& request : input.requests) marks.push_back({request.sent_us, request.conn, 0, request.line});

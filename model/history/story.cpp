@@ -13,6 +13,7 @@ namespace {
 
 struct Attempt {
   bool fails = false;
+  History prefix;  // the input's lines are views into it
   KeyInput input;
   std::optional<KeyVerdict> verdict;
 };
@@ -22,13 +23,13 @@ struct Attempt {
 // answers may be on their way).
 Attempt attempt(const History& history, std::uint32_t incarnation, const std::string& key, std::int64_t cut_us,
                 std::int64_t origin_us) {
-  History prefix;
+  Attempt result;
+  History& prefix = result.prefix;
   prefix.header = history.header;
   for (const auto& event : history.events) {
     if (event.t_us >= cut_us) break;
     prefix.events.push_back(event);
   }
-  Attempt result;
   const Built built = build_inputs(prefix);
   const auto it = built.keys.find({incarnation, key});
   if (it == built.keys.end()) return result;
