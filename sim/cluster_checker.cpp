@@ -325,13 +325,14 @@ bool ClusterChecker::on_response(cluster::Session outstanding, bool outstanding_
   return true;
 }
 
-void ClusterChecker::compare_final(const cluster::LockMachine& machine) {
+void ClusterChecker::compare_final(raft::NodeId node, const cluster::LockMachine& machine) {
   if (machine.applied() != model_index_) return;
   const auto ours = cluster::canonical_table(machine);
   const auto reference = model_.canonical();
   if (ours != reference) {
-    fail("model-agreement", fmt::format("at the end (index {}) the lock table holds\n{}\nthe sequential model holds\n{}",
-                                        model_index_, ours, reference));
+    fail("model-agreement", fmt::format("at the end (index {}) node {}'s lock table holds\n{}\nthe sequential model "
+                                        "holds\n{}",
+                                        model_index_, node, ours, reference));
   }
 }
 

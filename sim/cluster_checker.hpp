@@ -69,9 +69,9 @@ class ClusterChecker {
   // for `outstanding`; returns true when it answers that request.
   bool on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
                    const Response& response, TimeMs now);
-  // At the end: the model's whole table against a node that applied the
-  // same prefix.
-  void compare_final(const cluster::LockMachine& machine);
+  // At the end: the model's whole table against a node's, if that node
+  // applied the same prefix (else nothing is compared).
+  void compare_final(raft::NodeId node, const cluster::LockMachine& machine);
 
   raft::Index model_index() const { return model_index_; }
   std::uint64_t expires_applied() const { return expires_applied_; }
