@@ -410,6 +410,7 @@ class LockWorkload {
     h.route(std::move(out.messages));
     if (out.kind == raft::ProposeResult::Kind::accepted) {
       ++h.stats().proposed;
+      if (p_.bug == cluster::ClusterBug::answer_before_commit) answer_before_commit(h, m, command);
       return;  // answered once applied
     }
     if (out.kind == raft::ProposeResult::Kind::too_many_uncommitted) ++h.stats().refused;
@@ -421,6 +422,22 @@ class LockWorkload {
     back.connection = m.connection;
     back.hint = out.kind == raft::ProposeResult::Kind::not_leader ? out.leader_hint : id;
     to_client(h, std::move(back));
+  }
+
+  // The answer-before-commit bug: the leader grants at once an Acquire of a
+  // key its applied table shows free, with the token it expects to issue,
+  // as if the entry could not be lost or overtaken before it commits.
+  void answer_before_commit(Harness& h, const ClientMessage& request, const cluster::Command& command) {
+    const auto* a = std::get_if<cluster::Acquire>(&command);
+    const auto& machine = h.cluster().machine(request.node);
+    if (a == nullptr || machine.keys().contains(a->key)) return;
+    ClientMessage m;
+    m.kind = ClientMessage::Kind::response;
+    m.node = request.node;
+    m.client = request.client;
+    m.connection = request.connection;
+    m.response = Response::granted(machine.next_token(), a->owner, a->key);
+    to_client(h, std::move(m));
   }
 
   void to_client(Harness& h, ClientMessage m) {
