@@ -16,6 +16,7 @@
 #include "impl/cluster/deadlines.hpp"
 #include "impl/cluster/lock_machine.hpp"
 #include "sim/cluster_checker.hpp"
+#include "sim/cluster_timeline.hpp"
 #include "sim/network.hpp"
 #include "sim/raft_harness.hpp"
 
@@ -96,8 +97,9 @@ class LockWorkload {
   using Machine = cluster::LockMachine;
   using Harness = RaftHarness<LockWorkload>;
 
-  explicit LockWorkload(const ClusterSimParams& params)
+  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline)
       : p_(params),
+        timeline_(timeline),
         pool_(1 << 20),
         heaps_(params.raft.nodes + 1),
         heap_term_(params.raft.nodes + 1, 0),
@@ -147,6 +149,7 @@ class LockWorkload {
   void on_apply(Harness& h, NodeId id, const raft::Entry& entry, Machine& machine) {
     auto applied = machine.take_applied();
     checker_->after_apply(id, entry, machine, applied, h.now());
+    if (timeline_ != nullptr) timeline_->after_apply(entry, machine, applied, h.now());
     auto& heap = heaps_[id];
     if (heap.leading()) heap.note_applied(applied, machine);
     for (auto& out : applied.responses) {
@@ -195,10 +198,14 @@ class LockWorkload {
   void after_event(Harness& h) {
     auto& cluster = h.cluster();
     for (NodeId id = 1; id <= p_.raft.nodes; ++id) {
-      if (!cluster.alive(id)) continue;
+      if (!cluster.alive(id)) {
+        if (timeline_ != nullptr) timeline_->node_state(id, false, 0, h.now());
+        continue;
+      }
       const auto& node = cluster.node(id);
       auto& heap = heaps_[id];
       const bool leads = node.role() == raft::Role::leader;
+      if (timeline_ != nullptr) timeline_->node_state(id, true, leads ? node.term() : 0, h.now());
       if (leads && (!heap.leading() || heap_term_[id] != node.term())) {
         // The heap of a new leader comes from its applied state.
         if (heap.leading()) heap.step_down();
@@ -520,6 +527,7 @@ class LockWorkload {
   };
 
   ClusterSimParams p_;
+  ClusterTimelineRecorder* timeline_;  // or nullptr
   std::optional<ClusterChecker> checker_;  // made in start(): it reports to the harness's Raft checker
   InFlightPool<ClientMessage> pool_;
   std::vector<cluster::DeadlineHeap> heaps_;
@@ -534,7 +542,7 @@ class LockWorkload {
 
 }  // namespace
 
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params) {
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline) {
   ClusterSimParams p = params;
   // The session table keeps every client, as the checker, which knows no
   // eviction, assumes: a client evicted while it retries would apply twice.
@@ -548,11 +556,12 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params) {
   p.raft.clock_drift_max_ppm = s / 4 * 1'000'000 / total_ms;
   p.raft.clock_jump_total_max_ms = DurationMs{s / 4};
   p.raft.clock_jump_max_ms = DurationMs{std::max<std::int64_t>(1, s / 8)};
-  LockWorkload workload(p);
+  LockWorkload workload(p, timeline);
   RaftHarness<LockWorkload> harness(p.raft, workload);
   ClusterRunResult result;
   result.raft = harness.run();
   result.lock = workload.lock_stats();
+  if (timeline != nullptr) timeline->finish(result.raft.stats.simulated_until);
   return result;
 }
 

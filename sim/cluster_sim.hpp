@@ -77,6 +77,10 @@ struct ClusterRunResult {
   ClusterLockStats lock;
 };
 
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params);
+class ClusterTimelineRecorder;
+
+// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp);
+// recording only watches, so the run is the same.
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr);
 
 }  // namespace lockstep::sim

@@ -4,8 +4,9 @@
 // catalogued cluster bug (impl/cluster/bugs.hpp) is reported, on the first
 // seed of the swarm that fails, by the checker that guards the rule it
 // bends; clocks skewed beyond the bound break lease safety in some seeds,
-// which the same seeds within the bound do not; and the lease-safety
-// checker, fed a hand-made history, draws its line exactly at 2·S.
+// which the same seeds within the bound do not; the lease-safety checker,
+// fed a hand-made history, draws its line exactly at 2·S; and the SVG
+// timeline of a run shows its leaders per term and every Expire commit.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -17,6 +18,8 @@
 #include "impl/cluster/lock_machine.hpp"
 #include "sim/cluster_checker.hpp"
 #include "sim/cluster_sim.hpp"
+#include "sim/cluster_timeline.hpp"
+#include "tests/sim/svg_check.hpp"
 
 namespace lockstep::sim {
 namespace {
@@ -172,6 +175,45 @@ TEST(ClusterChecker, AReleasedGrantOverlapsNothing) {
   fed.checker.on_send({2, 1}, DurationMs{100}, TimeMs{6});
   fed.apply(acquire(2, "k", 100, 6), TimeMs{6});
   EXPECT_EQ(fed.raft.violation_count(), 0u);
+}
+
+// ---- the timeline ----------------------------------------------------------------
+
+TEST(ClusterTimeline, ShowsTheLeaderPerTermAndEveryExpireCommit) {
+  // Seed 3 at 5 nodes (looked at): two leaders, and leases that ran out under
+  // each of them and in the gap between them.
+  const auto params = cluster_swarm_params(3, 5);
+  ClusterTimelineRecorder recorder(5);
+  const auto r = run_cluster_simulation(params, &recorder);
+  ASSERT_EQ(r.raft.violation_count, 0u) << first_violation(r);
+  // The recorder only watches: the run is the one without it.
+  EXPECT_EQ(run_cluster_simulation(params).raft.event_hash, r.raft.event_hash);
+
+  const auto svg = render_cluster_svg(recorder, params, r.raft.stats.simulated_until);
+  std::string why;
+  EXPECT_TRUE(svg_check::well_formed(svg, why)) << why;
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_TRUE(svg.ends_with("</svg>\n"));
+
+  // A bar per term led, labelled with its term; the legend draws one more.
+  ASSERT_GE(recorder.leaders().size(), 2u);
+  EXPECT_EQ(svg_check::count(svg, "<rect class=\"leader term"), recorder.leaders().size() + 1);
+  for (const auto& lead : recorder.leaders()) {
+    EXPECT_NE(svg.find(">term " + std::to_string(lead.term) + "</text>"), std::string::npos) << lead.term;
+  }
+  // Every Expire that ended a grant is marked, as a hand-off or a deletion.
+  std::size_t handoffs = 0, deletions = 0;
+  for (const auto& mark : recorder.marks()) {
+    handoffs += mark.kind == "expire-handoff" ? 1 : 0;
+    deletions += mark.kind == "expire-delete" ? 1 : 0;
+  }
+  EXPECT_EQ(handoffs + deletions, r.lock.expires_applied);
+  EXPECT_GT(handoffs, 0u);
+  EXPECT_GT(deletions, 0u);
+  EXPECT_GT(svg_check::count(svg, "class=\"mark expire-handoff\""), 1u);
+  EXPECT_GT(svg_check::count(svg, "class=\"mark expire-delete\""), 1u);
+  EXPECT_GT(svg_check::count(svg, "class=\"mark grant\""), 1u);
+  EXPECT_GT(svg_check::count(svg, "<rect class=\"wait\""), 1u);
 }
 
 }  // namespace
