@@ -103,6 +103,7 @@ class LockWorkload {
         pool_(1 << 20),
         heaps_(params.raft.nodes + 1),
         heap_term_(params.raft.nodes + 1, 0),
+        ticks_(params.raft.nodes + 1, 0),
         stash_(params.raft.nodes + 1),
         open_(params.raft.nodes + 1),
         clients_(params.clients + 1) {
@@ -192,6 +193,9 @@ class LockWorkload {
         if (!cluster.alive(id)) return;
       }
     }
+    // The table's own invariants, on every node now and then: a full check
+    // costs as much as hundreds of applies.
+    if (++ticks_[id] % table_check_ticks == 0) cluster.machine(id).check_invariants();
     compact(h, id);
   }
 
@@ -532,6 +536,8 @@ class LockWorkload {
   InFlightPool<ClientMessage> pool_;
   std::vector<cluster::DeadlineHeap> heaps_;
   std::vector<raft::Term> heap_term_;
+  static constexpr std::uint64_t table_check_ticks = 50;
+  std::vector<std::uint64_t> ticks_;
   std::vector<std::optional<Stash>> stash_;
   std::vector<std::set<ConnectionId>> open_;
   std::vector<Client> clients_;
