@@ -81,8 +81,12 @@ int run_raft_sim(const RaftSimOptions& o) {
     print_bugs();
     return 2;
   }
-  if (!o.timeline.empty() && (!o.cluster || o.first_seed != o.last_seed)) {
-    fmt::print(stderr, "sim: --timeline draws one seed of --mode cluster; use --seed N\n");
+  if (!o.timeline.empty() && !o.cluster) {
+    fmt::print(stderr, "sim: --timeline draws the lock service: --mode lock or --mode cluster\n");
+    return 2;
+  }
+  if (!o.timeline.empty() && o.first_seed != o.last_seed) {
+    fmt::print(stderr, "sim: --timeline draws one seed; use --seed N\n");
     return 2;
   }
   sim::RaftSimStats totals;
