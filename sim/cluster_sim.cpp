@@ -68,6 +68,14 @@ std::string describe(const ClusterSimParams& p) {
       cluster::cluster_bug_name(p.bug));
 }
 
+DurationMs cluster_liveness_ms(const ClusterSimParams& p) {
+  // Every client's last request answered: a wait, retries with backoff
+  // after a leader appears, and every lease that was running ended.
+  const auto needed = p.raft.leader_bound_ms.value + p.wait_max_ms.value + p.lease_max_ms.value +
+                      p.expire_bound_ms.value + 4 * (8 * p.rpc_timeout_ms.value + p.backoff_max_ms.value);
+  return DurationMs{std::max(raft_liveness_ms(p.raft).value, needed)};
+}
+
 namespace {
 
 using raft::NodeId;
@@ -233,13 +241,7 @@ class LockWorkload {
   }
 
   void start_liveness(Harness&) {}
-  DurationMs liveness_ms() const {
-    // Every client's last request answered: a wait, retries with backoff
-    // after a leader appears, and every lease that was running ended.
-    const auto needed = p_.raft.leader_bound_ms.value + p_.wait_max_ms.value + p_.lease_max_ms.value +
-                        p_.expire_bound_ms.value + 4 * (8 * p_.rpc_timeout_ms.value + p_.backoff_max_ms.value);
-    return DurationMs{std::max(raft_liveness_ms(p_.raft).value, needed)};
-  }
+  DurationMs liveness_ms() const { return cluster_liveness_ms(p_); }
 
   void check_liveness(Harness& h) {
     auto& cluster = h.cluster();
@@ -554,9 +556,10 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterT
   // eviction, assumes: a client evicted while it retries would apply twice.
   p.sessions.clients_max = std::max<std::uint64_t>(p.sessions.clients_max, p.clients);
   // Clock errors in [0, 2S]: offsets in [S/2, 3S/2], drift and jumps each
-  // within S/4 over the run. Beyond the bound: offsets up to 8S.
+  // within S/4 over the run. Beyond the bound: offsets in [0, 20S], so two
+  // clocks may differ by ten times what the checker allows.
   const auto s = p.skew_bound_ms.value;
-  const auto total_ms = p.raft.duration_ms.value + 60'000;
+  const auto total_ms = p.raft.duration_ms.value + cluster_liveness_ms(p).value;
   p.raft.clock_offset_min_ms = DurationMs{p.skew_beyond_bound ? 0 : s / 2};
   p.raft.clock_offset_max_ms = DurationMs{p.skew_beyond_bound ? 20 * s : 3 * s / 2};
   p.raft.clock_drift_max_ppm = s / 4 * 1'000'000 / total_ms;
