@@ -8,14 +8,6 @@ namespace lockstep::sim {
 
 namespace {
 
-const std::string* command_key(const cluster::Command& command) {
-  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->key;
-  if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->key;
-  if (const auto* e = std::get_if<cluster::Expire>(&command)) return &e->key;
-  if (const auto* t = std::get_if<cluster::Timeout>(&command)) return &t->key;
-  return nullptr;  // Close: touches every key its connection waits on
-}
-
 const cluster::Session* command_session(const cluster::Command& command) {
   if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->session;
   if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->session;
@@ -93,7 +85,7 @@ void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const 
   auto decoded = cluster::decode(entry.data);
   if (!std::holds_alternative<cluster::Command>(decoded)) return;
   const auto& command = std::get<cluster::Command>(decoded);
-  const auto* key = command_key(command);
+  const auto* key = cluster::command_key(command);
   if (key == nullptr) return;
   KeyBefore b;
   b.clock = machine.clock();
@@ -130,7 +122,7 @@ void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, co
   if (command) {
     // The rules first, each on what the table did; then the model, which
     // would also see most of these, but only as answers that differ.
-    if (const auto* key = command_key(*command)) {
+    if (const auto* key = cluster::command_key(*command)) {
       const Apply apply{node, entry.index, *command, *key, first, now};
       if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
     }

@@ -17,14 +17,6 @@ namespace lockstep::sim {
 
 namespace {
 
-const std::string* command_key(const cluster::Command& command) {
-  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->key;
-  if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->key;
-  if (const auto* e = std::get_if<cluster::Expire>(&command)) return &e->key;
-  if (const auto* t = std::get_if<cluster::Timeout>(&command)) return &t->key;
-  return nullptr;  // Close
-}
-
 bool answered(const cluster::Applied& applied, ResponseKind kind, const std::string& owner, const std::string& key) {
   for (const auto& out : applied.responses) {
     if (out.response.kind == kind && out.response.owner == owner && out.response.key == key) return true;
@@ -44,7 +36,7 @@ void ClusterTimelineRecorder::after_apply(const raft::Entry& entry, const cluste
   const auto decoded = cluster::decode(entry.data);
   if (!std::holds_alternative<cluster::Command>(decoded)) return;
   const auto& command = std::get<cluster::Command>(decoded);
-  if (const auto* key = command_key(command)) {
+  if (const auto* key = cluster::command_key(command)) {
     update_key(*key, command, machine, applied, now);
     return;
   }
