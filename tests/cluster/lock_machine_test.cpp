@@ -255,20 +255,23 @@ TEST(LockMachineBugs, TokenPerKeyRepeatsATokenOnAnotherKeyAndOnAKeyThatComesBack
   }
 }
 
+// alice holds k; bob, then carol, wait for it.
+Driven two_waiting(ClusterBug bug) {
+  Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+  return d;
+}
+
 TEST(LockMachineBugs, LifoExpireHandoffServesTheNewestWaiter) {
   for (const auto bug : {ClusterBug::none, ClusterBug::lifo_expire_handoff}) {
-    Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
-    d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
-    d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
-    d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+    Driven d = two_waiting(bug);
     EXPECT_EQ(d.run(Expire{"k", Token{1}, TimeMs{100}}),
               bug == ClusterBug::none ? "c2 A 2 bob k" : "c3 A 2 carol k");
   }
   // A release still hands on in queue order: the bug is on the Expire path.
-  Driven d({Limits{}, SessionLimits{}, Token{1}, ClusterBug::lifo_expire_handoff});
-  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
-  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
-  d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+  Driven d = two_waiting(ClusterBug::lifo_expire_handoff);
   EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 30)), "c1 R 1 k; c2 A 2 bob k");
 }
 
