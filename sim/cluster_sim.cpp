@@ -3,7 +3,12 @@
 // due Expires and Timeouts of its DeadlineHeap; clients send one request at
 // a time, follow redirects, and retry on timeout with backoff, each attempt
 // on a new connection (the old one is given up, as a client that reconnects
-// does), keeping its session so a retry is applied at most once.
+// does), keeping its session so a retry is applied at most once. Nodes are
+// not told that a connection was given up, so no Close is proposed: a
+// waiter stays queued until answered or moved by its retry. Close is
+// covered by the unit tests and the cluster vectors, not here: the checker
+// would first need to expect the T that a dropped waiter's retry gets, and
+// the model to follow a retry's move to a new connection.
 #include "sim/cluster_sim.hpp"
 
 #include <algorithm>
