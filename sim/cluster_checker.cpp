@@ -8,14 +8,6 @@ namespace lockstep::sim {
 
 namespace {
 
-const std::string* command_key(const cluster::Command& command) {
-  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->key;
-  if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->key;
-  if (const auto* e = std::get_if<cluster::Expire>(&command)) return &e->key;
-  if (const auto* t = std::get_if<cluster::Timeout>(&command)) return &t->key;
-  return nullptr;  // Close: touches every key its connection waits on
-}
-
 const cluster::Session* command_session(const cluster::Command& command) {
   if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->session;
   if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->session;
@@ -93,7 +85,7 @@ void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const 
   auto decoded = cluster::decode(entry.data);
   if (!std::holds_alternative<cluster::Command>(decoded)) return;
   const auto& command = std::get<cluster::Command>(decoded);
-  const auto* key = command_key(command);
+  const auto* key = cluster::command_key(command);
   if (key == nullptr) return;
   KeyBefore b;
   b.clock = machine.clock();
@@ -127,37 +119,42 @@ void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, co
     auto decoded = cluster::decode(entry.data);
     if (std::holds_alternative<cluster::Command>(decoded)) command = std::move(std::get<cluster::Command>(decoded));
   }
-  if (!command) {
-    if (first) model_index_ = entry.index;
-    return;
+  if (command) {
+    // The rules first, each on what the table did; then the model, which
+    // would also see most of these, but only as answers that differ.
+    if (const auto* key = cluster::command_key(*command)) {
+      const Apply apply{node, entry.index, *command, *key, first, now};
+      if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
+    }
+    if (first) first_application(*command, entry.index, applied);
   }
-  if (first) {
-    first_application(*command, entry.index, applied, now);
-    model_index_ = entry.index;
-  }
-  const auto* key = command_key(*command);
-  if (key == nullptr) return;
+  if (first) model_index_ = entry.index;
+}
 
-  // Replica agreement on the touched key.
-  const auto digest = key_digest(machine, *key);
-  if (first) {
-    digests_[entry.index] = digest;
+bool ClusterChecker::agrees_with_first(const Apply& apply, const cluster::LockMachine& machine) {
+  const auto digest = key_digest(machine, apply.key);
+  if (apply.first) {
+    digests_[apply.index] = digest;
     if (digests_.size() > digests_kept) digests_.erase(digests_.begin());
-  } else if (const auto found = digests_.find(entry.index); found != digests_.end() && found->second != digest) {
-    fail("replica-agreement", fmt::format("node {} holds another state of key `{}` after index {} ({}) than the "
-                                          "first node that applied it",
-                                          node, *key, entry.index, cluster::describe(*command)));
-    return;
+    return true;
   }
+  const auto found = digests_.find(apply.index);
+  if (found == digests_.end() || found->second == digest) return true;
+  fail("replica-agreement", fmt::format("node {} holds another state of key `{}` after index {} ({}) than the first "
+                                        "node that applied it",
+                                        apply.node, apply.key, apply.index, cluster::describe(apply.command)));
+  return false;
+}
 
-  if (!before_) return;
-  const KeyBefore& b = *before_;
-  const auto after = machine.keys().find(*key);
+void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, const cluster::LockMachine& machine,
+                                      const cluster::Applied& applied) {
+  const auto after = machine.keys().find(apply.key);
   const bool held_after = after != machine.keys().end();
-  const std::string where = fmt::format("node {}, index {}, {}", node, entry.index, cluster::describe(*command));
-  if (b.held && (!held_after || after->second.token != b.token)) {
-    // The grant of b.token ended here.
-    if (const auto* e = std::get_if<cluster::Expire>(&*command)) {
+  const bool ended = b.held && (!held_after || after->second.token != b.token);
+  const std::string where = fmt::format("node {}, index {}, {}", apply.node, apply.index, cluster::describe(apply.command));
+  if (ended) {
+    // The grant of b.token ended here: only its Release or a valid Expire may end it.
+    if (const auto* e = std::get_if<cluster::Expire>(&apply.command)) {
       if (e->token != b.token) {
         fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where,
                                          e->token.value, b.token.value));
@@ -168,17 +165,22 @@ void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, co
                                          where, e->now.value, b.expiry.value));
         return;
       }
-      if (first) ++expires_applied_;
+      if (apply.first) ++expires_applied_;
     } else {
-      const auto* r = std::get_if<cluster::Release>(&*command);
+      const auto* r = std::get_if<cluster::Release>(&apply.command);
       if (r == nullptr || r->token != b.token) {
         fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where,
                                           b.token.value, b.owner));
         return;
       }
+      if (apply.first) {
+        if (auto last = last_grant_.find(apply.key); last != last_grant_.end() && last->second.token == b.token) {
+          last->second.released = true;
+        }
+      }
     }
   }
-  if (held_after && (!b.held || after->second.token != b.token) && b.held) {
+  if (ended && held_after) {
     // A hand-off: the oldest waiter not yet due must get the key.
     if (!b.head_owner || *b.head_owner != after->second.owner) {
       fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where,
@@ -186,18 +188,46 @@ void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, co
       return;
     }
   }
-  if (first && std::holds_alternative<cluster::Timeout>(*command) && !applied.responses.empty()) ++timeouts_applied_;
+  if (apply.first && held_after && (!b.held || ended)) check_grant(apply, after->second);
+  if (apply.first && std::holds_alternative<cluster::Timeout>(apply.command) && !applied.responses.empty()) {
+    ++timeouts_applied_;
+  }
+}
+
+void ClusterChecker::check_grant(const Apply& apply, const cluster::LockMachine::KeyState& granted) {
+  if (granted.token <= max_granted_) {
+    fail("tokens", fmt::format("index {} ({}) granted token {} on key `{}`; token {} was already granted at a lower "
+                               "index",
+                               apply.index, cluster::describe(apply.command), granted.token.value, apply.key,
+                               max_granted_.value));
+    return;
+  }
+  max_granted_ = granted.token;
+  const auto session = owner_session(granted.owner);
+  const auto found = session ? sessions_.find(*session) : sessions_.end();
+  // The holder counts its lease from when it first sent the request; with
+  // no record of that, from the lease end the table holds (later still).
+  const TimeMs counted_end = found != sessions_.end() ? found->second.first_sent + found->second.lease_ms : granted.expiry;
+  const auto two_s = DurationMs{2 * skew_bound_ms_.value};
+  auto& last = last_grant_[apply.key];
+  if (last.token.value != 0 && !last.released && apply.now + two_s < last.counted_end) {
+    fail("lease-safety",
+         fmt::format("key `{}`: token {} granted to `{}` at {} ms (global), but the previous holder `{}` (token {}) "
+                     "counts its lease to {} ms and did not release: an overlap of {} ms, the bound 2*S is {} ms",
+                     apply.key, granted.token.value, granted.owner, apply.now.value, last.owner, last.token.value,
+                     last.counted_end.value, (last.counted_end - apply.now).value, two_s.value));
+    return;
+  }
+  last = Grant{granted.token, granted.owner, counted_end, false};
 }
 
 void ClusterChecker::first_application(const cluster::Command& command, raft::Index index,
-                                       const cluster::Applied& applied, TimeMs now) {
+                                       const cluster::Applied& applied) {
   const auto expected = expected_for(command, index);
   if (expected != applied.responses) {
     fail("model-agreement", fmt::format("index {} ({}): the lock table answered {}; the sequential model answers {}",
                                         index, cluster::describe(command), show(applied.responses), show(expected)));
-    return;
   }
-  for (const auto& out : applied.responses) record_answer(out, command, index, now);
 }
 
 std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& command, raft::Index index) {
@@ -246,37 +276,6 @@ std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& comma
   return outs;
 }
 
-void ClusterChecker::record_answer(const Outbound& out, const cluster::Command& command, raft::Index index, TimeMs now) {
-  const auto& r = out.response;
-  if (r.kind == ResponseKind::released) {
-    auto found = last_grant_.find(r.key);
-    if (found != last_grant_.end() && found->second.token == r.token) found->second.released = true;
-    return;
-  }
-  if (r.kind != ResponseKind::granted) return;
-  const auto session = owner_session(r.owner);
-  if (!session) return;
-  const auto& si = info(*session);
-  if (si.answered_at != index) return;  // a retry told of an earlier grant
-  if (r.token <= max_granted_) {
-    fail("tokens", fmt::format("index {} ({}) granted token {}; token {} was already granted at a lower index", index,
-                               cluster::describe(command), r.token.value, max_granted_.value));
-    return;
-  }
-  max_granted_ = r.token;
-  const auto two_s = DurationMs{2 * skew_bound_ms_.value};
-  auto& last = last_grant_[r.key];
-  if (last.token.value != 0 && !last.released && now + two_s < last.counted_end) {
-    fail("lease-safety",
-         fmt::format("key `{}`: token {} granted to `{}` at {} ms (global), but the previous holder `{}` (token {}) "
-                     "counts its lease to {} ms and did not release: an overlap of {} ms, the bound 2*S is {} ms",
-                     r.key, r.token.value, r.owner, now.value, session_owner(last.session), last.token.value,
-                     last.counted_end.value, (last.counted_end - now).value, two_s.value));
-    return;
-  }
-  last = Grant{r.token, *session, si.first_sent + si.lease_ms, false};
-}
-
 void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) {
   // Sessions at or below highest - window are stale from now on, whatever
   // was recorded of them; keep one window more for the messages.
@@ -318,13 +317,14 @@ bool ClusterChecker::on_response(cluster::Session outstanding, bool outstanding_
   return true;
 }
 
-void ClusterChecker::compare_final(const cluster::LockMachine& machine) {
+void ClusterChecker::compare_final(raft::NodeId node, const cluster::LockMachine& machine) {
   if (machine.applied() != model_index_) return;
   const auto ours = cluster::canonical_table(machine);
   const auto reference = model_.canonical();
   if (ours != reference) {
-    fail("model-agreement", fmt::format("at the end (index {}) the lock table holds\n{}\nthe sequential model holds\n{}",
-                                        model_index_, ours, reference));
+    fail("model-agreement", fmt::format("at the end (index {}) node {}'s lock table holds\n{}\nthe sequential model "
+                                        "holds\n{}",
+                                        model_index_, node, ours, reference));
   }
 }
 

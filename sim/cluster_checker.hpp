@@ -2,26 +2,34 @@
 // and at every response a client receives (CONTRACT.md, "Properties every
 // layer is checked against"; spec/LockCluster.tla's invariants):
 //   replica-agreement  the nodes that applied one log index hold the same
-//                      state of the key it touched, and the same next token
+//                      state of the key it touched, the same next token and
+//                      the same clock
 //   model-agreement    the first application of every entry answers what
 //                      the sequential cluster model (model/cluster_model)
 //                      answers to the same command, a retry what its session
-//                      first got, each to the connection the client last used
+//                      first got, each to the connection the client last used;
+//                      at the end, a node that applied every entry holds the
+//                      model's table
 //   linearizability    every answer a client receives is its request's answer
 //                      at the request's log position, and only once that
-//                      position committed and applied: the log order is a
+//                      position was applied: the log order is a
 //                      linearization, checked against the model
-//   tokens             tokens granted increase with the log index, across
-//                      leader changes, so no two grants share one
+//   tokens             a grant's token is above every token granted at a lower
+//                      log index, on any key and across leader changes, so no
+//                      two grants share one
 //   fifo               a hand-off grants the oldest waiter not yet due
 //   no-lost-grant      a grant ends only by a Release or an Expire of its token
 //   expire-valid       an Expire ends a grant only with its token and only at
 //                      or after its expiry on the proposing leader's clock
-//   lease-safety       a key's next grant commits no earlier than 2·S before
-//                      the lease end the previous holder counts from its send
-//                      time, unless it released (S: the configured skew bound)
-//   deadline-heap      a leader's heap holds every deadline of its applied
-//                      state (checked on the leader's ticks)
+//   lease-safety       a key's next grant is first applied no earlier than 2·S
+//                      before the lease end the previous holder counts from its
+//                      first send, unless it released (S: the configured skew
+//                      bound; spec/README.md, "Lease safety: the bound")
+// The rule checkers judge the table's own state before and after each apply,
+// before the model's answers are compared: a bug that bends one rule is
+// reported by that rule's checker first, and model-agreement catches what no
+// rule names. deadline-heap (a leader's heap holds every deadline of its
+// applied state) is checked by sim/cluster_sim.cpp on the leader's ticks.
 // Violations go to the Raft checker's list, so one run has one verdict.
 #pragma once
 
@@ -61,9 +69,9 @@ class ClusterChecker {
   // for `outstanding`; returns true when it answers that request.
   bool on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
                    const Response& response, TimeMs now);
-  // At the end: the model's whole table against a node that applied the
-  // same prefix.
-  void compare_final(const cluster::LockMachine& machine);
+  // At the end: the model's whole table against a node's, if that node
+  // applied the same prefix (else nothing is compared).
+  void compare_final(raft::NodeId node, const cluster::LockMachine& machine);
 
   raft::Index model_index() const { return model_index_; }
   std::uint64_t expires_applied() const { return expires_applied_; }
@@ -89,18 +97,33 @@ class ClusterChecker {
   };
   struct Grant {
     Token token;
-    cluster::Session session;
+    std::string owner;
     TimeMs counted_end{0};  // the holder's lease end, counted from its first send
     bool released = false;
   };
 
+  // One node's apply of one command that touches `key`.
+  struct Apply {
+    raft::NodeId node;
+    raft::Index index;
+    const cluster::Command& command;
+    const std::string& key;
+    bool first;  // the first node to apply this index
+    TimeMs now;  // global time
+  };
+
   void fail(const char* checker, std::string what);
   std::uint64_t key_digest(const cluster::LockMachine& machine, const std::string& key) const;
-  // The first application of an entry: feeds the model, compares answers.
-  void first_application(const cluster::Command& command, raft::Index index, const cluster::Applied& applied,
-                         TimeMs now);
+  // replica-agreement; false when it failed.
+  bool agrees_with_first(const Apply& apply, const cluster::LockMachine& machine);
+  // expire-valid, no-lost-grant, fifo on every node; tokens and
+  // lease-safety on a grant's first application.
+  void check_transition(const Apply& apply, const KeyBefore& before, const cluster::LockMachine& machine,
+                        const cluster::Applied& applied);
+  void check_grant(const Apply& apply, const cluster::LockMachine::KeyState& granted);
+  // model-agreement: the first application of an entry against the model.
+  void first_application(const cluster::Command& command, raft::Index index, const cluster::Applied& applied);
   std::vector<Outbound> expected_for(const cluster::Command& command, raft::Index index);
-  void record_answer(const Outbound& out, const cluster::Command& command, raft::Index index, TimeMs now);
   SessionInfo& info(cluster::Session session) { return sessions_[session]; }
   void trim_sessions(std::uint64_t client, std::uint64_t sequence);
 

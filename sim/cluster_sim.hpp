@@ -10,7 +10,7 @@
 // [0, 2·skew_bound_ms] (offset, drift and jumps are drawn inside that), so
 // two clocks differ by at most 2·S, and the lease-safety checker allows
 // exactly the overlap that bound gives (spec/README.md, "Lease safety: the
-// bound"). skew_beyond_bound draws clock errors up to 8·S instead: the
+// bound"). skew_beyond_bound draws clock offsets up to 20·S instead: the
 // checker, which still assumes S, must then see violations.
 #pragma once
 
@@ -60,6 +60,9 @@ ClusterSimParams cluster_default_params(std::uint64_t seed, std::uint32_t nodes)
 // Every fault rate and workload shape drawn from the seed.
 ClusterSimParams cluster_swarm_params(std::uint64_t seed, std::uint32_t nodes);
 std::string describe(const ClusterSimParams& params);
+// The liveness phase's length: long enough for every request to be answered
+// and every lease to end after the heal, and for Raft's own catch-up.
+DurationMs cluster_liveness_ms(const ClusterSimParams& params);
 
 struct ClusterLockStats {
   std::uint64_t requests = 0;   // distinct requests (sessions)
@@ -77,6 +80,10 @@ struct ClusterRunResult {
   ClusterLockStats lock;
 };
 
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params);
+class ClusterTimelineRecorder;
+
+// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp);
+// recording only watches, so the run is the same.
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr);
 
 }  // namespace lockstep::sim

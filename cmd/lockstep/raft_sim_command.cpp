@@ -5,6 +5,8 @@
 // seconds per wall second, as the lock simulator's), and exits 1 on any
 // violation, printing each failing seed with the command that reproduces it.
 #include <chrono>
+#include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "impl/cluster/bugs.hpp"
 #include "sim/cluster_sim.hpp"
+#include "sim/cluster_timeline.hpp"
 #include "sim/raft_sim.hpp"
 
 namespace lockstep::cli {
@@ -78,25 +81,41 @@ int run_raft_sim(const RaftSimOptions& o) {
     print_bugs();
     return 2;
   }
+  if (!o.timeline.empty() && !o.cluster) {
+    fmt::print(stderr, "sim: --timeline draws the lock service: --mode lock or --mode cluster\n");
+    return 2;
+  }
+  if (!o.timeline.empty() && o.first_seed != o.last_seed) {
+    fmt::print(stderr, "sim: --timeline draws one seed; use --seed N\n");
+    return 2;
+  }
   sim::RaftSimStats totals;
   sim::ClusterLockStats lock_totals;
   std::uint64_t seeds = 0, failed = 0, violations = 0, simulated_ms = 0;
   const auto start = std::chrono::steady_clock::now();
   // One seed's run: the register's, or the lock cluster's with its figures.
-  const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock) {
+  const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock,
+                            sim::ClusterTimelineRecorder* timeline = nullptr) {
     if (!o.cluster) {
       auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
       if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
       params.raft.bug = *bug;
       return sim::run_raft_simulation(params);
     }
-    auto result = sim::run_cluster_simulation(cluster_params(o, seed));
+    auto result = sim::run_cluster_simulation(cluster_params(o, seed), timeline);
     if (lock != nullptr) *lock = result.lock;
     return result.raft;
   };
   for (std::uint64_t seed = o.first_seed; seed <= o.last_seed; ++seed) {
     sim::ClusterLockStats lock;
-    auto r = run_seed(seed, &lock);
+    std::unique_ptr<sim::ClusterTimelineRecorder> timeline;
+    if (!o.timeline.empty()) timeline = std::make_unique<sim::ClusterTimelineRecorder>(o.nodes);
+    auto r = run_seed(seed, &lock, timeline.get());
+    if (timeline) {
+      std::ofstream svg(o.timeline, std::ios::binary);
+      svg << sim::render_cluster_svg(*timeline, cluster_params(o, seed), r.stats.simulated_until);
+      if (!svg) fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+    }
     if (o.check_determinism) {
       const auto again = run_seed(seed, nullptr);
       if (again.event_hash != r.event_hash || again.stats.events != r.stats.events) {

@@ -383,7 +383,9 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--duration-ms", options->duration_ms, "simulated time during which requests are sent (a drain follows)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   command->add_option("--trace", options->trace, "write the run as NDJSON (schema: sim/TRACE.md)");
-  command->add_option("--timeline", options->timeline, "draw per-key ownership over time as SVG");
+  command->add_option("--timeline", options->timeline,
+                      "draw per-key ownership over time as SVG (one seed; --mode cluster also draws the leader per "
+                      "term and the Expire commits)");
   command->add_flag("--check-determinism", options->check_determinism, "run each seed twice and compare the event hashes");
   command->add_option("--inject-bug", options->bug, "an engine bug from the catalogue, or restart-forgets-tokens")
       ->capture_default_str();

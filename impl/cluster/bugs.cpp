@@ -13,6 +13,18 @@ constexpr std::array catalogue{
                           "a new leader keeps its old deadline heap, so deadlines applied while it followed never fire"},
     ClusterBugDescription{ClusterBug::session_reapply, "session-reapply",
                           "a retried Acquire is applied a second time instead of answered from its session"},
+    ClusterBugDescription{ClusterBug::token_per_key, "token-per-key",
+                          "each key counts its own tokens, so tokens repeat across keys and when a key comes back"},
+    ClusterBugDescription{ClusterBug::lifo_expire_handoff, "lifo-expire-handoff",
+                          "an Expire hands the key to the newest waiter instead of the oldest"},
+    ClusterBugDescription{ClusterBug::stale_release, "stale-release",
+                          "a Release with an earlier token of the key frees it from its current holder"},
+    ClusterBugDescription{ClusterBug::restore_forgets_sessions, "restore-forgets-sessions",
+                          "a node restored from a snapshot forgets the sessions, so it applies again a retry that the "
+                          "others answer from the session"},
+    ClusterBugDescription{ClusterBug::answer_before_commit, "answer-before-commit",
+                          "the leader grants a key its table shows free as soon as it proposes the Acquire, before "
+                          "the entry commits"},
 };
 
 }  // namespace

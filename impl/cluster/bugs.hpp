@@ -1,8 +1,10 @@
 // Bugs that can be injected into the cluster's lock table and deadline heap,
-// so that each checker can be shown to catch the cluster rule it guards
-// (STYLE.md, "One catalogue of bugs"). Kept apart from impl/bugs.hpp as the
-// Raft bugs are: the simple-mode catalogue is what every simple-mode checker
-// must catch, and these rules do not exist in simple mode. A correct cluster
+// and into the node that serves clients in front of them, so that each
+// checker can be shown to catch the cluster rule it guards (STYLE.md, "One
+// catalogue of bugs"). Kept apart from impl/bugs.hpp as the Raft bugs are:
+// the simple-mode catalogue is what every simple-mode checker must catch,
+// and these rules do not exist in simple mode (token-per-key and
+// stale-release are named after their simple-mode twins). A correct cluster
 // runs with ClusterBug::none.
 #pragma once
 
@@ -17,6 +19,12 @@ enum class ClusterBug {
   expire_without_token_check,  // Expire(key, token) applies whatever the holder's token
   heap_not_rebuilt,            // a new leader keeps the heap it had instead of rebuilding it
   session_reapply,             // a retried Acquire is applied again instead of answered from the session
+  token_per_key,               // each key counts its own tokens instead of the table's one counter
+  lifo_expire_handoff,         // an Expire hands the key to the newest waiter, not the oldest
+  stale_release,               // a Release with an earlier token of the key frees it too
+  restore_forgets_sessions,    // a snapshot is restored without its session table
+  answer_before_commit,        // the leader answers an Acquire of a free key before it commits (the node's
+                               // request handling: sim/cluster_sim.cpp plays the node)
 };
 
 struct ClusterBugDescription {

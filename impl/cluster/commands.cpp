@@ -141,6 +141,14 @@ TimeMs stamped_time(const Command& command) {
   return std::visit([](const auto& c) { return c.now; }, command);
 }
 
+const std::string* command_key(const Command& command) {
+  if (const auto* a = std::get_if<Acquire>(&command)) return &a->key;
+  if (const auto* r = std::get_if<Release>(&command)) return &r->key;
+  if (const auto* e = std::get_if<Expire>(&command)) return &e->key;
+  if (const auto* t = std::get_if<Timeout>(&command)) return &t->key;
+  return nullptr;
+}
+
 std::string encode(const Command& command) {
   ByteWriter w;
   w.u8(command_format_version);

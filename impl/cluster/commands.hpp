@@ -91,6 +91,9 @@ struct Close {
 using Command = std::variant<Acquire, Release, Expire, Timeout, Close>;
 
 TimeMs stamped_time(const Command& command);
+// The key a command acts on, or nullptr for Close (which acts on every key
+// its connection waits on).
+const std::string* command_key(const Command& command);
 
 std::string encode(const Command& command);
 

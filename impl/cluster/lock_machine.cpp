@@ -156,7 +156,10 @@ void LockMachine::release(const Release& command, raft::Index index, Applied& ap
       break;
   }
   const auto found = keys_.find(command.key);
-  if (found == keys_.end() || found->second.token != command.token) {
+  // The stale-release bug also takes an earlier token of the key.
+  const bool stale_accepted =
+      bug(ClusterBug::stale_release) && found != keys_.end() && command.token < found->second.token;
+  if (found == keys_.end() || (found->second.token != command.token && !stale_accepted)) {
     // CONTRACT 7: another token, or no such key: N, nothing changes.
     auto response = Response::not_held(command.token, command.key);
     applied.responses.push_back({command.connection, response});
@@ -177,7 +180,7 @@ void LockMachine::expire(const Expire& command, Applied& applied) {
   // The token check is what makes a late or repeated Expire harmless: the
   // key may have been released and granted again since it was proposed.
   if (found->second.token != command.token && !bug(ClusterBug::expire_without_token_check)) return;
-  hand_on(command.key, applied);
+  hand_on(command.key, applied, bug(ClusterBug::lifo_expire_handoff));
 }
 
 void LockMachine::timeout(const Timeout& command, Applied& applied) {
@@ -212,17 +215,18 @@ void LockMachine::close(const Close& command) {
 void LockMachine::grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
                         ConnectionId connection, Applied& applied) {
   state.owner.assign(owner);
-  state.token = issue_token();
+  // The token-per-key bug counts from the key's last token (0 for a new key).
+  state.token = bug(ClusterBug::token_per_key) ? Token{state.token.value + 1} : issue_token();
   state.granted_at = clock_;
   state.expiry = clock_ + lease_ms;
   applied.responses.push_back({connection, Response::granted(state.token, owner, key)});
   applied.deadlines.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
 }
 
-void LockMachine::hand_on(const std::string& key, Applied& applied) {
+void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_first) {
   KeyState& state = keys_.at(key);
   while (!state.queue.empty()) {
-    const Waiter& head = state.queue.begin()->second;
+    const Waiter& head = newest_first ? state.queue.rbegin()->second : state.queue.begin()->second;
     const WaiterId id = head.id;
     if (head.deadline <= clock_) {
       // Past its deadline (its Timeout not yet applied): T, never a grant.
@@ -361,6 +365,7 @@ void LockMachine::restore(const raft::Snapshot& snapshot) {
     fresh.keys_.emplace(std::move(key), std::move(state));
   }
   fresh.sessions_ = SessionTable::read(r, config_.sessions);
+  if (bug(ClusterBug::restore_forgets_sessions)) fresh.sessions_ = SessionTable(config_.sessions);
   if (!r.failed() && !r.at_end()) r.fail("trailing bytes");
   if (!r.failed() && fresh.applied_ != snapshot.index) r.fail("snapshot index disagrees with its bytes");
   if (r.failed()) throw std::invalid_argument("bad lock table snapshot: " + r.reason());
@@ -383,10 +388,14 @@ void LockMachine::check_invariants() const {
   for (const auto& [key, state] : keys_) {
     LOCKSTEP_ASSERT(is_valid_name(key));
     LOCKSTEP_ASSERT(is_valid_name(state.owner));
-    // Tokens: positive, issued from the one counter, one per key.
+    // Tokens: positive, issued from the one counter, one per key (which
+    // the token-per-key bug breaks on purpose: the simulator's checker, not
+    // this assertion, is what must catch it).
     LOCKSTEP_ASSERT(state.token >= config_.first_token);
-    LOCKSTEP_ASSERT(state.token < next_token_);
-    LOCKSTEP_ASSERT(tokens.insert(state.token).second);
+    if (!bug(ClusterBug::token_per_key)) {
+      LOCKSTEP_ASSERT(state.token < next_token_);
+      LOCKSTEP_ASSERT(tokens.insert(state.token).second);
+    }
     LOCKSTEP_ASSERT(state.granted_at <= clock_);
     LOCKSTEP_ASSERT(state.expiry > state.granted_at);
     LOCKSTEP_ASSERT(state.queue.size() <= config_.limits.max_waiters_per_key);

@@ -158,8 +158,9 @@ class LockMachine final : public raft::StateMachine {
   void grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
              ConnectionId connection, Applied& applied);
   // The holder's lock ends: the next waiter still within its deadline gets
-  // the key, or the key is deleted.
-  void hand_on(const std::string& key, Applied& applied);
+  // the key, or the key is deleted. `newest_first` is the
+  // lifo-expire-handoff bug's order.
+  void hand_on(const std::string& key, Applied& applied, bool newest_first = false);
   void remove_waiter(KeyState& state, WaiterId waiter);
   void move_waiter(WaiterId waiter, ConnectionId connection);
   Token issue_token();

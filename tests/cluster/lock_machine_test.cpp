@@ -243,8 +243,65 @@ TEST(LockMachineBugs, SessionReapplyQueuesARetryTwice) {
   }
 }
 
+TEST(LockMachineBugs, TokenPerKeyRepeatsATokenOnAnotherKeyAndOnAKeyThatComesBack) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::token_per_key}) {
+    Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+    d.run(acquire(1, 1, 1, "a", "alice", 100, 0, 0));
+    EXPECT_EQ(d.run(acquire(2, 1, 2, "b", "bob", 100, 0, 1)),
+              bug == ClusterBug::none ? "c2 A 2 bob b" : "c2 A 1 bob b");
+    d.run(release(1, 2, 1, "a", 1, 2));
+    EXPECT_EQ(d.run(acquire(3, 1, 3, "a", "carol", 100, 0, 3)),
+              bug == ClusterBug::none ? "c3 A 3 carol a" : "c3 A 1 carol a");
+  }
+}
+
+// alice holds k; bob, then carol, wait for it.
+Driven two_waiting(ClusterBug bug) {
+  Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 70, 1000, 10));
+  d.run(acquire(3, 1, 3, "k", "carol", 70, 1000, 20));
+  return d;
+}
+
+TEST(LockMachineBugs, LifoExpireHandoffServesTheNewestWaiter) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::lifo_expire_handoff}) {
+    Driven d = two_waiting(bug);
+    EXPECT_EQ(d.run(Expire{"k", Token{1}, TimeMs{100}}),
+              bug == ClusterBug::none ? "c2 A 2 bob k" : "c3 A 2 carol k");
+  }
+  // A release still hands on in queue order: the bug is on the Expire path.
+  Driven d = two_waiting(ClusterBug::lifo_expire_handoff);
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 30)), "c1 R 1 k; c2 A 2 bob k");
+}
+
+TEST(LockMachineBugs, StaleReleaseFreesTheKeyFromItsHolder) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::stale_release}) {
+    Driven d({Limits{}, SessionLimits{}, Token{1}, bug});
+    d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+    d.run(release(1, 2, 1, "k", 1, 10));
+    d.run(acquire(2, 1, 2, "k", "bob", 100, 0, 20));
+    // alice releases again with her old token, while bob holds k.
+    EXPECT_EQ(d.run(release(1, 3, 1, "k", 1, 30)), bug == ClusterBug::none ? "c1 N 1 k" : "c1 R 1 k");
+    EXPECT_EQ(d.machine.keys().contains("k"), bug == ClusterBug::none) << cluster_bug_name(bug);
+  }
+}
+
+TEST(LockMachineBugs, RestoreForgetsSessionsAppliesARetryAgain) {
+  for (const auto bug : {ClusterBug::none, ClusterBug::restore_forgets_sessions}) {
+    Driven original({Limits{}, SessionLimits{}, Token{1}, bug});
+    original.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+    Driven copy({Limits{}, SessionLimits{}, Token{1}, bug});
+    copy.machine.restore(raft::Snapshot{original.index, 1, original.machine.snapshot_through(original.index)});
+    copy.index = original.index;
+    // alice's retry: answered from her session, or applied again as new.
+    EXPECT_EQ(copy.run(acquire(1, 1, 1, "k", "alice", 100, 0, 5)),
+              bug == ClusterBug::none ? "c1 A 1 alice k" : "c1 T alice k");
+  }
+}
+
 TEST(ClusterBugCatalogue, NamesRoundTrip) {
-  EXPECT_EQ(cluster_bug_catalogue().size(), 3u);
+  EXPECT_EQ(cluster_bug_catalogue().size(), 8u);
   for (const auto& entry : cluster_bug_catalogue()) {
     EXPECT_EQ(cluster_bug_from_name(entry.name), entry.bug);
     EXPECT_EQ(cluster_bug_name(entry.bug), entry.name);
