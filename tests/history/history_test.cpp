@@ -22,7 +22,11 @@ class Recorder {
   }
   Recorder& connect(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::connect, conn, ""); }
   Recorder& send(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::send, conn, line); }
-  Recorder& recv(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::recv, conn, line); }
+  Recorder& recv(std::uint32_t conn, std::int64_t us, const std::string& line, std::int64_t after_us = -1) {
+    add(us, EventKind::recv, conn, line);
+    history_.events.back().after_us = after_us;
+    return *this;
+  }
   Recorder& close(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::close, conn, ""); }
   Recorder& down(std::int64_t us) { return add(us, EventKind::down, 0, ""); }
   Recorder& up(std::int64_t us) { return add(us, EventKind::up, 0, ""); }
@@ -84,6 +88,22 @@ TEST(HistoryChecker, TimeoutWithinTheGridOfTheDeadlineConforms) {
   r.recv(2, 101'900, "T bob k");
   r.close(1, 600'000).close(2, 600'000);
   EXPECT_EQ(r.check().verdict, Verdict::conforms);
+}
+
+TEST(HistoryChecker, ALateReadIsNotALateAnswerWhenTheConnectionWasLastFoundEmptyInTime) {
+  // bob's `T` is due at about 102 ms; the tester reads it at 180 ms, 78 ms
+  // late with a tolerance of 10 ms. Read alone, that is a late answer. With
+  // after_us = 101 ms (the tester last found the connection empty then and
+  // was not scheduled again until 180 ms), it may have arrived on time.
+  for (const std::int64_t after_us : {std::int64_t{-1}, std::int64_t{101'000}}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+    r.send(2, 2'400, "A k bob 5000 100").send(2, 2'410, "R k 999").recv(2, 2'450, "N 999 k");
+    r.recv(2, 180'000, "T bob k", after_us);
+    r.close(1, 600'000).close(2, 600'000);
+    EXPECT_EQ(r.check().verdict, after_us < 0 ? Verdict::violation : Verdict::conforms) << "after_us " << after_us;
+  }
 }
 
 TEST(HistoryChecker, MissingTimeoutIsAViolation) {
@@ -187,6 +207,23 @@ TEST(HistoryFormat, RoundTripsAndRefusesDamage) {
   ASSERT_TRUE(std::holds_alternative<History>(read));
   EXPECT_EQ(std::get<History>(read).events.size(), 4u);
   EXPECT_EQ(std::get<History>(read).events[1].line, "A k alice 5 0");
+  // Lines with escapes, one the fast reader takes (quotes, backslash, tab)
+  // and one it leaves to the general reader (a control byte written \u0001),
+  // and after_us, read back exactly.
+  Recorder odd;
+  odd.connect(1, 0).send(1, 10, "A \"k\\ x\t 5 0").send(1, 11, std::string("A k\x01 o 5 0")).recv(1, 20, "E bad", 15);
+  std::stringstream odd_text;
+  write_history(odd_text, odd.history());
+  auto odd_read = read_history(odd_text);
+  ASSERT_TRUE(std::holds_alternative<History>(odd_read));
+  const auto& events = std::get<History>(odd_read).events;
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].line, "A \"k\\ x\t 5 0");
+  EXPECT_EQ(events[2].line, std::string("A k\x01 o 5 0"));
+  EXPECT_EQ(events[3].after_us, 15);
+  EXPECT_EQ(events[1].after_us, -1);
+  std::stringstream late_after(header_line(Header{}) + "\n{\"t_us\":5,\"ev\":\"recv\",\"conn\":1,\"line\":\"N 1 k\",\"after_us\":6}\n");
+  EXPECT_TRUE(std::holds_alternative<ReadError>(read_history(late_after)));  // after_us above t_us
   std::stringstream wrong_schema("{\"schema\":\"other/9\"}\n");
   EXPECT_TRUE(std::holds_alternative<ReadError>(read_history(wrong_schema)));
   std::stringstream backwards(header_line(Header{}) + "\n{\"t_us\":5,\"ev\":\"up\"}\n{\"t_us\":4,\"ev\":\"up\"}\n");
