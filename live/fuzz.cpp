@@ -273,9 +273,16 @@ class Fuzzer {
       send(conn, std::string(options_.limits.max_line_bytes + 8, 'x'));
       return;
     }
-    static const char* const lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A  k0 o 1 1", "R k0 0",
-                                        "A k0 o 1 1 1", ""};
-    std::string line = lines[rng_.below(std::size(lines))];
+    // Malformed by CONTRACT.md's words: fields missing or extra, an unknown
+    // request, a number that is not one, a lease of 0.
+    static const char* const contract_lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A k0 o 1 1 1"};
+    // Malformed by this project's stricter reading (README, "Where the
+    // contract's choices are encoded").
+    static const char* const strict_lines[] = {"A  k0 o 1 1", "R k0 0", ""};
+    const auto total = std::size(contract_lines) + (options_.strict_syntax ? std::size(strict_lines) : 0);
+    const auto pick = rng_.below(total);
+    std::string line = pick < std::size(contract_lines) ? contract_lines[pick]
+                                                         : strict_lines[pick - std::size(contract_lines)];
     if (rng_.chance(0.2)) line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
     send(conn, line);
   }

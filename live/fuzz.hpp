@@ -30,6 +30,10 @@ struct FuzzOptions {
   std::int64_t tolerance_ms = 50;
   double restart_every_s = 0;  // 0: never (needs command)
   double mean_gap_ms = 0;      // between one client's requests; 0: from clients and keys
+  // Also send lines that only this project's strict reading of the wire
+  // syntax calls malformed (two spaces, token 0, an empty line): off by
+  // default, so a server that reads them leniently is not reported.
+  bool strict_syntax = false;
 };
 
 struct FuzzRun {

@@ -32,7 +32,7 @@ struct Outputs {
 void add_output_options(CLI::App& command, Outputs& outputs) {
   command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run");
   command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
-  command.add_option("--budget-states", outputs.budget_states, "states the search may expand before saying unknown")
+  command.add_option("--budget-states", outputs.budget_states, "configurations the checker may step before saying unknown")
       ->capture_default_str();
   command.add_option("--vectors", outputs.vectors_dir,
                      "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`");
@@ -206,6 +206,8 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   fuzz->add_option("--mean-gap-ms", options->fuzz.mean_gap_ms,
                    "mean time between one client's requests (0: from --clients)")
       ->capture_default_str();
+  fuzz->add_flag("--strict-syntax", options->fuzz.strict_syntax,
+                 "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
   fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here");
   add_output_options(*fuzz, options->outputs);
   fuzz->callback([options, &run] { run = [options] { return run_fuzz_command(*options); }; });

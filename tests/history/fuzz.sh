@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One black-box fuzzing run of our own server, started by the fuzzer.
-#   fuzz.sh LOCKSTEP EXPECT SECONDS SEED [BUG] [RESTART_EVERY_S]
+#   fuzz.sh LOCKSTEP EXPECT SECONDS SEED [BUG] [RESTART_EVERY_S] [FUZZ_OPTION...]
 # EXPECT is "violation": the bug must be reported (exit 1) within 30 s of
 # fuzzing in all, by runs of SECONDS from seed SEED on (a run whose search
 # ran out of budget, exit 2, decides nothing and the next seed runs); or
@@ -8,10 +8,12 @@
 # is a false alarm, exit 2 a checker that could not decide).
 set -uo pipefail
 lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none} restart=${6:-0}
+shift $(( $# < 6 ? $# : 6 ))
+extra=("$@")
 template="$lockstep serve --quiet --port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --state-file {state_file} --inject-bug $bug"
 run() {
   out=$("$lockstep" fuzz --exec "$template" --duration-s "$seconds" --seed "$1" --restart-every-s "$restart" \
-        --budget-states 3000000 2>&1)
+        --budget-states 3000000 "${extra[@]}" 2>&1)
   code=$?
   echo "$out" | grep -v '^  ' | tail -12
 }
