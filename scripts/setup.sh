@@ -9,6 +9,7 @@ packages=(
   googletest libgtest-dev librapidcheck-dev
   libhiredis-dev redis-server
   chromium  # headless, renders the HTML report in tests/report
+  python3   # tests/history/other_server.py, a second server the fuzzer is tested against
 )
 
 missing=()

@@ -10,7 +10,14 @@ set -uo pipefail
 lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none} restart=${6:-0}
 shift $(( $# < 6 ? $# : 6 ))
 extra=("$@")
-template="$lockstep serve --quiet --port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --state-file {state_file} --inject-bug $bug"
+limits="--port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
+# OTHER_SERVER names tests/history/other_server.py: the server under test is
+# then that one (with its own bug switch), not ours.
+if [ -n "${OTHER_SERVER:-}" ]; then
+  template="python3 $OTHER_SERVER $limits --bug $bug ${OTHER_SERVER_OPTIONS:-}"
+else
+  template="$lockstep serve --quiet $limits --state-file {state_file} --inject-bug $bug"
+fi
 run() {
   out=$("$lockstep" fuzz --exec "$template" --duration-s "$seconds" --seed "$1" --restart-every-s "$restart" \
         --budget-states 3000000 "${extra[@]}" 2>&1)
