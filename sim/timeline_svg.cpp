@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "model/markup.hpp"
+
 namespace lockstep::sim {
 
 namespace svg {
@@ -43,19 +45,6 @@ std::uint32_t key_number(const std::string& key) {
 
 }  // namespace
 
-std::string escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string mark_shape(std::string_view kind, double x, double y) {
   const auto cls = fmt::format("mark {}", kind);
@@ -88,7 +77,7 @@ double TimelineCanvas::x_of(TimeMs t) const {
 
 void TimelineCanvas::title(std::string_view text) {
   fmt::format_to(std::back_inserter(body_), R"(<text x="{}" y="18" font-size="13">{}</text>)" "\n", left_px,
-                 escape(text));
+                 escape_markup(text));
 }
 
 void TimelineCanvas::axis() {
@@ -110,13 +99,13 @@ void TimelineCanvas::instant(std::string_view css_class, TimeMs at, double y0, d
   if (tip.empty()) {
     under_ += "/>\n";
   } else {
-    fmt::format_to(out, "><title>{}</title></line>\n", escape(tip));
+    fmt::format_to(out, "><title>{}</title></line>\n", escape_markup(tip));
   }
 }
 
 void TimelineCanvas::row_label(double top, std::string_view text) {
   fmt::format_to(std::back_inserter(body_), R"(<text class="key" x="8" y="{:.1f}">{}</text>)" "\n", top + 14,
-                 escape(text));
+                 escape_markup(text));
 }
 
 void TimelineCanvas::bar(std::string_view css_class, TimeMs start, TimeMs end, double top, double height,
@@ -125,10 +114,10 @@ void TimelineCanvas::bar(std::string_view css_class, TimeMs start, TimeMs end, d
   const double x1 = std::max(x_of(end), x0 + 1);
   fmt::format_to(std::back_inserter(body_),
                  R"(<rect class="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{}"><title>{}</title></rect>)" "\n",
-                 css_class, x0, top, x1 - x0, height, escape(tip));
+                 css_class, x0, top, x1 - x0, height, escape_markup(tip));
   if (!label.empty() && x1 - x0 > 8 + 6.2 * static_cast<double>(label.size())) {
     fmt::format_to(std::back_inserter(body_), R"(<text class="holder" x="{:.1f}" y="{:.1f}">{}</text>)" "\n", x0 + 6,
-                   top + height - 5, escape(label));
+                   top + height - 5, escape_markup(label));
   }
 }
 
@@ -195,7 +184,7 @@ void TimelineCanvas::legend_row() {
 void TimelineCanvas::legend(const std::string& shape, std::string_view text) {
   body_ += shape + "\n";
   fmt::format_to(std::back_inserter(body_), R"(<text x="{:.1f}" y="{:.1f}">{}</text>)" "\n", legend_x_ + 12,
-                 legend_y_ + 4, escape(text));
+                 legend_y_ + 4, escape_markup(text));
   legend_x_ += 30 + 6.2 * static_cast<double>(text.size());
 }
 

@@ -17,8 +17,6 @@
 
 namespace lockstep::sim::svg {
 
-// Text made safe inside an SVG element or attribute.
-std::string escape(std::string_view text);
 
 // The shape of a mark of `kind` (grant, handoff, sweep-handoff, takeover,
 // timeout, sweep, expire-handoff, expire-delete) at (x, y): the top of a

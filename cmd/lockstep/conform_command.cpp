@@ -98,7 +98,7 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
-std::string xml_text(std::string_view text) { return history::escape_markup(valid_utf8(text)); }
+std::string xml_text(std::string_view text) { return escape_markup(valid_utf8(text)); }
 
 // JUnit XML as CI systems read it (Jenkins, GitLab, GitHub reporters): one
 // test case per vector file, classname lockstep.conform and the path as its

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/history/checker.hpp"
+#include "model/markup.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::history {
@@ -18,7 +19,5 @@ std::string html_report(const History& history, const CheckResult& result);
 bool write_junit(const History& history, const CheckResult& result, const std::string& suite, const std::string& path);
 std::string junit_xml(const History& history, const CheckResult& result, const std::string& suite);
 
-// XML and HTML text escaping (&, <, >, ", ').
-std::string escape_markup(std::string_view text);
 
 }  // namespace lockstep::history

@@ -1,0 +1,13 @@
+// Text made safe inside XML and HTML (the SVG timelines, the HTML report,
+// JUnit files): the five special characters become entities, and control
+// bytes other than newline and tab, which XML forbids, become '?'.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace lockstep {
+
+std::string escape_markup(std::string_view text);
+
+}  // namespace lockstep
