@@ -10,6 +10,7 @@ packages=(
   libhiredis-dev redis-server
   chromium  # headless, renders the HTML report in tests/report
   python3   # tests/history/other_server.py, a second server the fuzzer is tested against
+  clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
 )
 
 missing=()
