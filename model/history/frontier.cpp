@@ -659,6 +659,7 @@ void Frontier::bulk_sweep(Config c, std::int64_t first, std::int64_t last, Confi
 // sets (exact); then those equal but for touching instant intervals become
 // one box.
 void Frontier::merge(Configs& configs) const {
+  if (configs.size() < 2) return;
   std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
   index.reserve(configs.size() * 2);
   Configs kept;
@@ -805,7 +806,12 @@ KeyVerdict Frontier::run() {
     due.reserve(frontier.size());
     for (auto& c : frontier) fire_timeouts(std::move(c), 0, at, due);
     Configs after;
-    expanded_.clear();
+    // clear() would zero every bucket a busy instant once grew it to.
+    if (expanded_.bucket_count() > 256) {
+      expanded_ = {};
+    } else {
+      expanded_.clear();
+    }
     for (auto& c : due) {
       std::size_t orders = 0;
       inputs(std::move(c), at, after, orders);
