@@ -189,8 +189,10 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
           result.unknown.push_back(fmt::format("key `{}`: undecided with every sweep phase ({})", input.key, alone.why));
           continue;
         }
+        result.violations.push_back(key_finding(history, where.first, input, options.shrink, alone));
+        continue;
       }
-      result.violations.push_back(key_finding(history, where.first, input, options.shrink));
+      result.violations.push_back(key_finding(history, where.first, input, options.shrink, verdict));
       continue;
     }
     shared[where.first] = verdict.phases;

@@ -352,7 +352,13 @@ void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Co
     emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
   }
   if (!waiter_viable(c, request, at)) return;
-  c.queue.push_back(Waiter{request, at, at});
+  // Kept in request order, not queue order: the queue order is what the
+  // waiters' instants allow, decided at each hand-off (hand_off). Two
+  // configurations that differ only in the order of waiters queued at
+  // overlapping instants are then one.
+  c.queue.insert(std::upper_bound(c.queue.begin(), c.queue.end(), request,
+                                  [](std::uint32_t r, const Waiter& w) { return r < w.request; }),
+                 Waiter{request, at, at});
   out.push_back(std::move(c));
 }
 
@@ -412,12 +418,27 @@ void Frontier::release_holder(Config c, std::uint32_t request, std::int64_t at, 
 }
 
 // The head waiter gets the key at `at`, with a new token (FIFO: timeouts due
-// at `at` fired before, so the head is still waiting).
+// at `at` fired before, so every waiter is still waiting). The queue is kept
+// in request order, and the head is any waiter that may have been queued
+// first: no other was certainly queued before it (its whole interval
+// earlier), and none sent before it on its connection is still waiting.
+// Choosing heads this way one hand-off after another always leaves an order
+// of instants inside the intervals (each choice narrows the others: they
+// were queued no earlier than the head), so FIFO is judged exactly.
 void Frontier::hand_off(Config c, std::int64_t at, Configs& out) const {
-  const Waiter head = c.queue.front();
-  LOCKSTEP_ASSERT(head.lo + wait_of(head) > at);
-  c.queue.erase(c.queue.begin());
-  grant(std::move(c), head.request, at, true, out);
+  for (std::size_t h = 0; h < c.queue.size(); ++h) {
+    const Waiter head = c.queue[h];
+    LOCKSTEP_ASSERT(head.lo + wait_of(head) > at);
+    const bool may_be_first = std::none_of(c.queue.begin(), c.queue.end(), [&](const Waiter& other) {
+      return other.hi < head.lo ||
+             (other.request < head.request && conn_of(other.request) == conn_of(head.request));
+    });
+    if (!may_be_first) continue;
+    Config next = c;
+    next.queue.erase(next.queue.begin() + static_cast<std::ptrdiff_t>(h));
+    for (auto& other : next.queue) other.lo = std::max(other.lo, head.lo);
+    grant(std::move(next), head.request, at, true, out);
+  }
 }
 
 // Wait timeouts due at `at` fire in queue order: a waiter whose deadline

@@ -35,7 +35,10 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
   if (it == built.keys.end()) return result;
   const Oracles oracles = make_oracles(built);
   KeyCheckOptions options;
-  options.work_max = 5'000'000;
+  // Prefixes cut connections open, where any answer may still be on its
+  // way: bounded, and an undecided prefix counts as explained.
+  options.work_max = 50'000;
+  options.frontier_max = 2'000;
   options.origin_us = origin_us;
   auto verdict = check_key(it->second, key_oracles(oracles, prefix.header.limits, incarnation, it->second),
                            PhaseSet(prefix.header.limits.sweep_ms.value), options);
@@ -53,7 +56,8 @@ std::string at(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{
 
 namespace {
 
-std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us, std::int32_t unexplained) {
+std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us, std::int32_t unexplained,
+                                  std::int64_t until_us) {
   struct Line {
     std::int64_t us;
     std::string text;
@@ -75,6 +79,7 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
     if (conn.closes) lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} closed", at(conn.end_us, origin_us), conn.id)});
   }
   std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.us < b.us; });
+  std::erase_if(lines, [&](const Line& line) { return line.us >= until_us; });
   std::vector<std::string> out;
   constexpr std::size_t shown_max = 60;
   if (lines.size() > shown_max) {
@@ -87,7 +92,8 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
 
 }  // namespace
 
-Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink) {
+Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
+                    const KeyVerdict& whole) {
   Finding finding;
   finding.check = "key";
   finding.key = input.key;
@@ -103,32 +109,41 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
       if (event.kind == EventKind::down) ++seen;
     }
   }
-  // The shortest failing prefix, by bisection on the cut instant: the
-  // first cut after the last event is the whole history, which fails.
-  std::int64_t good = origin_us, bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
-  Attempt best = attempt(history, incarnation, input.key, bad, origin_us);
-  if (shrink) {
-    for (int round = 0; round < 24 && bad - good > 1000; ++round) {
-      const std::int64_t middle = good + (bad - good) / 2;
-      Attempt tried = attempt(history, incarnation, input.key, middle, origin_us);
-      if (tried.fails) {
-        bad = middle;
-        best = std::move(tried);
-      } else {
-        good = middle;
-      }
+  // The shortest failing prefix, by bisection on the cut instant. The whole
+  // history was explained up to where its last configuration died, so a
+  // prefix cut there (answers still on their way may arrive later) is
+  // explained too: the bisection starts from it. A prefix the checker cannot
+  // decide within its small budget counts as explained (a longer prefix is
+  // kept, never a wrong one); after two of them the bisection stops.
+  std::int64_t good = std::max(origin_us, whole.last_alive_ms * 1000),
+               bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
+  Attempt best;
+  best.fails = true;
+  best.input = input;
+  best.verdict = whole;
+  int undecided = 0;
+  for (int round = 0; shrink && round < 24 && undecided < 2 && bad - good > 1000; ++round) {
+    const std::int64_t middle = good + (bad - good) / 2;
+    Attempt tried = attempt(history, incarnation, input.key, middle, origin_us);
+    if (tried.fails) {
+      bad = middle;
+      best = std::move(tried);
+    } else {
+      good = middle;
+      if (tried.verdict && tried.verdict->outcome == KeyOutcome::undecided) ++undecided;
     }
-  }
-  if (!best.fails) {
-    // The cut history explains itself (cannot happen when the whole does
-    // not, short of a search limit): report the whole key.
-    best.input = input;
   }
   std::int32_t unexplained = -1;
   std::string state_text;
   if (best.verdict) {
     unexplained = best.verdict->unexplained;
     state_text = best.verdict->state;
+  }
+  if (!history.events.empty() && bad > history.events.back().t_us) {
+    // Not shrunk: the story ends where the last configuration died, or at
+    // the response it could not explain.
+    bad = (best.verdict->last_alive_ms + 2) * 1000;
+    if (unexplained >= 0) bad = std::max(bad, best.input.observations[static_cast<std::size_t>(unexplained)].received_us + 1);
   }
   if (unexplained >= 0) {
     const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
@@ -142,7 +157,7 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   }
   finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
                                       input.key, at(bad, origin_us)));
-  for (auto& line : timeline(best.input, origin_us, unexplained)) finding.story.push_back("  " + line);
+  for (auto& line : timeline(best.input, origin_us, unexplained, bad)) finding.story.push_back("  " + line);
   if (best.verdict) {
     finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
                                         best.verdict->explained, best.input.observations.size(), state_text));

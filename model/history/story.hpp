@@ -8,10 +8,14 @@
 #include <cstdint>
 
 #include "model/history/checker.hpp"
+#include "model/history/frontier.hpp"
 #include "model/history/key_input.hpp"
 
 namespace lockstep::history {
 
-Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink);
+// `whole` is the key's verdict on the whole history: where its last
+// configuration died, and that configuration's state.
+Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
+                    const KeyVerdict& whole);
 
 }  // namespace lockstep::history

@@ -5,6 +5,7 @@
 // every 1,000 ms) unless a test says otherwise.
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "model/history/checker.hpp"
@@ -104,6 +105,49 @@ TEST(HistoryChecker, ALateReadIsNotALateAnswerWhenTheConnectionWasLastFoundEmpty
     r.close(1, 600'000).close(2, 600'000);
     EXPECT_EQ(r.check().verdict, after_us < 0 ? Verdict::violation : Verdict::conforms) << "after_us " << after_us;
   }
+}
+
+// Eleven clients ask for a held key while the server stalls; after 40 ms
+// all answers come at once: three were queued (only their probes' `N`
+// arrives), eight found the queue full. Every order of the burst is possible
+// until the holder releases at 50 ms and the key goes to the third of the
+// queued (FIFO for some order of their instants inside the stall). A late
+// waiter queues at 51 ms, certainly after the other two; when the key is
+// released again it must go to one of them, not to the late one.
+History stalled_burst(bool late_one_overtakes) {
+  Recorder r;
+  r.history().header.limits.max_waiters_per_key = 3;
+  for (std::uint32_t conn = 1; conn <= 12; ++conn) r.connect(conn, 0);
+  r.send(1, 500, "A k holder 9000 0").recv(1, 600, "A 5 holder k");
+  for (std::uint32_t conn = 2; conn <= 12; ++conn) {
+    const std::int64_t at = 1'000 + 100 * conn;
+    r.send(conn, at, fmt::format("A k o{} 5000 300", conn)).send(conn, at + 10, fmt::format("R k {}", 900 + conn));
+  }
+  for (std::uint32_t conn = 2; conn <= 12; ++conn) {
+    const bool queued = conn == 3 || conn == 6 || conn == 9;
+    if (!queued) r.recv(conn, 40'000 + conn, fmt::format("B o{} k", conn));
+    r.recv(conn, 40'020 + conn, fmt::format("N {} k", 900 + conn));
+  }
+  r.send(1, 50'000, "R k 5").recv(1, 50'100, "R 5 k").recv(9, 50'200, "A 6 o9 k");
+  r.send(2, 51'000, "A k late 5000 300").send(2, 51'010, "R k 999").recv(2, 51'100, "N 999 k");
+  r.send(9, 60'000, "R k 6").recv(9, 60'100, "R 6 k");
+  if (late_one_overtakes) {
+    r.recv(2, 60'200, "A 7 late k");
+    r.recv(3, 301'800, "T o3 k").recv(6, 302'100, "T o6 k");
+  } else {
+    r.recv(3, 60'200, "A 7 o3 k");
+    r.recv(6, 302'100, "T o6 k").recv(2, 351'500, "T late k");
+  }
+  for (std::uint32_t conn = 1; conn <= 12; ++conn) r.close(conn, 900'000);
+  return r.history();
+}
+
+TEST(HistoryChecker, ABurstWhoseOrderIsUnknownIsDecidedAndFifoStillHolds) {
+  const auto fair = check_history(stalled_burst(false));
+  EXPECT_EQ(fair.verdict, Verdict::conforms) << summary_lines(fair).back();
+  EXPECT_LT(fair.frontier_peak, 2'000u);
+  const auto overtaken = check_history(stalled_burst(true));
+  EXPECT_EQ(overtaken.verdict, Verdict::violation) << summary_lines(overtaken).back();
 }
 
 TEST(HistoryChecker, MissingTimeoutIsAViolation) {
