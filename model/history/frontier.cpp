@@ -35,7 +35,7 @@ std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(receive
 
 // Requests handled at one instant in every order: past this many orders
 // from one configuration, the key is undecided rather than slow.
-constexpr std::size_t orders_max = 4096;
+constexpr std::size_t orders_max = 16384;
 // Answers looked at when asking whether a pending request can still be
 // answered; past it the request is taken to be answerable.
 constexpr std::size_t lookahead_max = 64;

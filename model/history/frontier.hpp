@@ -27,7 +27,7 @@ struct KeyCheckOptions {
   // Configurations stepped over the whole key; past it the key is undecided.
   std::uint64_t work_max = 50'000'000;
   // Configurations alive at one instant; past it the key is undecided.
-  std::size_t frontier_max = 20'000;
+  std::size_t frontier_max = 100'000;
   // Keep the steps of each configuration, for --explain, reports and
   // stories (costs an allocation per step, so only when asked).
   bool record_steps = false;
