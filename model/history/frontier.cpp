@@ -9,7 +9,6 @@
 #include "model/history/frontier.hpp"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
