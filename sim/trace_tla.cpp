@@ -112,9 +112,11 @@ Out response_record(const Json& item, std::uint64_t line, Names& names) {
   names.conns.insert(conn);
   names.keys.insert(response->key);
   if (has_owner) names.owners.insert(response->owner);
-  return {kind, fmt::format("Response(\"{}\", {}, {}, {}, {})", kind, conn,
-                            has_owner ? tla_string(response->owner) : std::string("NoOwner"),
-                            tla_string(response->key), has_token ? std::to_string(token) : std::string("NoToken"))};
+  // <<kind, conn, owner, key, token>>: LockServer's Response by position,
+  // "" (NoOwner) and 0 (NoToken) where the line has none.
+  return {kind, fmt::format("<<\"{}\", {}, {}, {}, {}>>", kind, conn,
+                            has_owner ? tla_string(response->owner) : std::string("\"\""),
+                            tla_string(response->key), has_token ? token : 0)};
 }
 
 std::string set_text(const std::set<std::string>& items) {
@@ -219,8 +221,8 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
       names.keys.insert(key);
       names.owners.insert(owner);
       max_time = std::max(max_time, t + wait);
-      record = fmt::format("[kind |-> \"Acquire\", t |-> {}, conn |-> {}, key |-> {}, owner |-> {}, lease |-> {}, wait |-> {}, out |-> {}]",
-                           t, conn, tla_string(key), tla_string(owner), lease, wait, out_text);
+      record = fmt::format("<<\"Acquire\", {}, {}, {}, {}, {}, {}, {}>>", t, conn, tla_string(key), tla_string(owner),
+                           lease, wait, out_text);
       summary = fmt::format("Acquire on c{}: 'A {} {} {} {}'", conn, key, owner, lease, wait);
       count(result.coverage, first_kind == 'A'   ? "Acquire: granted"
                              : first_kind == 'T' ? "Acquire: refused (wait 0)"
@@ -232,8 +234,7 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
       const auto token = number(object, "token", line);
       names.conns.insert(conn);
       names.keys.insert(key);
-      record = fmt::format("[kind |-> \"Release\", t |-> {}, conn |-> {}, key |-> {}, token |-> {}, out |-> {}]", t,
-                           conn, tla_string(key), token, out_text);
+      record = fmt::format("<<\"Release\", {}, {}, {}, {}, {}>>", t, conn, tla_string(key), token, out_text);
       summary = fmt::format("Release on c{}: 'R {} {}'", conn, key, token);
       count(result.coverage, first_kind == 'N' ? "Release: not held"
                              : outs.size() > 1 ? "Release: hand-off"
@@ -241,7 +242,7 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
     } else if (event == "Close") {
       const auto conn = number(object, "conn", line);
       names.conns.insert(conn);
-      record = fmt::format("[kind |-> \"Close\", t |-> {}, conn |-> {}, out |-> {}]", t, conn, out_text);
+      record = fmt::format("<<\"Close\", {}, {}, {}>>", t, conn, out_text);
       summary = fmt::format("Close of c{}", conn);
       count(result.coverage, "Close");
     } else if (event == "Tick") {
@@ -252,15 +253,15 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
         handoffs = sweep->contains("handoffs") ? (*sweep)["handoffs"].size() : 0;
       }
       const auto timeouts = static_cast<std::size_t>(std::count_if(outs.begin(), outs.end(), [](const Out& o) { return o.kind == 'T'; }));
-      record = fmt::format("[kind |-> \"Tick\", t |-> {}, sweep |-> {}, deleted |-> {}, out |-> {}]", t,
-                           deleted >= 0 ? "TRUE" : "FALSE", std::max<std::int64_t>(deleted, 0), out_text);
+      record = fmt::format("<<\"Tick\", {}, {}, {}, {}>>", t, deleted >= 0 ? "TRUE" : "FALSE",
+                           std::max<std::int64_t>(deleted, 0), out_text);
       summary = fmt::format("Tick to {}{}", t, deleted >= 0 ? fmt::format(" (sweep: {} deleted)", deleted) : "");
       if (timeouts > 0) count(result.coverage, "Tick: timeouts");
       if (handoffs > 0) count(result.coverage, "Tick: sweep hand-off");
       if (deleted > 0) count(result.coverage, "Tick: sweep deletion");
     } else {
       const auto first_token = number(object, "first_token", line);
-      record = fmt::format("[kind |-> \"Restart\", t |-> {}, first_token |-> {}, out |-> <<>>]", t, first_token);
+      record = fmt::format("<<\"Restart\", {}, {}, <<>>>>", t, first_token);
       summary = fmt::format("Restart (first token {})", first_token);
       count(result.coverage, "Restart");
     }

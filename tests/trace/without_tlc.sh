@@ -14,7 +14,7 @@ out=$("$lockstep" trace-to-tla "$work_dir/seed-3.ndjson" -o "$work_dir/tla") || 
 echo "$out"
 steps=$(grep -cE '"event":"(Acquire|Release|Close|Tick|Restart)"' "$work_dir/seed-3.ndjson")
 echo "$out" | grep -q "($steps events)" || fail "trace-to-tla does not report the trace's $steps server steps"
-records=$(grep -c '^  \[kind |-> ' "$work_dir/tla/TraceRun.tla")
+records=$(grep -c '^  <<"' "$work_dir/tla/TraceRun.tla")
 [ "$records" -eq "$steps" ] || fail "TraceRun.tla holds $records records for $steps server steps"
 grep -q '^INIT TraceInit' "$work_dir/tla/TraceRun.cfg" || fail "TraceRun.cfg has no INIT TraceInit"
 for module in LockServer TraceLockServer; do
