@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/cluster_trace.hpp"
+
 namespace lockstep::sim {
 
 namespace {
@@ -109,6 +111,7 @@ void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const 
 void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
                                  const cluster::Applied& applied, TimeMs now) {
   const bool first = entry.index == model_index_ + 1;
+  if (trace_ != nullptr) trace_->apply(node, entry, machine, applied, first, now);
   if (entry.index > model_index_ + 1) {
     fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, entry.index,
                                         model_index_ + 1));

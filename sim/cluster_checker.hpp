@@ -48,6 +48,8 @@
 
 namespace lockstep::sim {
 
+class ClusterTraceWriter;
+
 // Owners name their request in cluster mode, so any A, T or B names the
 // session it answers: `c<client>s<sequence>`.
 std::string session_owner(cluster::Session session);
@@ -72,6 +74,9 @@ class ClusterChecker {
   // At the end: the model's whole table against a node's, if that node
   // applied the same prefix (else nothing is compared).
   void compare_final(raft::NodeId node, const cluster::LockMachine& machine);
+  // Every apply, with whether it is the entry's first, also goes to the
+  // run's trace (sim/cluster_trace.hpp), when there is one.
+  void set_trace(ClusterTraceWriter* trace) { trace_ = trace; }
 
   raft::Index model_index() const { return model_index_; }
   std::uint64_t expires_applied() const { return expires_applied_; }
@@ -139,6 +144,7 @@ class ClusterChecker {
   std::map<std::string, Grant> last_grant_;
   std::optional<KeyBefore> before_;
   std::uint64_t expires_applied_ = 0, timeouts_applied_ = 0;
+  ClusterTraceWriter* trace_ = nullptr;
 };
 
 }  // namespace lockstep::sim

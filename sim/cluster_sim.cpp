@@ -22,6 +22,7 @@
 #include "impl/cluster/lock_machine.hpp"
 #include "sim/cluster_checker.hpp"
 #include "sim/cluster_timeline.hpp"
+#include "sim/cluster_trace.hpp"
 #include "sim/network.hpp"
 #include "sim/raft_harness.hpp"
 
@@ -110,9 +111,10 @@ class LockWorkload {
   using Machine = cluster::LockMachine;
   using Harness = RaftHarness<LockWorkload>;
 
-  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline)
+  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterTraceWriter* trace)
       : p_(params),
         timeline_(timeline),
+        trace_(trace),
         pool_(1 << 20),
         heaps_(params.raft.nodes + 1),
         heap_term_(params.raft.nodes + 1, 0),
@@ -136,6 +138,7 @@ class LockWorkload {
     h.cluster().on_before_apply = [this](NodeId id, const raft::Entry& entry, const Machine& machine) {
       checker_->before_apply(id, entry, machine);
     };
+    if (trace_ != nullptr) watch_for_trace(h);
     for (std::uint32_t c = 1; c <= p_.clients; ++c) {
       clients_[c].id = c;
       clients_[c].target = static_cast<NodeId>(1 + c % p_.raft.nodes);
@@ -229,11 +232,13 @@ class LockWorkload {
     open_[id].clear();  // its connections died with it
     stash_[id].reset();
     heaps_[id].step_down();
+    if (trace_ != nullptr) trace_->down(id);
   }
 
-  void on_restart(Harness&, NodeId id) {
+  void on_restart(Harness& h, NodeId id) {
     heaps_[id] = cluster::DeadlineHeap(heap_config());
     heap_term_[id] = 0;
+    if (trace_ != nullptr) trace_->restart(id, h.cluster().machine(id), h.now());
   }
 
   void start_liveness(Harness&) {}
@@ -445,6 +450,7 @@ class LockWorkload {
     auto& cluster = h.cluster();
     const auto now = h.local(id);
     const auto due = heap.due(now, cluster.machine(id));
+    if (trace_ != nullptr) trace_->heap_due(id, now, cluster.machine(id), due, h.now());
     for (const auto& command : due) {
       if (std::holds_alternative<cluster::Expire>(command)) {
         ++lock_.expires_proposed;
@@ -475,6 +481,7 @@ class LockWorkload {
   }
 
   void to_client(Harness& h, ClientMessage m) {
+    if (trace_ != nullptr && m.kind == ClientMessage::Kind::response) trace_->reply(m.node, m.connection, m.response, h.now());
     const auto delay = latency(h);
     const auto slot = pool_.put(std::move(m));
     h.push(h.now() + delay, HarnessEvent{HarnessEventKind::workload, 0, static_cast<std::uint32_t>(WorkEvent::to_client), slot});
@@ -553,8 +560,22 @@ class LockWorkload {
     std::string data;
   };
 
+  // The trace watches the Raft cluster's proposals, elections and snapshot
+  // installs, and the checker's applies; the rest is written where it
+  // happens (restarts, heap checks, replies).
+  void watch_for_trace(Harness& h) {
+    checker_->set_trace(trace_);
+    auto& cluster = h.cluster();
+    cluster.on_propose = [this, &h](NodeId id, const std::string& data, const RaftProposeOutcome& outcome, TimeMs clock) {
+      trace_->propose(id, data, outcome, clock, h.now());
+    };
+    cluster.on_leader = [this, &h](NodeId id, const raft::RaftNode& node) { trace_->elect(id, node, h.now()); };
+    cluster.on_restore = [this, &h](NodeId id, Machine& machine) { trace_->restore(id, machine, h.now()); };
+  }
+
   ClusterSimParams p_;
   ClusterTimelineRecorder* timeline_;  // or nullptr
+  ClusterTraceWriter* trace_;          // or nullptr
   std::optional<ClusterChecker> checker_;  // made in start(): it reports to the harness's Raft checker
   InFlightPool<ClientMessage> pool_;
   std::vector<cluster::DeadlineHeap> heaps_;
@@ -571,7 +592,8 @@ class LockWorkload {
 
 }  // namespace
 
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline) {
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline,
+                                        ClusterTraceWriter* trace) {
   ClusterSimParams p = params;
   // The session table keeps every client, as the checker, which knows no
   // eviction, assumes: a client evicted while it retries would apply twice.
@@ -586,7 +608,7 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterT
   p.raft.clock_drift_max_ppm = s / 4 * 1'000'000 / total_ms;
   p.raft.clock_jump_total_max_ms = DurationMs{s / 4};
   p.raft.clock_jump_max_ms = DurationMs{std::max<std::int64_t>(1, s / 8)};
-  LockWorkload workload(p, timeline);
+  LockWorkload workload(p, timeline, trace);
   RaftHarness<LockWorkload> harness(p.raft, workload);
   ClusterRunResult result;
   result.raft = harness.run();

@@ -1,0 +1,79 @@
+// The NDJSON trace of a cluster run (schema in sim/TRACE.md, "Cluster
+// traces"): what spec/TraceLockCluster.tla checks against LockCluster.tla.
+// One line per step of the replicated lock service as the spec sees it:
+// a node elected with the uncommitted entries of its log, a client's next
+// request, what a leader's deadline heap yielded, every proposal a leader
+// accepted (stamped with its clock), every entry at its first application
+// (the commit), every node's apply with the responses it produced and the
+// state of the key it touched, snapshot installs and restarts, and every
+// response a node sent.
+//
+// The writer only watches, from the points that see those steps whoever
+// plays the node: the Raft cluster's proposals and elections
+// (sim/raft_cluster.hpp), the checker's applies (sim/cluster_checker.hpp),
+// and the harness's restarts, heap checks and replies. The run is the same
+// with or without it. Commands name waiters by the session that queued them
+// (client and sequence number), as the spec does, and nodes and clients by
+// `n<id>` and `c<id>`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "impl/cluster/commands.hpp"
+#include "impl/cluster/lock_machine.hpp"
+#include "impl/protocol.hpp"
+#include "impl/raft/node.hpp"
+#include "sim/cluster_sim.hpp"
+#include "sim/raft_cluster.hpp"
+
+namespace lockstep::sim {
+
+inline constexpr const char* cluster_trace_schema = "lockstep.cluster.trace/1";
+
+class ClusterTraceWriter {
+ public:
+  ClusterTraceWriter(std::ostream& out, const ClusterSimParams& params);
+
+  // `now` is global time; `clock` a node's own.
+  void elect(raft::NodeId node, const raft::RaftNode& raft, TimeMs now);
+  void propose(raft::NodeId node, const std::string& data, const RaftProposeOutcome& outcome, TimeMs clock,
+               TimeMs now);
+  // A leader's heap yielded `due` at `clock`; written when it yielded
+  // something or the applied state has a deadline at or before `clock`.
+  void heap_due(raft::NodeId node, TimeMs clock, const cluster::LockMachine& machine,
+                const std::vector<cluster::Command>& due, TimeMs now);
+  // `first`: no node applied this index before.
+  void apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
+             const cluster::Applied& applied, bool first, TimeMs now);
+  // A snapshot installed; one restored while the node starts again is part
+  // of its restart, written by restart().
+  void restore(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now);
+  void down(raft::NodeId node) { down_.insert(node); }
+  void restart(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now);
+  void reply(raft::NodeId node, ConnectionId connection, const Response& response, TimeMs now);
+  // The last line: the run's verdict.
+  void finish(TimeMs at, std::uint64_t violations, std::uint64_t event_hash);
+
+  std::uint64_t lines() const { return lines_; }
+
+ private:
+  void write(const std::string& line);
+  std::string command_json(const cluster::Command& command, raft::NodeId by) const;
+  std::string response_json(const Response& response, const cluster::Command* answering) const;
+  raft::NodeId leader_of(raft::Term term) const;
+
+  std::ostream& out_;
+  std::uint64_t lines_ = 0;
+  raft::Index first_applied_ = 0;                     // the highest index some node applied
+  std::map<raft::Term, raft::NodeId> leaders_;        // who proposed the entries of a term
+  std::map<std::uint64_t, cluster::Session> waiters_;  // waiter id -> the session that queued it
+  std::map<std::uint64_t, std::uint64_t> sent_;       // client -> the highest sequence number sent
+  std::set<raft::NodeId> down_;                       // crashed, not started again yet
+};
+
+}  // namespace lockstep::sim
