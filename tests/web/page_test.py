@@ -133,8 +133,9 @@ class Tokens:
             if len(want) != len(got) or want[0] != got[0]:
                 return None
             fresh = dict(fresh)
-            for w, g in zip(want, got):
-                if w.startswith("$") and len(w) > 1 and want[0] in "ARN" and w is want[1]:
+            for place, (w, g) in enumerate(zip(want, got)):
+                # A token's place: second word of A, R and N.
+                if place == 1 and want[0] in "ARN" and w.startswith("$") and len(w) > 1:
                     token = int(g)
                     name = w[1:]
                     if name in self.bound:
