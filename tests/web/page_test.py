@@ -329,16 +329,23 @@ class Playground:
         deadline = time.monotonic() + 10
         self.url = None
         while self.url is None:
-            check(time.monotonic() < deadline and self.process.poll() is None,
-                  f"lockstep playground printed no address: {pathlib.Path(self.out.name).read_text()}")
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                raise Failure(f"lockstep playground printed no address: {pathlib.Path(self.out.name).read_text()}")
             found = re.search(r"http://127\.0\.0\.1:\d+/", pathlib.Path(self.out.name).read_text())
             self.url = found.group(0) if found else None
             time.sleep(0.05)
 
     def stop(self):
-        self.process.terminate()
-        status = self.process.wait(timeout=10)
-        check(status == 0, f"lockstep playground exited {status} on SIGTERM, expected 0")
+        """SIGTERM, then the exit status (killed after 10 s: never left behind)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            return self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return "killed after SIGTERM was ignored for 10 s"
 
 
 # --- reading and driving the page ------------------------------------------
@@ -628,7 +635,24 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
 
-    server = Playground(args.lockstep, args.page, args.work)
+    try:
+        server = Playground(args.lockstep, args.page, args.work)
+    except Failure as failure:
+        print(f"FAIL: {failure}")
+        return 1
+    try:
+        verdict = drive(chromium, server, args)
+    finally:
+        status = server.stop()
+    if verdict == 0 and status != 0:
+        print(f"FAIL: lockstep playground exited {status} on SIGTERM, expected 0")
+        return 1
+    if verdict == 0:
+        print("ok")
+    return verdict
+
+
+def drive(chromium, server, args):
     browser = Browser(chromium, args.work)
     try:
         browser.open(server.url)
@@ -654,12 +678,6 @@ def main():
         return 1
     finally:
         browser.close()
-    try:
-        server.stop()
-    except Failure as failure:
-        print(f"FAIL: {failure}")
-        return 1
-    print("ok")
     return 0
 
 
