@@ -108,6 +108,27 @@ class Converter {
     return events;
   }
 
+  // Outcomes: per client, the answer to each of its requests by seq, as the
+  // first Apply that produced it shows it (NoOutcome where none did).
+  std::string outcomes() const {
+    if (answers_.empty()) return "[c \\in {} |-> <<>>]";
+    std::string text = "[";
+    std::int64_t last_client = -1;
+    std::int64_t next_seq = 1;
+    for (const auto& [session, record] : answers_) {
+      const auto [client, seq] = session;
+      if (client != last_client) {
+        text += fmt::format("{}c{} |-> <<", last_client < 0 ? "\n  " : ">>,\n  ", client);
+        last_client = client;
+        next_seq = 1;
+      }
+      for (; next_seq < seq; ++next_seq) text += std::string(next_seq > 1 ? ", " : "") + "<<\"\", \"\", 0, \"\", 0>>";
+      text += (seq > 1 ? ", " : "") + record;
+      next_seq = seq + 1;
+    }
+    return text + ">>\n]";
+  }
+
   std::string config() const {
     std::set<std::string> nodes, clients;
     for (std::int64_t n = 1; n <= nodes_; ++n) nodes.insert(fmt::format("n{}", n));
@@ -243,6 +264,11 @@ class Converter {
       summary = fmt::format("n{} applies index {}: sends {}; the key is {}", number(o, "node", n),
                             number(o, "index", n), show_responses(out), show_view(key));
       count(result, "ApplyNext");
+      for (const auto& r : out) {
+        const auto kind = text(r, "kind", n);
+        if (kind == "E" || number(r, "client", n) == 0) continue;
+        answers_.emplace(std::pair{number(r, "client", n), number(r, "seq", n)}, response(r, n));
+      }
       if (commit_) {
         classify_commit(*commit_, out, key, result, n);
         commit_.reset();
@@ -324,6 +350,7 @@ class Converter {
   std::optional<Json> commit_;  // the command of the Commit whose first Apply comes next
   std::set<std::pair<std::int64_t, std::int64_t>> committed_sessions_;
   std::map<std::string, std::int64_t> key_token_;  // key -> its holder's token in the committed state, 0 if free
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> answers_;  // (client, seq) -> first answer seen
 };
 
 }  // namespace
@@ -386,8 +413,9 @@ TlaTrace cluster_trace_to_tla(const Json& header, std::istream& rest, const std:
   result.bug = header.value("bug", std::string("none"));
   Converter converter(header, std::move(lines));
   const auto events = converter.convert(result);
-  result.module_text = module_with_trace(trace_spec, "TraceLockCluster", module_name,
-                                         fmt::format("The trace: seed {}, bug {}", result.seed, result.bug), events);
+  result.module_text = module_with_definitions(trace_spec, "TraceLockCluster", module_name,
+                                               fmt::format("The trace: seed {}, bug {}", result.seed, result.bug),
+                                               {{"Trace", "<<\n" + events + "\n>>"}, {"Outcomes", converter.outcomes()}});
   result.config_text = converter.config();
   return result;
 }

@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -71,26 +73,44 @@ inline std::string set_text(const std::set<std::int64_t>& items) {
 }
 
 // The trace spec `spec_text` (module `spec_module`) as the module
-// `module_name`, with its line `CONSTANT Trace` replaced by the definition
-// `Trace == <<events>>`: TLC evaluates a constant that the config overrides
-// with a definition again at every use, which makes checking a long trace
-// quadratic; a definition of the module is evaluated once.
+// `module_name`, with each of its lines `CONSTANT <name>` named in
+// `definitions` replaced by the definition `<name> == <text>` (the first
+// preceded by the comment): TLC
+// evaluates a constant that the config overrides with a definition again at
+// every use, which makes checking a long trace quadratic; a definition of the
+// module is evaluated once.
+inline std::string module_with_definitions(std::string_view spec_text, std::string_view spec_module,
+                                           const std::string& module_name, const std::string& comment,
+                                           const std::vector<std::pair<std::string, std::string>>& definitions) {
+  const std::string header = fmt::format("MODULE {}", spec_module);
+  std::string module(spec_text);
+  const auto header_at = module.find(header);
+  if (header_at == std::string::npos) {
+    throw TraceFormatError(fmt::format("the trace spec text has no '{}' header", header));
+  }
+  module.replace(header_at, header.size(), "MODULE " + module_name);
+  bool first = true;
+  for (const auto& [name, text] : definitions) {
+    const auto line = fmt::format("\nCONSTANT {}", name);
+    auto at = module.find(line + " ");
+    if (at == std::string::npos) at = module.find(line + "\n");
+    if (at == std::string::npos) {
+      throw TraceFormatError(fmt::format("the trace spec text has no 'CONSTANT {}' line", name));
+    }
+    const auto end = module.find('\n', at + 1);
+    std::string definition = first ? fmt::format("\n\\* {} (written by `lockstep trace-to-tla`).", comment) : "";
+    definition += fmt::format("\n{} == {}", name, text);
+    module.replace(at, (end == std::string::npos ? module.size() : end) - at, definition);
+    first = false;
+  }
+  return module;
+}
+
+// The same for the one definition `Trace == <<events>>`.
 inline std::string module_with_trace(std::string_view spec_text, std::string_view spec_module,
                                      const std::string& module_name, const std::string& comment,
                                      const std::string& events) {
-  const std::string header = fmt::format("MODULE {}", spec_module);
-  const auto header_at = spec_text.find(header);
-  const auto constant_at = spec_text.find("\nCONSTANT Trace");
-  if (header_at == std::string_view::npos || constant_at == std::string_view::npos) {
-    throw TraceFormatError(fmt::format("the trace spec text has no '{}' header or 'CONSTANT Trace' line", header));
-  }
-  const auto constant_end = spec_text.find('\n', constant_at + 1);
-  std::string module(spec_text.substr(0, constant_at + 1));
-  module.replace(header_at, header.size(), "MODULE " + module_name);
-  module += fmt::format("\\* {} (written by `lockstep trace-to-tla`).\n", comment);
-  module += "Trace == <<\n" + events + "\n>>\n";
-  module += spec_text.substr(constant_end == std::string_view::npos ? spec_text.size() : constant_end + 1);
-  return module;
+  return module_with_definitions(spec_text, spec_module, module_name, comment, {{"Trace", "<<\n" + events + "\n>>"}});
 }
 
 }  // namespace lockstep::sim::tla_text

@@ -32,7 +32,7 @@
 (* (no take-over in place); Expire(key, token) checks the token (still the *)
 (* holder's: hand to the head waiter with a new token, or delete; else     *)
 (* nothing); Timeout(key, waiter) removes a waiter whose deadline passed.  *)
-(* A hand-off at time t (Release or Expire) goes down the key's queue:    *)
+(* A hand-off at time t (Release or Expire) goes down the key's queue:     *)
 (* waiters whose deadline is <= t are due at t, and due Timeouts come      *)
 (* first, so they leave (answered T; their own Timeout entries then find   *)
 (* nothing) until the first waiter not yet due gets the key.               *)
@@ -40,7 +40,7 @@
 (* Sessions (Raft dissertation, 6.3): a client has one request outstanding *)
 (* at a time, numbered 1, 2, ...; any leader may propose it, any number of *)
 (* times (retries after a timeout or a leader change).  The applied state  *)
-(* keeps each client's last applied number and skips a command that is    *)
+(* keeps each client's last applied number and skips a command that is     *)
 (* not newer.                                                              *)
 (*                                                                         *)
 (* Lease safety, the bound.  Let S = MaxSkew: |clock[n] - now| <= S for    *)
@@ -59,7 +59,7 @@
 (* being the later grant's commit instant.  With S = 0 no two grants of a  *)
 (* key are ever live at once.                                              *)
 (*                                                                         *)
-(* Capacity limits are as in simple mode: an Acquire that would register  *)
+(* Capacity limits are as in simple mode: an Acquire that would register   *)
 (* a key beyond MaxKeys, or queue beyond MaxWaitersPerKey or MaxWaiters,   *)
 (* is answered B and changes nothing but its session.                      *)
 (*                                                                         *)
@@ -69,7 +69,7 @@
 (* most MaxSeq requests, a leader proposes nothing it has among its        *)
 (* uncommitted entries, nor a request it has applied, and a client         *)
 (* releases only tokens it was granted.  Each action below is its rule     *)
-(* (`...With`), which trace validation checks the implementation against  *)
+(* (`...With`), which trace validation checks the implementation against   *)
 (* (TraceLockCluster.tla), conjoined with those bounds.  Not modelled      *)
 (* here: Close (as in simple mode, spec/LockServer.tla).                   *)
 (***************************************************************************)
@@ -151,7 +151,7 @@ IsRequest(e) == e.type \in {"Acquire", "Release"}
 NoRequest == Entry("None", NoClient, 0, "", 0, 0, NoToken, 0, "")
 
 -----------------------------------------------------------------------------
-(* The replicated lock state machine.  Apply reads only the entry. *)
+(* The replicated lock state machine.  Apply reads no clock, only the entry and the state. *)
 
 Holder(c, tok, e) == [holder |-> c, token |-> tok, expiry |-> e]
 Waiter(k, c, seq, l, d) == [key |-> k, client |-> c, seq |-> seq, lease |-> l, deadline |-> d]

@@ -15,7 +15,7 @@
 (*    computes equals what the implementation recorded (the entry          *)
 (*    committed, the responses of an apply, the state of the key after     *)
 (*    it, what a leader's heap proposed);                                  *)
-(*  - Advance: before a proposal, global time and the proposer's clock    *)
+(*  - Advance: before a proposal, global time and the proposer's clock     *)
 (*    move to the event's (a sequence of LockCluster's Tick and ClockTick  *)
 (*    steps, so every clock must stay within MaxSkew of global time);      *)
 (*  - Done: a self-loop at the end that prints "trace-done".               *)
@@ -34,8 +34,9 @@
 (*            variable there; below)                                       *)
 (*   Propose  a leader proposed a request (ProposeRequestWith) or one of   *)
 (*            the commands its heap yielded (ProposeDueWith)               *)
-(*   Commit   the first node applied a log entry: CommitNext of the leader *)
-(*            of the newest term, whose oldest uncommitted entry it must be*)
+(*   Commit   the first node applied a log entry: CommitNext of the        *)
+(*            leader of the newest term, whose oldest uncommitted entry it *)
+(*            must be                                                      *)
 (*   Apply    a node applied the next committed entry: ApplyNext           *)
 (*   Restore  a node installed a snapshot: ApplyNext up to its index       *)
 (*   Restart  a node crashed and started again from its durable snapshot:  *)
@@ -47,11 +48,13 @@
 (* own:                                                                    *)
 (*  - responses: LockCluster does not model them; `Out` computes what an   *)
 (*    apply answers from the same state and entry as `Apply`, a retried    *)
-(*    request is answered from its session (`outcome`, filled in at        *)
-(*    commit) or, below the session window, E;                             *)
+(*    request is answered from its session (with `Outcomes`, each          *)
+(*    request's answer where the trace first shows it, checked against     *)
+(*    `Out` there) or, below the session window, E; `lastOut` is what a    *)
+(*    node's last apply produced, which is all it may send;                *)
 (*  - the heap's in-flight set (`flight`): what a leader's heap yielded    *)
 (*    since it became leader and has not applied since.  The heap yields   *)
-(*    everything due on its applied state that is not in flight (and      *)
+(*    everything due on its applied state that is not in flight (and       *)
 (*    again what stayed in flight too long), so at a HeapDue every due     *)
 (*    deadline is yielded or in flight, and a request is proposed only     *)
 (*    when every due deadline is in flight or among the leader's           *)
@@ -65,17 +68,17 @@ EXTENDS LockCluster, TLC
 
 CONSTANT SessionWindow   \* requests kept per client: older retries are answered E
 CONSTANT Trace           \* the run's events (see the module comment)
+CONSTANT Outcomes        \* client -> the answers to its requests, by seq (below)
 
 VARIABLES
   i,        \* how many events of Trace have been explained
   flight,   \* node -> Ids its heap yielded since it became leader, not applied by it since
   batch,    \* node -> what its heap yielded at its last HeapDue and it has not proposed yet
   lastOut,  \* node -> the responses of its last apply
-  kept,     \* position -> the committed state after that many entries (those a snapshot restores)
-  outcome   \* client -> seq -> the response that answered that request (NoOutcome: not yet)
+  kept      \* position -> the committed state after that many entries (those a snapshot restores)
 
-traceVars == <<vars, i, flight, batch, lastOut, kept, outcome>>
-extraVars == <<flight, batch, lastOut, kept, outcome>>
+traceVars == <<vars, i, flight, batch, lastOut, kept>>
+extraVars == <<flight, batch, lastOut, kept>>
 
 HasNext == i < Len(Trace)
 Ev == Trace[i + 1]
@@ -97,6 +100,13 @@ Ev == Trace[i + 1]
 (* waiter in queue order (<<"", 0, 0, <<>>>> when the key is free).        *)
 (* `now` is global time plus MaxSkew: the simulator's node clocks read     *)
 (* global time plus an error in [0, 2 * MaxSkew].                          *)
+(*                                                                         *)
+(* Outcomes[c][q] is the response that answered request q of client c,     *)
+(* taken by the converter from the first Apply that produced it (which this *)
+(* spec checks against Out), NoOutcome for a request never answered.  A    *)
+(* retry is answered with it: as a constant, not a variable, since TLC     *)
+(* normalizes every variable's value at every state, and the answers of a  *)
+(* long run number thousands.                                              *)
 (***************************************************************************)
 EvKind == Ev[1]
 AsEntry(x) == Entry(x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9])
@@ -124,8 +134,9 @@ HandOffOut(s, k, t) ==
 RetryOut(s, e) ==
   IF e.seq + SessionWindow <= s.sessions[e.client] THEN <<Resp("E", e.client, e.seq, "", 0)>>
   ELSE IF \E j \in 1..Len(s.waiters) : s.waiters[j].client = e.client /\ s.waiters[j].seq = e.seq THEN <<>>
-  ELSE IF e.seq <= Len(outcome[e.client]) /\ outcome[e.client][e.seq] # NoOutcome
-       THEN <<outcome[e.client][e.seq]>>
+  ELSE IF e.client \in DOMAIN Outcomes /\ e.seq <= Len(Outcomes[e.client])
+          /\ Outcomes[e.client][e.seq] # NoOutcome
+       THEN <<Outcomes[e.client][e.seq]>>
   ELSE <<Resp("no outcome recorded", e.client, e.seq, "", 0)>>
 
 \* The responses of Apply(s, e, _) at time t, in the order they are sent.
@@ -149,21 +160,6 @@ Out(s, e, t) ==
                        x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t)
          IN [j \in 1..Len(gone) |-> Resp("T", e.client, e.seq, k, 0)]
 
-\* Outcomes are kept per client in sequence order (a client's requests
-\* commit in that order: it sends the next once the last was applied): a
-\* request its session executes gets a slot, and each response fills the
-\* slot of the request it answers.  (Sequences updated in place, not a
-\* function over all sessions, which TLC would copy at every commit.)
-Opened(o, s, e) ==
-  IF IsRequest(e) /\ Executes(s, e) /\ e.seq = Len(o[e.client]) + 1
-  THEN [o EXCEPT ![e.client] = Append(@, NoOutcome)] ELSE o
-
-Record(o, r) ==
-  IF r[1] \in {"A", "T", "B", "R", "N"} /\ r[2] \in DOMAIN o /\ r[3] \in 1..Len(o[r[2]])
-  THEN [o EXCEPT ![r[2]][r[3]] = r] ELSE o
-
-RECURSIVE Recorded(_, _)
-Recorded(o, rs) == IF rs = <<>> THEN o ELSE Recorded(Record(o, Head(rs)), Tail(rs))
 
 \* Key k in lock state s, as the trace shows it.
 KeyView(s, k) ==
@@ -203,7 +199,7 @@ DoElect ==
   /\ ElectWith(Ev[2], AsEntries(Ev[3]))
   /\ flight' = [flight EXCEPT ![Ev[2]] = {}]
   /\ batch' = [batch EXCEPT ![Ev[2]] = <<>>]
-  /\ UNCHANGED <<lastOut, kept, outcome>>
+  /\ UNCHANGED <<lastOut, kept>>
 
 DoSend ==
   /\ EvKind = "Send"
@@ -228,7 +224,7 @@ DoHeapDue ==
         /\ flight' = [flight EXCEPT ![n] = @ \cup Ids(es)]
         /\ batch' = [batch EXCEPT ![n] = es]
   /\ UNCHANGED <<term, leading, pending, log, applied, replica, committed, request, History>>
-  /\ UNCHANGED <<lastOut, kept, outcome>>
+  /\ UNCHANGED <<lastOut, kept>>
 
 DoPropose ==
   /\ EvKind = "Propose"
@@ -244,13 +240,12 @@ DoPropose ==
                      /\ batch[n][j] = e
                      /\ batch' = [batch EXCEPT ![n] = SubSeq(@, j + 1, Len(@))]
                 /\ ProposeDueWith(n, <<e>>)
-  /\ UNCHANGED <<flight, lastOut, kept, outcome>>
+  /\ UNCHANGED <<flight, lastOut, kept>>
 
 DoCommit ==
   /\ EvKind = "Commit"
   /\ LET e == AsEntry(Ev[2]) IN
      /\ \E n \in Nodes : pending[n] # <<>> /\ Head(pending[n]) = e /\ CommitNext(n)
-     /\ outcome' = Recorded(Opened(outcome, committed, e), Out(committed, e, At(committed, e, e.time)))
   /\ kept' = IF Ev[3] THEN SetKey(kept, Len(log'), committed') ELSE kept
   /\ UNCHANGED <<now, clock, term, leading, applied, replica, request, History>>
   /\ UNCHANGED <<flight, batch, lastOut>>
@@ -265,7 +260,7 @@ DoApply ==
         /\ Ev[4] = KeyView(replica'[n], e.key)
         /\ lastOut' = [lastOut EXCEPT ![n] = Ev[3]]
         /\ flight' = [flight EXCEPT ![n] = @ \ {Id(e)}]
-  /\ UNCHANGED <<batch, kept, outcome>>
+  /\ UNCHANGED <<batch, kept>>
 
 \* A snapshot installed (Restore, which ApplyNext steps up to its position
 \* would reach as well) or a restart from the durable snapshot (Restart: the
@@ -280,7 +275,7 @@ DoRestore ==
         /\ replica' = [replica EXCEPT ![n] = kept[p]]
         /\ lastOut' = [lastOut EXCEPT ![n] = <<>>]
   /\ UNCHANGED <<now, clock, term, leading, pending, log, committed, request, History>>
-  /\ UNCHANGED <<flight, batch, kept, outcome>>
+  /\ UNCHANGED <<flight, batch, kept>>
 
 \* An R, N or E on the wire does not say which request of its client it
 \* answers: its trace record has seq 0, and any of that client's matches.
@@ -325,7 +320,6 @@ TraceInit ==
   /\ batch = [n \in Nodes |-> <<>>]
   /\ lastOut = [n \in Nodes |-> <<>>]
   /\ kept = [p \in {0} |-> InitState]
-  /\ outcome = [c \in Clients |-> <<>>]
 
 \* Two next-state relations: TraceSpecNext first, TraceLocateNext only for a
 \* path that ended early, printing each event it explains; the event after
@@ -342,8 +336,8 @@ TraceLocateNext ==
 TraceSpec == TraceInit /\ [][TraceLocateNext]_traceVars
 
 \* Each state is one of a single path, told apart by how far it got: TLC
-\* fingerprints this instead of the whole state (the log and the session
-\* outcomes grow with the run).
+\* fingerprints this instead of the whole state (the log grows with the
+\* run).
 TraceView == <<i, now, clock>>
 
 \* LockCluster's TokensUniqueIn, in a form linear in the state: no two keys

@@ -29,6 +29,9 @@ std::optional<sim::TlaTrace> read_trace_file(const std::string& path) {
   } catch (const sim::TraceFormatError& e) {
     fmt::print(stderr, "{}: {}\n", path, e.what());
     return std::nullopt;
+  } catch (const std::exception& e) {  // a field of an unexpected JSON type
+    fmt::print(stderr, "{}: not a trace this version reads: {}\n", path, e.what());
+    return std::nullopt;
   }
 }
 
