@@ -204,6 +204,8 @@ class LockWorkload {
         auto out = cluster.propose(id, cluster::encode(command), h.local(id));
         h.route(std::move(out.messages));
         if (!cluster.alive(id)) return;
+        // Refused: hand it back, to be proposed at the next tick.
+        if (out.kind != raft::ProposeResult::Kind::accepted) heap.lost(*cluster::deadline_target(command));
       }
     }
     // The table's own invariants, on every node now and then: a full check

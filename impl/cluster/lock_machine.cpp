@@ -20,6 +20,12 @@ Command command_for(const DeadlineTarget& target, TimeMs now) {
   return Expire{target.key, Token{target.id}, now};
 }
 
+std::optional<DeadlineTarget> deadline_target(const Command& command) {
+  if (const auto* e = std::get_if<Expire>(&command)) return DeadlineTarget{DeadlineTarget::Kind::expire, e->token.value, e->key};
+  if (const auto* t = std::get_if<Timeout>(&command)) return DeadlineTarget{DeadlineTarget::Kind::timeout, t->waiter.value, t->key};
+  return std::nullopt;
+}
+
 LockMachine::LockMachine(MachineConfig config)
     : config_(std::move(config)), next_token_(config_.first_token), sessions_(config_.sessions) {
   if (auto error = validate(config_.limits)) throw std::invalid_argument(*error);

@@ -75,6 +75,8 @@ struct Deadline {
 
 // The command that acts on a deadline, stamped `now`.
 Command command_for(const DeadlineTarget& target, TimeMs now);
+// The deadline an Expire or Timeout acts on; nothing for other commands.
+std::optional<DeadlineTarget> deadline_target(const Command& command);
 
 struct Applied {
   Outputs responses;

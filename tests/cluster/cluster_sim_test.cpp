@@ -110,6 +110,20 @@ TEST(ClusterSim, SkewBeyondTheBoundBreaksLeaseSafetyAndOnlyThen) {
   }
 }
 
+// Two swarm seeds whose Raft commits about one entry per round trip (one
+// message in flight, one entry per message). While the leader re-proposed
+// its pending Expires every second, their copies, and the client retries
+// they delayed, kept the log longer than every client's timeout after the
+// heal: each answer went to a connection its client had already given up,
+// and the liveness phase ended with requests unanswered.
+TEST(ClusterSim, ASlowLogCatchesUpAfterTheHeal) {
+  for (const std::uint64_t seed : {319u, 1377u}) {
+    const auto r = run_cluster_simulation(cluster_swarm_params(seed, 3));
+    EXPECT_EQ(r.raft.violation_count, 0u) << first_violation(r);
+    EXPECT_EQ(r.raft.params.raft.inflight_max, 1u) << "seed " << seed << " no longer draws a slow log";
+  }
+}
+
 TEST(ClusterSim, OneSeedGivesOneRun) {
   const auto params = cluster_swarm_params(7, 5);
   const auto a = run_cluster_simulation(params);
