@@ -35,9 +35,17 @@ std::string show(const Outputs& outputs) {
 
 constexpr std::size_t digests_kept = std::size_t{1} << 18;
 
+cluster::Command without_session(cluster::Command command) {
+  if (auto* a = std::get_if<cluster::Acquire>(&command)) a->session = {};
+  if (auto* r = std::get_if<cluster::Release>(&command)) r->session = {};
+  return command;
+}
+
 }  // namespace
 
-std::string session_owner(cluster::Session session) { return fmt::format("c{}s{}", session.client, session.sequence); }
+std::string session_owner(const cluster::Session& session) {
+  return fmt::format("c{}s{}", session.client, session.sequence);
+}
 
 std::optional<cluster::Session> owner_session(std::string_view owner) {
   const auto s = owner.find('s');
@@ -47,7 +55,9 @@ std::optional<cluster::Session> owner_session(std::string_view owner) {
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     return error == std::errc{} && end == digits.data() + digits.size() && !digits.empty();
   };
-  if (!parse(owner.substr(1, s - 1), session.client) || !parse(owner.substr(s + 1), session.sequence)) return std::nullopt;
+  std::uint64_t client = 0;
+  if (!parse(owner.substr(1, s - 1), client) || !parse(owner.substr(s + 1), session.sequence)) return std::nullopt;
+  session.client = owner.substr(1, s - 1);
   return session;
 }
 
@@ -57,7 +67,7 @@ ClusterChecker::ClusterChecker(RaftChecker& raft, Limits limits, cluster::Sessio
 
 void ClusterChecker::fail(const char* checker, std::string what) { raft_.fail(checker, std::move(what)); }
 
-void ClusterChecker::on_send(cluster::Session session, DurationMs lease_ms, TimeMs at) {
+void ClusterChecker::on_send(const cluster::Session& session, DurationMs lease_ms, TimeMs at) {
   auto& si = info(session);
   if (si.lease_ms.value == 0) {
     si.first_sent = at;
@@ -79,12 +89,9 @@ std::uint64_t ClusterChecker::key_digest(const cluster::LockMachine& machine, co
   return fnv(text);
 }
 
-void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const cluster::LockMachine& machine) {
+void ClusterChecker::before_command(raft::NodeId, raft::Index, const cluster::Command& command,
+                                    const cluster::LockMachine& machine) {
   before_.reset();
-  if (entry.kind == raft::EntryKind::noop) return;
-  auto decoded = cluster::decode(entry.data);
-  if (!std::holds_alternative<cluster::Command>(decoded)) return;
-  const auto& command = std::get<cluster::Command>(decoded);
   const auto* key = cluster::command_key(command);
   if (key == nullptr) return;
   KeyBefore b;
@@ -106,29 +113,33 @@ void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const 
   before_ = std::move(b);
 }
 
-void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
-                                 const cluster::Applied& applied, TimeMs now) {
-  const bool first = entry.index == model_index_ + 1;
-  if (entry.index > model_index_ + 1) {
-    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, entry.index,
+void ClusterChecker::after_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                                   const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now) {
+  // The first node to apply an index is the one that moves model_index_ on
+  // when the entry is done (entry_applied), so every command of that entry
+  // counts as a first application.
+  const bool first = index == model_index_ + 1;
+  if (index > model_index_ + 1) {
+    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, index,
                                         model_index_ + 1));
     return;
   }
-  std::optional<cluster::Command> command;
-  if (entry.kind != raft::EntryKind::noop) {
-    auto decoded = cluster::decode(entry.data);
-    if (std::holds_alternative<cluster::Command>(decoded)) command = std::move(std::get<cluster::Command>(decoded));
+  // The rules first, each on what the table did; then the model, which
+  // would also see most of these, but only as answers that differ.
+  if (const auto* key = cluster::command_key(command)) {
+    const Apply apply{node, index, command, *key, first, now};
+    if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
   }
-  if (command) {
-    // The rules first, each on what the table did; then the model, which
-    // would also see most of these, but only as answers that differ.
-    if (const auto* key = cluster::command_key(*command)) {
-      const Apply apply{node, entry.index, *command, *key, first, now};
-      if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
-    }
-    if (first) first_application(*command, entry.index, applied);
+  if (first) first_application(command, index, applied);
+}
+
+void ClusterChecker::entry_applied(raft::NodeId node, raft::Index index) {
+  if (index > model_index_ + 1) {
+    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, index,
+                                        model_index_ + 1));
+    return;
   }
-  if (first) model_index_ = entry.index;
+  if (index == model_index_ + 1) model_index_ = index;
 }
 
 bool ClusterChecker::agrees_with_first(const Apply& apply, const cluster::LockMachine& machine) {
@@ -256,7 +267,9 @@ std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& comma
       trim_sessions(session->client, highest);
     }
   }
-  Outputs outs = model_.apply(command);
+  // The model answers the request itself; sessions are this checker's
+  // business (it follows which connection each client last asked on).
+  Outputs outs = model_.apply(without_session(command));
   for (auto& out : outs) {
     std::optional<cluster::Session> answered;
     if (out.response.kind == ResponseKind::released || out.response.kind == ResponseKind::not_held ||
@@ -276,7 +289,7 @@ std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& comma
   return outs;
 }
 
-void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) {
+void ClusterChecker::trim_sessions(const std::string& client, std::uint64_t highest) {
   // Sessions at or below highest - window are stale from now on, whatever
   // was recorded of them; keep one window more for the messages.
   const auto keep_from = highest > 2 * session_limits_.window ? highest - 2 * session_limits_.window : 0;
@@ -284,7 +297,7 @@ void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) 
   while (it != sessions_.end() && it->first.client == client && it->first.sequence < keep_from) it = sessions_.erase(it);
 }
 
-bool ClusterChecker::on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
+bool ClusterChecker::on_response(const cluster::Session& outstanding, bool outstanding_is_release, Token release_token,
                                  const Response& response, TimeMs) {
   std::optional<cluster::Session> answers;
   if (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||

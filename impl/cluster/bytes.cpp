@@ -40,7 +40,9 @@ std::uint64_t ByteReader::u64() {
   return value;
 }
 
-std::string ByteReader::text(std::size_t bytes_max) {
+std::string ByteReader::text(std::size_t bytes_max) { return std::string(text_view(bytes_max)); }
+
+std::string_view ByteReader::text_view(std::size_t bytes_max) {
   if (!take(4)) return {};
   std::uint32_t length = 0;
   for (int shift = 0; shift < 32; shift += 8) {
@@ -51,7 +53,7 @@ std::string ByteReader::text(std::size_t bytes_max) {
     return {};
   }
   if (!take(length)) return {};
-  std::string value(bytes_.substr(at_, length));
+  const std::string_view value = bytes_.substr(at_, length);
   at_ += length;
   return value;
 }

@@ -10,8 +10,8 @@
 // stamps each request with its clock, proposes it while it leads and answers
 // only once the command is applied), the leader's deadline heap (rebuilt
 // from the applied table when leadership is gained, dropped when it is
-// lost; the due Expires and Timeouts proposed at each tick and proposed
-// again when lost), redirects (`E not-leader <host>:<port>` or
+// lost; the due Expires and Timeouts proposed at each tick, and again only
+// when the driver reports their proposal failed), redirects (`E not-leader <host>:<port>` or
 // `E not-leader`), the test clock (`C`, `X`), and the snapshot/compaction
 // decision. What it does not own: consensus, sockets, clocks, disks. It
 // never reads a clock, does no IO, starts no thread, and nothing it outputs
@@ -83,6 +83,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -117,9 +118,6 @@ struct NodeConfig {
   Token first_token{1};
   ClusterBug bug = ClusterBug::none;
   bool test_clock = false;
-  // A due Expire or Timeout whose command did not come back is proposed
-  // again after this long on the leader's clock.
-  DurationMs repropose_after_ms{1'000};
   // Requests proposed and not yet applied, over all connections; past it a
   // request is answered `E too many requests in flight`.
   std::uint64_t in_flight_max = 65'536;
@@ -238,18 +236,65 @@ class Node {
   void check_invariants() const;
 
  private:
-  struct Connection;
-  struct InFlight;
-  struct HeldLine;
+  struct Connection {
+    std::uint64_t in_flight = 0;  // its requests proposed in this leadership, not yet applied
+    bool ending = false;          // `X` read: later lines are discarded; closed once its Close applies
+  };
+  // A proposal of the current leadership that has not come back applied.
+  struct Pending {
+    enum class Kind : std::uint8_t { request, deadline, close };
+    Kind kind = Kind::request;
+    ConnectionId connection;  // request, close
+    DeadlineTarget target;    // deadline
+  };
+  struct HeldLine {
+    ConnectionId connection;
+    std::string line;
+  };
+  // A `C` (or advance_test_clock) in progress: due commands are proposed
+  // instant by instant from `floor` up to `target`.
+  struct ClockAdvance {
+    TimeMs target;
+    TimeMs floor;
+    bool markers = false;
+  };
 
-  // (private members follow in the implementation commit)
+  void handle_line(ConnectionId connection, std::string_view line, TimeMs now, NodeOutputs& out);
+  void handle_request(ConnectionId connection, const SessionRequest& parsed, TimeMs now, NodeOutputs& out);
+  void handle_clock_line(ConnectionId connection, std::string_view line, NodeOutputs& out);
+  // `X` or an overlong line: the connection's waiters are dropped (a Close,
+  // when leading) and it is closed once that is applied.
+  void end_connection(ConnectionId connection, NodeOutputs& out);
+  // Closes a connection now and forgets it.
+  void close_now(ConnectionId connection, NodeOutputs& out);
+  void propose(const Command& command, Pending pending, NodeOutputs& out);
+  void propose_due(TimeMs now, NodeOutputs& out);
+  void propose_owed_closes(TimeMs now, NodeOutputs& out);
+  // One of this leadership's proposals came back applied.
+  void settle(const Pending& pending, NodeOutputs& out);
+  void lose_leadership(NodeOutputs& out);
+  // Test clock: moves the advance in progress on as far as it can, then
+  // handles held lines, until it must wait for an apply or nothing is left.
+  void continue_clock(NodeOutputs& out);
+  void decide_compaction(NodeOutputs& out);
+  TimeMs stamp(TimeMs now) const { return config_.test_clock ? test_now_ : now; }
+
   NodeConfig config_;
   LockMachine machine_;
   DeadlineHeap heap_;
   bool leading_ = false;
   Epoch epoch_;
+  std::string leader_address_;
+  std::map<ConnectionId, Connection> connections_;
+  std::map<std::uint64_t, Pending> pending_;  // proposal id -> what it carries; this leadership only
+  std::uint64_t next_proposal_ = 1;
+  std::size_t in_flight_total_ = 0;         // pending requests
+  std::set<ConnectionId> closes_owed_;      // Closes whose proposal failed: again at the next tick
   TimeMs test_now_{0};
-  std::size_t in_flight_total_ = 0;
+  std::optional<ClockAdvance> advancing_;
+  std::deque<HeldLine> held_;
+  std::optional<TableSnapshot> stash_;      // taken, not yet offered for compaction
+  LogIndex last_snapshot_index_ = 0;
   NodeStats stats_;
   ApplyObserver* observer_ = nullptr;
 };
