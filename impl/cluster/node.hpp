@@ -68,7 +68,9 @@
 //
 // Connection ids must be unique across the cluster and over its whole life
 // (e.g. node id, incarnation and a counter): commands carry them, and a
-// node delivers a response only to a connection it has open.
+// node delivers a response only to a connection it has open. Once the node
+// outputs a close for a connection it has forgotten it: feed it no more
+// lines (a line on an unknown id opens a new connection).
 //
 // Test clock (NodeConfig::test_clock): the node's clock starts at 0 and
 // moves only by `C <now_ms>` (or advance_test_clock); the `now` of the other
