@@ -14,14 +14,21 @@ const cluster::Session* command_session(const cluster::Command& command) {
   return nullptr;
 }
 
-std::uint64_t fnv(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
+// 64-bit FNV-1a over numbers (8 bytes each) and length-prefixed texts.
+struct Digest {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  void byte(unsigned char b) {
+    hash ^= b;
+    hash *= 0x100000001b3ULL;
   }
-  return h;
-}
+  void number(std::uint64_t value) {
+    for (int shift = 0; shift < 64; shift += 8) byte(static_cast<unsigned char>(value >> shift));
+  }
+  void text(std::string_view value) {
+    number(value.size());
+    for (const char c : value) byte(static_cast<unsigned char>(c));
+  }
+};
 
 std::string show(const Outputs& outputs) {
   if (outputs.empty()) return "nothing";
@@ -76,17 +83,29 @@ void ClusterChecker::on_send(const cluster::Session& session, DurationMs lease_m
 }
 
 std::uint64_t ClusterChecker::key_digest(const cluster::LockMachine& machine, const std::string& key) const {
-  std::string text = fmt::format("{}|{}|", machine.next_token().value, machine.clock().value);
+  // Every field of the key's state, hashed as it is read (no text built:
+  // this runs at every apply on every node).
+  Digest d;
+  d.number(machine.next_token().value);
+  d.number(static_cast<std::uint64_t>(machine.clock().value));
   const auto found = machine.keys().find(key);
   if (found != machine.keys().end()) {
     const auto& k = found->second;
-    fmt::format_to(std::back_inserter(text), "{} {} {} {}", k.owner, k.token.value, k.granted_at.value, k.expiry.value);
+    d.text(k.owner);
+    d.number(k.token.value);
+    d.number(static_cast<std::uint64_t>(k.granted_at.value));
+    d.number(static_cast<std::uint64_t>(k.expiry.value));
     for (const auto& [id, w] : k.queue) {
-      fmt::format_to(std::back_inserter(text), ";{} {} {} {} {} {}.{}", id.value, w.owner, w.lease_ms.value,
-                     w.deadline.value, w.connection.value, w.session.client, w.session.sequence);
+      d.number(id.value);
+      d.text(w.owner);
+      d.number(static_cast<std::uint64_t>(w.lease_ms.value));
+      d.number(static_cast<std::uint64_t>(w.deadline.value));
+      d.number(w.connection.value);
+      d.text(w.session.client);
+      d.number(w.session.sequence);
     }
   }
-  return fnv(text);
+  return d.hash;
 }
 
 void ClusterChecker::before_command(raft::NodeId, raft::Index, const cluster::Command& command,
@@ -162,25 +181,26 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   const auto after = machine.keys().find(apply.key);
   const bool held_after = after != machine.keys().end();
   const bool ended = b.held && (!held_after || after->second.token != b.token);
-  const std::string where = fmt::format("node {}, index {}, {}", apply.node, apply.index, cluster::describe(apply.command));
+  // Only a failure needs the words.
+  const auto where = [&] { return fmt::format("node {}, index {}, {}", apply.node, apply.index, cluster::describe(apply.command)); };
   if (ended) {
     // The grant of b.token ended here: only its Release or a valid Expire may end it.
     if (const auto* e = std::get_if<cluster::Expire>(&apply.command)) {
       if (e->token != b.token) {
-        fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where,
+        fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where(),
                                          e->token.value, b.token.value));
         return;
       }
       if (e->now < b.expiry) {
         fail("expire-valid", fmt::format("{}: Expire stamped {} ms on its leader's clock ended a lease that ends at {} ms",
-                                         where, e->now.value, b.expiry.value));
+                                         where(), e->now.value, b.expiry.value));
         return;
       }
       if (apply.first) ++expires_applied_;
     } else {
       const auto* r = std::get_if<cluster::Release>(&apply.command);
       if (r == nullptr || r->token != b.token) {
-        fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where,
+        fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where(),
                                           b.token.value, b.owner));
         return;
       }
@@ -194,7 +214,7 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   if (ended && held_after) {
     // A hand-off: the oldest waiter not yet due must get the key.
     if (!b.head_owner || *b.head_owner != after->second.owner) {
-      fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where,
+      fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where(),
                                after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
       return;
     }
