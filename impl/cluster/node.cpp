@@ -264,7 +264,8 @@ void Node::propose_owed_closes(TimeMs now, NodeOutputs& out) {
   const auto owed = std::move(closes_owed_);
   closes_owed_.clear();
   for (const ConnectionId connection : owed) {
-    if (!machine_.has_waiters(connection)) continue;
+    // Proposed even with no waiter now: a request of that connection still
+    // in flight may queue one, and the Close goes after it.
     ++stats_.closes_proposed;
     propose(Close{connection, stamp(now)}, Pending{Pending::Kind::close, connection, {}}, out);
   }
@@ -286,7 +287,7 @@ void Node::on_proposal_failed(std::uint64_t proposal, NodeOutputs& out) {
       // either): the client retries with its session, applied at most once.
       ++stats_.connections_closed_unknown;
       if (machine_.has_waiters(pending.connection) || connection->second.in_flight > 0) {
-        closes_owed_.insert(pending.connection);
+        closes_owed_.insert(pending.connection);  // its waiters go with it, as with any close
       }
       close_now(pending.connection, out);
       break;

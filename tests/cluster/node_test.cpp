@@ -3,13 +3,14 @@
 // follower answers, that a leader answers only after the command comes back
 // committed, and only on the connections it holds; which connections it
 // closes when a request's fate becomes unknowable (leadership lost, a
-// proposal failed); that a failed deadline is proposed again at the next
-// tick and not before; that a new leader's heap comes from the applied
-// table; that proposals batched into one entry all apply; that an old
-// leadership's proposal committing late is not taken for a new one's; the
-// test clock (C instant by instant, markers after, lines held meanwhile; X;
-// C on a follower); Close proposals; the in-flight bound; compaction,
-// snapshots and the digest; and the answer-before-commit bug.
+// proposal failed) and that such a connection's waiters still leave with
+// it; that a failed deadline is proposed again at the next tick and not
+// before; that a new leader's heap comes from the applied table; that
+// proposals batched into one entry all apply; that an old leadership's
+// proposal committing late is not taken for a new one's; the test clock (C
+// instant by instant, markers after, lines held meanwhile; X; C on a
+// follower); Close proposals; the in-flight bound; compaction, snapshots
+// and the digest; and the answer-before-commit bug.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -185,6 +186,20 @@ TEST(Node, AFailedRequestClosesItsConnectionAndAFailedDeadlineWaitsForTheNextTic
   EXPECT_EQ(d.commit(), "");
   EXPECT_TRUE(d.node.machine().keys().empty());
   EXPECT_EQ(d.fail(4), "");  // reported after it applied: nothing to do
+}
+
+TEST(Node, AConnectionClosedForAFailedRequestLosesItsWaitersAtTheNextTick) {
+  Driver d;
+  d.lead(1);
+  d.line(1, "A k alice 100 0");
+  d.line(2, "A k bob 100 500");
+  d.commit();
+  EXPECT_EQ(d.line(2, "A j bob 100 0", 5), "propose#3@1 Acquire(client - seq 0, c2, j bob lease 100 wait 0, @5)");
+  d.proposed.clear();
+  EXPECT_EQ(d.fail(3), "c2 close");
+  EXPECT_EQ(d.tick(6), "propose#4@1 Close(c2, @6)");  // as if bob had closed it
+  EXPECT_EQ(d.commit(), "");
+  EXPECT_EQ(d.node.machine().waiter_count(), 0u);
 }
 
 TEST(Node, ANewLeadersHeapComesFromTheAppliedTable) {
