@@ -11,6 +11,7 @@ packages=(
   chromium  # headless, renders the HTML report in tests/report
   python3   # tests/history/other_server.py, a second server the fuzzer is tested against
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
+  emscripten  # the web preset: the playground page in WebAssembly (web/)
 )
 
 missing=()
