@@ -43,7 +43,13 @@ struct Session {
   std::string client;
   std::uint64_t sequence = 0;
   bool anonymous() const { return client.empty(); }
-  friend auto operator<=>(const Session&, const Session&) = default;
+  friend bool operator==(const Session&, const Session&) = default;
+  // Written out, as DeadlineTarget's: the libc++ of emscripten (the web
+  // preset) has no <=> on std::string. Client, then sequence.
+  friend std::strong_ordering operator<=>(const Session& a, const Session& b) {
+    if (const auto order = a.client.compare(b.client) <=> 0; order != 0) return order;
+    return a.sequence <=> b.sequence;
+  }
 };
 
 // Names one queued waiter over the life of the lock table: issued in
