@@ -20,6 +20,16 @@ namespace lockstep {
 inline constexpr std::size_t name_bytes_max = 250;
 bool is_valid_name(std::string_view name);
 
+// The session fields a cluster node takes after a request (CONTRACT.md,
+// "Cluster nodes on the wire"): the client's id, 1 to 250 bytes of printable
+// ASCII without space (as key and owner), and its sequence number,
+// 1 .. 2^63-1, which the client raises by one per new request.
+inline constexpr std::uint64_t sequence_max = (std::uint64_t{1} << 63) - 1;
+struct SessionFields {
+  std::string_view client;
+  std::uint64_t sequence = 0;
+};
+
 // `A <key> <owner> <lease_ms> <wait_ms>`
 struct AcquireRequest {
   std::string_view key;
@@ -36,14 +46,24 @@ struct ReleaseRequest {
 
 using Request = std::variant<AcquireRequest, ReleaseRequest>;
 
+// A request as a cluster node reads it: `A <key> <owner> <lease_ms>
+// <wait_ms> [<client> <seq>]` or `R <key> <token> [<client> <seq>]`.
+struct SessionRequest {
+  Request request;
+  std::optional<SessionFields> session;
+};
+
 // A line that is not a valid request, with the reason sent back in `E`.
 struct Malformed {
   std::string reason;
 };
 
 // Parses one request line (without its `\n`) against the limits, which bound
-// lease_ms and wait_ms and the line's length.
+// lease_ms and wait_ms and the line's length. Simple mode: session fields
+// are not part of the syntax (a 7-field A or 5-field R is malformed).
 std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits);
+// The same, for a cluster node: the session fields may follow.
+std::variant<SessionRequest, Malformed> parse_session_request(std::string_view line, const Limits& limits);
 
 enum class ResponseKind : char {
   granted = 'A',     // A <token> <owner> <key>
@@ -82,8 +102,8 @@ void append_response_line(const Response& response, std::string& out);
 // library). Returns nothing when the line is not a well-formed response.
 std::optional<Response> parse_response(std::string_view line);
 
-// The request's wire line, without `\n`.
-std::string format_request(const Request& request);
+// The request's wire line, without `\n`, with session fields if given.
+std::string format_request(const Request& request, const std::optional<SessionFields>& session = std::nullopt);
 
 }  // namespace lockstep
 

@@ -37,6 +37,7 @@ void add(sim::ClusterLockStats& t, const sim::ClusterLockStats& s) {
   t.expires_applied += s.expires_applied;
   t.timeouts_applied += s.timeouts_applied;
   t.snapshots += s.snapshots;
+  t.closed_unknown += s.closed_unknown;
 }
 
 std::string reproduce_command(const RaftSimOptions& o, std::uint64_t seed) {
@@ -196,6 +197,7 @@ int run_raft_sim(const RaftSimOptions& o) {
     row("Timeouts proposed", l.timeouts_proposed);
     row("Timeouts applied", l.timeouts_applied);
     row("lock snapshots", l.snapshots);
+    row("closed: fate unknown", l.closed_unknown);
   }
   row("simulated time (s)", fmt::format("{:.1f}", static_cast<double>(simulated_ms) / 1000));
   row("wall time (s)", fmt::format("{:.2f}", wall_s));
