@@ -52,6 +52,8 @@ class Model {
   const std::map<std::string, Key>& keys() const { return keys_; }
   TimeMs now() const { return now_; }
   Token next_token() const { return next_token_; }
+  // The last token, 2^64 - 1, was issued (docs/protocol.md, "Tokens").
+  bool tokens_exhausted() const { return tokens_exhausted_; }
   const Limits& limits() const { return limits_; }
   std::size_t waiter_count() const;
 
@@ -70,6 +72,7 @@ class Model {
   InjectedBug bug_;
   TimeMs now_{0};
   Token next_token_;
+  bool tokens_exhausted_ = false;
   std::uint64_t next_queued_order_ = 0;
   std::map<std::string, Key> keys_;
 };
