@@ -1,6 +1,10 @@
 // A server under test, started from a shell command template and stopped
 // again: the `{name}` placeholders of the template are filled in, the
 // command runs in its own process group, and stopping it ends the group.
+// No server outlives the tool that started it: SIGINT, SIGTERM or SIGHUP
+// to the tool first sends SIGTERM to every group still running (unless the
+// tool handles those signals itself), and a server whose starter dies any
+// other way gets SIGTERM from the kernel (PR_SET_PDEATHSIG).
 #pragma once
 
 #include <map>
