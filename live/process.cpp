@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,10 +82,30 @@ void forget_group(pid_t group) {
   }
 }
 
+// Only async-signal-safe calls: kill, waitpid, nanosleep.
 extern "C" void stop_groups_and_die(int signal_number) {
   for (auto& slot : running_groups) {
     const pid_t group = slot.load();
     if (group > 0) ::kill(-group, SIGTERM);
+  }
+  // Reap each server (up to two seconds, then SIGKILL), so none is left
+  // running or unreaped when this process is gone.
+  for (int waited_ms = 0;; waited_ms += 10) {
+    bool any = false;
+    for (auto& slot : running_groups) {
+      const pid_t group = slot.load();
+      if (group <= 0) continue;
+      if (::waitpid(group, nullptr, WNOHANG) == 0) {
+        any = true;
+        if (waited_ms >= 2'000) {
+          ::kill(-group, SIGKILL);
+          ::waitpid(group, nullptr, 0);
+        }
+      }
+    }
+    if (!any || waited_ms >= 2'000) break;
+    const timespec pause{0, 10'000'000};
+    ::nanosleep(&pause, nullptr);
   }
   // Then die of the same signal, as if there had been no handler.
   ::signal(signal_number, SIG_DFL);
