@@ -109,7 +109,7 @@ void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Out
   }
   Slot key = index_.find(request.key);
   if (key == no_slot) {
-    // CONTRACT 1 and 5: register a new key unless max_keys are registered.
+    // simple mode 1 and 5: register a new key unless max_keys are registered.
     if (keys_.live() >= config_.limits.max_keys) {
       ++counters_.busy;
       out.push_back({connection, Response::busy(request.owner, request.key)});
@@ -124,19 +124,19 @@ void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Out
   const bool same_owner = bug(InjectedBug::same_owner_renewal) &&
                           bug_state_.holder_owner[key] == request.owner;
   if (now_ >= record.expiry || same_owner) {
-    // CONTRACT 2: an expired holder is taken over in place; waiters stay.
+    // simple mode 2: an expired holder is taken over in place; waiters stay.
     unlink_sweep_bucket(key);
     ++counters_.takeovers;
     grant(key, request.owner, request.lease_ms, connection, out);
     return;
   }
   if (request.wait_ms.value == 0) {
-    // CONTRACT 3: a try-lock on a held key is refused at once, never queued.
+    // simple mode 3: a try-lock on a held key is refused at once, never queued.
     ++counters_.refused;
     out.push_back({connection, Response::timed_out(request.owner, request.key)});
     return;
   }
-  // CONTRACT 5: queueing past either waiter limit is busy, nothing changed.
+  // simple mode 5: queueing past either waiter limit is busy, nothing changed.
   std::uint64_t per_key_max = config_.limits.max_waiters_per_key;
   if (bug(InjectedBug::busy_early) && per_key_max > 0) --per_key_max;
   if (record.waiter_count >= per_key_max || waiters_.live() >= config_.limits.max_waiters) {
@@ -144,7 +144,7 @@ void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Out
     out.push_back({connection, Response::busy(request.owner, request.key)});
     return;
   }
-  // CONTRACT 4: queued at the tail, answered later.
+  // simple mode 4: queued at the tail, answered later.
   enqueue(key, connection, request);
 }
 
@@ -155,12 +155,12 @@ void Engine::release(ConnectionId connection, const ReleaseRequest& request, Out
       (keys_[key].token == request.token ||
        (bug(InjectedBug::stale_release) && bug_state_.previous_token[key] == request.token));
   if (!matches) {
-    // CONTRACT 7: any other token, or no such key: N with the request's token.
+    // simple mode 7: any other token, or no such key: N with the request's token.
     ++counters_.not_held;
     out.push_back({connection, Response::not_held(request.token, request.key)});
     return;
   }
-  // CONTRACT 6: R, even when the holder expired but the key was not swept;
+  // simple mode 6: R, even when the holder expired but the key was not swept;
   // then the head waiter gets the key at once, or the key is deleted.
   ++counters_.releases;
   out.push_back({connection, Response::released(request.token, request.key)});
@@ -180,7 +180,7 @@ void Engine::release(ConnectionId connection, const ReleaseRequest& request, Out
 void Engine::fire_instant(TimeMs instant, Outputs& out) {
   LOCKSTEP_ASSERT(instant >= now_);
   now_ = instant;
-  // CONTRACT "Time": at one instant, wait timeouts fire before the sweep.
+  // docs/protocol.md "Time": at one instant, wait timeouts fire before the sweep.
   if (bug(InjectedBug::sweep_before_timeouts)) {
     sweep(instant, out);
     fire_timeouts(instant, out);
@@ -231,11 +231,11 @@ void Engine::sweep(TimeMs instant, Outputs& out) {
       }
     }
     if (record.queue.empty()) {
-      // CONTRACT 8: an expired key without waiters is deleted.
+      // simple mode 8: an expired key without waiters is deleted.
       ++counters_.sweep_deletions;
       delete_key(key);
     } else {
-      // CONTRACT 8: waiters acquire "through expiry": the head gets the key.
+      // simple mode 8: waiters acquire "through expiry": the head gets the key.
       ++counters_.sweep_handoffs;
       hand_to_waiter(key, record.queue.head, out);
     }

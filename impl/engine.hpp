@@ -6,7 +6,7 @@
 // order. The engine never reads a clock, never allocates without a limit and
 // holds no IO.
 //
-// Order within one instant (CONTRACT.md, "Time"): every call first fires
+// Order within one instant (docs/protocol.md, "Time"): every call first fires
 // what is due at instants up to `now` (wait timeouts, then the sweep, instant
 // by instant), then handles its own input. Time never goes back.
 //

@@ -1,4 +1,4 @@
-// The wire protocol (CONTRACT.md, "Wire protocol"): one text line per
+// The wire protocol (docs/protocol.md, "Wire protocol"): one text line per
 // message, fields separated by exactly one space. This file holds the message
 // types and a strict codec for them. Parsing never allocates: a parsed
 // request's key and owner are views into the line it came from.

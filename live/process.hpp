@@ -19,7 +19,7 @@ namespace lockstep::live {
 // Replaces every `{name}` whose name is a key of `values`; other text stays.
 std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values);
 
-// `{port}` and every limit of CONTRACT.md (`{max_keys}` ...).
+// `{port}` and every limit of docs/protocol.md (`{max_keys}` ...).
 std::map<std::string, std::string> template_values(std::uint16_t port, const Limits& limits);
 
 // In a child just forked, before exec: stdin from /dev/null, stdout and

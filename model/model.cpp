@@ -10,7 +10,7 @@ namespace lockstep {
 
 namespace {
 
-// ---- the model's own reading of the wire syntax (CONTRACT.md, "Wire protocol")
+// ---- the model's own reading of the wire syntax (docs/protocol.md, "Wire protocol")
 
 std::vector<std::string> split_on_single_spaces(std::string_view line) {
   std::vector<std::string> fields;
@@ -90,7 +90,7 @@ LineOutcome Model::on_line(ConnectionId connection, std::string_view line, TimeM
   return LineOutcome::keep_open;
 }
 
-// ---- requests (CONTRACT.md, "Simple mode") ---------------------------------
+// ---- requests (docs/protocol.md, "Simple mode") ---------------------------------
 
 void Model::acquire(ConnectionId connection, std::string key, std::string owner,
                     DurationMs lease_ms, DurationMs wait_ms, Outputs& out) {
@@ -163,7 +163,7 @@ void Model::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
   }
 }
 
-// ---- time (CONTRACT.md, "Time" and point 8) --------------------------------
+// ---- time (docs/protocol.md, "Time" and point 8) --------------------------------
 
 std::optional<TimeMs> Model::next_due() const {
   if (keys_.empty()) return std::nullopt;

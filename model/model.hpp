@@ -1,5 +1,5 @@
 // The reference model of simple mode: a deliberately plain sequential state
-// machine that follows CONTRACT.md point by point. It is the oracle that the
+// machine that follows docs/protocol.md point by point. It is the oracle that the
 // engine, the vectors and the simulator are judged against, so it is written
 // for a reader, not for speed: ordered maps, deques, whole-state scans, and
 // its own request parser (so that a bug in the engine's codec shows up as a
@@ -31,7 +31,7 @@ class Model {
     friend bool operator==(const Waiter&, const Waiter&) = default;
   };
   struct Key {
-    std::string holder;  // the owner the key was granted to (no special treatment: CONTRACT 9)
+    std::string holder;  // the owner the key was granted to (no special treatment: simple mode 9)
     Token token;
     TimeMs granted_at;
     TimeMs expiry;             // granted_at + lease; expired when now >= expiry

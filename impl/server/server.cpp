@@ -278,7 +278,7 @@ void Server::handle_lines(Connection& c) {
     dispatch();
   }
   if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
-    // A line past the limit: E, then the connection closes (CONTRACT.md).
+    // A line past the limit: E, then the connection closes (docs/protocol.md).
     out_.push_back({c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes))});
     dispatch();
     end_input(c);
