@@ -213,6 +213,7 @@ else
   got=$(IFS='|'; echo "${replies[*]}")
   [ "$got" = "$expected_replies" ] || fail "tokens near the top: got '$got', expected '$expected_replies'"
   kill -0 "$serve_pid" 2>/dev/null || fail "serve died when tokens ran out"
+  expect 2 "cannot listen on 127.0.0.1:$port" serve --port "$port"  # that port is taken
   grep -q "tokens exhausted" "$work/serve.log" || fail "serve did not log the exhaustion"
   [ "$(grep -c 'tokens exhausted' "$work/serve.log")" -eq 1 ] || fail "serve logged the exhaustion more than once"
   kill -TERM "$serve_pid"
