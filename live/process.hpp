@@ -4,7 +4,9 @@
 // No server outlives the tool that started it: SIGINT, SIGTERM or SIGHUP
 // to the tool first sends SIGTERM to every group still running (unless the
 // tool handles those signals itself), and a server whose starter dies any
-// other way gets SIGTERM from the kernel (PR_SET_PDEATHSIG).
+// other way gets SIGTERM from the kernel (PR_SET_PDEATHSIG). The kernel
+// ties that to the thread that started the server, so start() must be
+// called from a thread that outlives it (every caller uses the main thread).
 #pragma once
 
 #include <map>
