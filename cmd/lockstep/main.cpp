@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   lockstep::cli::add_sim_command(app, run);
   lockstep::cli::add_trace_commands(app, run);
   lockstep::cli::add_fuzz_commands(app, run);
+  lockstep::cli::add_playground_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -187,6 +187,11 @@ expect 2 "$missing/t.ndjson" trace-to-tla "$missing/t.ndjson"
 expect 2 "$folder is a folder" validate-trace "$folder"
 expect 2 "$work/a-file" validate-trace --keep-dir "$work/a-file/k" "$work/a-file"
 
+# --- playground
+expect 2 "--port" playground --port 70000
+expect 2 "--port" playground --port -1
+expect 2 "no built page in $folder" playground --port 0 --dir "$folder"
+
 # --- tokens run out: a state file two below the top lets `serve` issue the
 # last token, then answer acquires `E tokens exhausted` (releases served)
 # without dying; the next start refuses the file with that reason.
