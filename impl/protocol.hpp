@@ -1,4 +1,4 @@
-// The wire protocol (CONTRACT.md, "Wire protocol"): one text line per
+// The wire protocol (docs/protocol.md, "Wire protocol"): one text line per
 // message, fields separated by exactly one space. This file holds the message
 // types and a strict codec for them. Parsing never allocates: a parsed
 // request's key and owner are views into the line it came from.
@@ -97,6 +97,12 @@ struct Response {
 std::string format_response(const Response& response);
 // Appends the wire line and its `\n` to `out` (the server's write path).
 void append_response_line(const Response& response, std::string& out);
+
+// The longest response line, its `\n` included: `A`, a 20-digit token, an
+// owner and a key of name_bytes_max bytes each, four separators. `E`
+// reasons are short and never echo the request. A server's output bound
+// must hold at least one such line.
+inline constexpr std::size_t response_line_bytes_max = 1 + 1 + 20 + 1 + name_bytes_max + 1 + name_bytes_max + 1;
 
 // Parses a response line as a client receives it (the runners and the client
 // library). Returns nothing when the line is not a well-formed response.

@@ -32,7 +32,7 @@ enum class ServiceKind { engine, model };
 std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits,
                                           InjectedBug bug = InjectedBug::none);
 // A fresh one-node cluster that commits each command at the instant it is
-// proposed (CONTRACT.md, "Cluster semantics in conformance vectors"), for
+// proposed (docs/protocol.md, "Cluster semantics in conformance vectors"), for
 // `config mode=cluster` vectors: `engine` is the cluster node itself, with
 // its lock table and deadline heap, on its test clock
 // (cluster::OneNodeCluster, invariants checked after every call), `model`

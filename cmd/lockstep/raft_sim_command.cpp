@@ -115,7 +115,10 @@ int run_raft_sim(const RaftSimOptions& o) {
     if (timeline) {
       std::ofstream svg(o.timeline, std::ios::binary);
       svg << sim::render_cluster_svg(*timeline, cluster_params(o, seed), r.stats.simulated_until);
-      if (!svg) fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+      if (!svg) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+        return 2;
+      }
     }
     if (o.check_determinism) {
       const auto again = run_seed(seed, nullptr);
