@@ -25,18 +25,24 @@ const cluster::Session* session_of(const cluster::Command& command) {
   return nullptr;
 }
 
-std::optional<cluster::Command> decoded(const raft::Entry& entry) {
-  if (entry.kind != raft::EntryKind::command) return std::nullopt;
-  auto result = cluster::decode(entry.data);
-  if (!std::holds_alternative<cluster::Command>(result)) return std::nullopt;
-  return std::get<cluster::Command>(std::move(result));
+// The commands framed in an entry's (or a proposal's) bytes.
+std::vector<cluster::Command> commands_of(std::string_view bytes) {
+  auto result = cluster::decode_entry(bytes);
+  std::vector<cluster::Command> commands;
+  if (std::holds_alternative<cluster::DecodeError>(result)) return commands;
+  for (auto& frame : std::get<std::vector<cluster::Framed>>(result)) commands.push_back(std::move(frame.command));
+  return commands;
+}
+
+bool is_deadline(const cluster::Command& command) {
+  return std::holds_alternative<cluster::Expire>(command) || std::holds_alternative<cluster::Timeout>(command);
 }
 
 // `holder`, `token`, `expiry` and the queue as [client, seq] pairs, or
-// holder 0 when the key is free.
+// holder "" when the key is free.
 Json key_view(const cluster::LockMachine& machine, const std::string& key) {
   const auto found = machine.keys().find(key);
-  if (found == machine.keys().end()) return Json{{"holder", 0}, {"token", 0}, {"expiry", 0}, {"queue", Json::array()}};
+  if (found == machine.keys().end()) return Json{{"holder", ""}, {"token", 0}, {"expiry", 0}, {"queue", Json::array()}};
   const auto& state = found->second;
   Json queue = Json::array();
   for (const auto& [id, waiter] : state.queue) queue.push_back(Json::array({waiter.session.client, waiter.session.sequence}));
@@ -86,7 +92,7 @@ std::string ClusterTraceWriter::command_json(const cluster::Command& command, ra
     j = Json{{"type", "Release"}, {"client", r->session.client}, {"seq", r->session.sequence}, {"key", r->key},
              {"lease_ms", 0}, {"wait_ms", 0}, {"token", r->token.value}, {"stamp", r->now.value}};
   } else if (const auto* e = std::get_if<cluster::Expire>(&command)) {
-    j = Json{{"type", "Expire"}, {"client", 0}, {"seq", 0}, {"key", e->key}, {"lease_ms", 0}, {"wait_ms", 0},
+    j = Json{{"type", "Expire"}, {"client", ""}, {"seq", 0}, {"key", e->key}, {"lease_ms", 0}, {"wait_ms", 0},
              {"token", e->token.value}, {"stamp", e->now.value}};
   } else if (const auto* t = std::get_if<cluster::Timeout>(&command)) {
     // The spec names a waiter by the session that queued it.
@@ -129,10 +135,10 @@ void ClusterTraceWriter::elect(raft::NodeId node, const raft::RaftNode& raft, Ti
   // still uncommitted for the spec, whose commit is the first apply).
   std::string adopted;
   for (const auto& entry : raft.log()) {
-    if (entry.index <= first_applied_) continue;
-    const auto command = decoded(entry);
-    if (!command) continue;
-    adopted += (adopted.empty() ? "" : ",") + command_json(*command, leader_of(entry.term));
+    if (entry.index <= first_applied_ || entry.kind != raft::EntryKind::command) continue;
+    for (const auto& command : commands_of(entry.data)) {
+      adopted += (adopted.empty() ? "" : ",") + command_json(command, leader_of(entry.term));
+    }
   }
   write(fmt::format(R"({{"t":{},"event":"Elect","node":{},"term":{},"adopted":[{}]}})", now.value, node, raft.term(),
                     adopted));
@@ -141,26 +147,35 @@ void ClusterTraceWriter::elect(raft::NodeId node, const raft::RaftNode& raft, Ti
 void ClusterTraceWriter::propose(raft::NodeId node, const std::string& data, const RaftProposeOutcome& outcome,
                                  TimeMs clock, TimeMs now) {
   if (outcome.kind != raft::ProposeResult::Kind::accepted) return;  // refused: nothing was proposed
-  auto result = cluster::decode(data);
-  if (!std::holds_alternative<cluster::Command>(result)) return;
-  const auto& command = std::get<cluster::Command>(result);
   leaders_[outcome.term] = node;
-  if (const auto* session = session_of(command); session != nullptr && session->sequence > sent_[session->client]) {
+  for (const auto& command : commands_of(data)) propose_command(node, command, outcome, clock, now);
+}
+
+void ClusterTraceWriter::propose_command(raft::NodeId node, const cluster::Command& command,
+                                         const RaftProposeOutcome& outcome, TimeMs clock, TimeMs now) {
+  if (const auto* session = session_of(command);
+      session != nullptr && !session->anonymous() && session->sequence > sent_[session->client]) {
     // The client's next request, as it sent it: first seen here, where a
     // leader takes it.
     sent_[session->client] = session->sequence;
     auto unstamped = command;
     if (auto* a = std::get_if<cluster::Acquire>(&unstamped)) a->now = TimeMs{0};
     if (auto* r = std::get_if<cluster::Release>(&unstamped)) r->now = TimeMs{0};
-    write(fmt::format(R"({{"t":{},"event":"Send","client":{},"command":{}}})", now.value, session->client,
-                      command_json(unstamped, 0)));
+    write(fmt::format(R"({{"t":{},"event":"Send","client":{},"command":{}}})", now.value,
+                      Json(session->client).dump(), command_json(unstamped, 0)));
   }
   write(fmt::format(R"({{"t":{},"event":"Propose","node":{},"clock":{},"index":{},"term":{},"command":{}}})",
                     now.value, node, clock.value, outcome.index, outcome.term, command_json(command, node)));
 }
 
 void ClusterTraceWriter::heap_due(raft::NodeId node, TimeMs clock, const cluster::LockMachine& machine,
-                                  const std::vector<cluster::Command>& due, TimeMs now) {
+                                  const std::vector<cluster::Proposal>& proposals, TimeMs now) {
+  std::vector<cluster::Command> due;
+  for (const auto& proposal : proposals) {
+    for (auto& command : commands_of(proposal.bytes)) {
+      if (is_deadline(command)) due.push_back(std::move(command));
+    }
+  }
   if (due.empty()) {
     bool any = false;
     for (const auto& deadline : machine.deadlines()) any = any || deadline.at <= clock;
@@ -172,25 +187,28 @@ void ClusterTraceWriter::heap_due(raft::NodeId node, TimeMs clock, const cluster
                     list));
 }
 
-void ClusterTraceWriter::apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
-                               const cluster::Applied& applied, bool first, TimeMs now) {
-  if (first) first_applied_ = std::max(first_applied_, entry.index);
-  const auto command = decoded(entry);
-  if (!command) return;  // a leader's no-op: not a command of the spec
-  if (const auto* a = std::get_if<cluster::Acquire>(&*command)) {
+void ClusterTraceWriter::apply(raft::NodeId node, raft::Index index, raft::Term term, const cluster::Command& command,
+                               const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now) {
+  // The first node to apply an index applies all of its commands first.
+  const bool first = index > first_applied_ || (index == first_applied_ && node == first_applier_);
+  if (index > first_applied_) {
+    first_applied_ = index;
+    first_applier_ = node;
+  }
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) {
     for (const auto& deadline : applied.deadlines) {
       if (deadline.target.kind == cluster::DeadlineTarget::Kind::timeout) waiters_[deadline.target.id] = a->session;
     }
   }
   if (first) {
-    write(fmt::format(R"({{"t":{},"event":"Commit","index":{},"term":{},"command":{}}})", now.value, entry.index,
-                      entry.term, command_json(*command, leader_of(entry.term))));
+    write(fmt::format(R"({{"t":{},"event":"Commit","index":{},"term":{},"command":{}}})", now.value, index, term,
+                      command_json(command, leader_of(term))));
   }
   std::string out;
-  for (const auto& o : applied.responses) out += (out.empty() ? "" : ",") + response_json(o.response, &*command);
-  const auto* key = cluster::command_key(*command);
-  write(fmt::format(R"({{"t":{},"event":"Apply","node":{},"index":{},"out":[{}],"key":{}}})", now.value, node,
-                    entry.index, out, key != nullptr ? key_view(machine, *key).dump() : std::string("null")));
+  for (const auto& o : applied.responses) out += (out.empty() ? "" : ",") + response_json(o.response, &command);
+  const auto* key = cluster::command_key(command);
+  write(fmt::format(R"({{"t":{},"event":"Apply","node":{},"index":{},"out":[{}],"key":{}}})", now.value, node, index,
+                    out, key != nullptr ? key_view(machine, *key).dump() : std::string("null")));
 }
 
 void ClusterTraceWriter::restore(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now) {
@@ -204,12 +222,19 @@ void ClusterTraceWriter::restart(raft::NodeId node, const cluster::LockMachine& 
 }
 
 void ClusterTraceWriter::reply(raft::NodeId node, ConnectionId connection, const Response& response, TimeMs now) {
+  // A redirect, or a leader's refusal to take one more request, answers no
+  // command: the node sends it instead of proposing (the spec has no such
+  // step, and the client asks again).
+  if (response.kind == ResponseKind::error &&
+      (response.reason.starts_with("not-leader") || response.reason == "too many requests in flight")) {
+    return;
+  }
   auto line = response_json(response, nullptr);
   if (response.kind != ResponseKind::granted && response.kind != ResponseKind::timed_out &&
       response.kind != ResponseKind::busy) {
     // R, N and E name no owner: the connection says which client.
     auto j = Json::parse(line);
-    j["client"] = connection_client(connection);
+    j["client"] = std::to_string(connection_client(connection));
     line = j.dump();
   }
   write(fmt::format(R"({{"t":{},"event":"Reply","node":{},"conn":{},"response":{}}})", now.value, node,

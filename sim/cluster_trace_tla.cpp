@@ -24,7 +24,23 @@ namespace {
 using namespace tla_text;
 
 std::string node_name(std::int64_t node) { return node == 0 ? "\"\"" : fmt::format("\"n{}\"", node); }
-std::string client_name(std::int64_t client) { return client == 0 ? "\"\"" : fmt::format("\"c{}\"", client); }
+
+// A session's client id as the trace writes it: a string ("" for none). The
+// spec names the client `c<id>` ("" for none); Outcomes uses the names as
+// record fields, so an id must be letters, digits and underscores.
+std::string client_id(const Json& value, std::uint64_t line) {
+  if (!value.is_string()) fail(line, "a client id is not a string");
+  auto id = value.get<std::string>();
+  const bool plain = std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (!plain || id.size() > 64) fail(line, fmt::format("client id {} is not 1 to 64 letters, digits or '_'", value.dump()));
+  return id;
+}
+std::string client_id(const Json& object, const char* field, std::uint64_t line) {
+  return client_id(member(object, field, line), line);
+}
+std::string client_name(const std::string& id) { return id.empty() ? "\"\"" : tla_string("c" + id); }
 
 std::int64_t limit(const Json& header, const char* field) {
   const auto it = header.find(field);
@@ -41,7 +57,7 @@ struct Line {
 std::string show_command(const Json& c) {
   const auto type = c.value("type", std::string("?"));
   const auto stamp = fmt::format(" @{} by n{}", c.value("stamp", 0), c.value("by", 0));
-  const auto session = fmt::format("c{}#{}", c.value("client", 0), c.value("seq", 0));
+  const auto session = fmt::format("c{}#{}", c.value("client", std::string()), c.value("seq", 0));
   const auto key = c.value("key", std::string());
   if (type == "Acquire") {
     return fmt::format("Acquire({} {} lease {} wait {}){}", session, key, c.value("lease_ms", 0), c.value("wait_ms", 0),
@@ -62,11 +78,12 @@ std::string show_commands(const Json& list) {
 std::string show_response(const Json& r) {
   const auto kind = r.value("kind", std::string("?"));
   const auto key = r.value("key", std::string());
-  const auto owner = fmt::format("c{}s{}", r.value("client", 0), r.value("seq", 0));
+  const auto client = r.value("client", std::string());
+  const auto owner = fmt::format("c{}s{}", client, r.value("seq", 0));
   if (kind == "A") return fmt::format("A {} {} {}", r.value("token", 0), owner, key);
   if (kind == "T" || kind == "B") return fmt::format("{} {} {}", kind, owner, key);
-  if (kind == "R" || kind == "N") return fmt::format("{} {} {} (to c{})", kind, r.value("token", 0), key, r.value("client", 0));
-  return fmt::format("{} (to c{})", kind, r.value("client", 0));
+  if (kind == "R" || kind == "N") return fmt::format("{} {} {} (to c{})", kind, r.value("token", 0), key, client);
+  return fmt::format("{} (to c{})", kind, client);
 }
 
 std::string show_responses(const Json& list) {
@@ -76,12 +93,12 @@ std::string show_responses(const Json& list) {
 }
 
 std::string show_view(const Json& v) {
-  if (v.value("holder", 0) == 0) return "free";
+  if (v.value("holder", std::string()).empty()) return "free";
   std::string queue;
   for (const auto& w : v.value("queue", Json::array())) {
-    if (w.is_array() && w.size() == 2) queue += fmt::format(" c{}#{}", w[0].get<std::uint64_t>(), w[1].get<std::uint64_t>());
+    if (w.is_array() && w.size() == 2) queue += fmt::format(" c{}#{}", w[0].dump(), w[1].dump());
   }
-  return fmt::format("held by c{} token {} until {}, queue [{}]", v.value("holder", 0), v.value("token", 0),
+  return fmt::format("held by c{} token {} until {}, queue [{}]", v.value("holder", std::string()), v.value("token", 0),
                      v.value("expiry", 0), queue.empty() ? "" : queue.substr(1));
 }
 
@@ -113,12 +130,12 @@ class Converter {
   std::string outcomes() const {
     if (answers_.empty()) return "[c \\in {} |-> <<>>]";
     std::string text = "[";
-    std::int64_t last_client = -1;
+    std::optional<std::string> last_client;
     std::int64_t next_seq = 1;
     for (const auto& [session, record] : answers_) {
-      const auto [client, seq] = session;
+      const auto& [client, seq] = session;
       if (client != last_client) {
-        text += fmt::format("{}c{} |-> <<", last_client < 0 ? "\n  " : ">>,\n  ", client);
+        text += fmt::format("{}c{} |-> <<", !last_client ? "\n  " : ">>,\n  ", client);
         last_client = client;
         next_seq = 1;
       }
@@ -132,7 +149,10 @@ class Converter {
   std::string config() const {
     std::set<std::string> nodes, clients;
     for (std::int64_t n = 1; n <= nodes_; ++n) nodes.insert(fmt::format("n{}", n));
+    // The simulator's clients are "1" to "<clients>"; any other id the
+    // trace names is a client too.
     for (std::int64_t c = 1; c <= clients_; ++c) clients.insert(fmt::format("c{}", c));
+    for (const auto& id : clients_seen_) clients.insert("c" + id);
     std::ostringstream config;
     config << "\\* The run's constants; Leases, Waits, MaxTerm, MaxLog and MaxSeq bound only\n"
            << "\\* the model checking of LockCluster, which trace validation does not use.\n"
@@ -181,7 +201,9 @@ class Converter {
     }
     const auto key = text(c, "key", line);
     keys_.insert(key);
-    return fmt::format("<<\"{}\", {}, {}, {}, {}, {}, {}, {}, {}>>", type, client_name(number(c, "client", line)),
+    const auto client = client_id(c, "client", line);
+    if (!client.empty()) clients_seen_.insert(client);
+    return fmt::format("<<\"{}\", {}, {}, {}, {}, {}, {}, {}, {}>>", type, client_name(client),
                        number(c, "seq", line), tla_string(key), number(c, "lease_ms", line), number(c, "wait_ms", line),
                        number(c, "token", line), number(c, "stamp", line), node_name(number(c, "by", line)));
   }
@@ -194,7 +216,7 @@ class Converter {
   }
 
   std::string response(const Json& r, std::uint64_t line) {
-    return fmt::format("<<\"{}\", {}, {}, {}, {}>>", text(r, "kind", line), client_name(number(r, "client", line)),
+    return fmt::format("<<\"{}\", {}, {}, {}, {}>>", text(r, "kind", line), client_name(client_id(r, "client", line)),
                        number(r, "seq", line), tla_string(text(r, "key", line)), number(r, "token", line));
   }
 
@@ -204,15 +226,14 @@ class Converter {
     if (!queue.is_array()) fail(line, "the key's queue is not a list");
     std::string waiters = "<<";
     for (const auto& w : queue) {
-      if (!w.is_array() || w.size() != 2 || !w[0].is_number_unsigned() || !w[1].is_number_unsigned() ||
-          w[0].get<std::uint64_t>() > static_cast<std::uint64_t>(tlc_int_max) ||
+      if (!w.is_array() || w.size() != 2 || !w[0].is_string() || !w[1].is_number_unsigned() ||
           w[1].get<std::uint64_t>() > static_cast<std::uint64_t>(tlc_int_max)) {
         fail(line, "a waiter is not [client, seq]");
       }
-      waiters += fmt::format("{}<<{}, {}>>", waiters.size() > 2 ? ", " : "",
-                             client_name(w[0].get<std::int64_t>()), w[1].get<std::int64_t>());
+      waiters += fmt::format("{}<<{}, {}>>", waiters.size() > 2 ? ", " : "", client_name(client_id(w[0], line)),
+                             w[1].get<std::int64_t>());
     }
-    return fmt::format("<<{}, {}, {}, {}>>", client_name(number(v, "holder", line)), number(v, "token", line),
+    return fmt::format("<<{}, {}, {}, {}>>", client_name(client_id(v, "holder", line)), number(v, "token", line),
                        number(v, "expiry", line), waiters + ">>");
   }
 
@@ -229,8 +250,10 @@ class Converter {
       count(result, "Elect");
     } else if (event == "Send") {
       const auto& command = member(o, "command", n);
-      record = fmt::format("<<\"Send\", {}, {}>>", client_name(number(o, "client", n)), entry(command, n));
-      summary = fmt::format("c{} sends {}", number(o, "client", n), show_command(command));
+      const auto client = client_id(o, "client", n);
+      if (!client.empty()) clients_seen_.insert(client);
+      record = fmt::format("<<\"Send\", {}, {}>>", client_name(client), entry(command, n));
+      summary = fmt::format("c{} sends {}", client, show_command(command));
       count(result, "Send");
     } else if (event == "HeapDue") {
       const auto& due = member(o, "due", n);
@@ -266,8 +289,9 @@ class Converter {
       count(result, "ApplyNext");
       for (const auto& r : out) {
         const auto kind = text(r, "kind", n);
-        if (kind == "E" || number(r, "client", n) == 0) continue;
-        answers_.emplace(std::pair{number(r, "client", n), number(r, "seq", n)}, response(r, n));
+        const auto client = client_id(r, "client", n);
+        if (kind == "E" || client.empty()) continue;
+        answers_.emplace(std::pair{client, number(r, "seq", n)}, response(r, n));
       }
       if (commit_) {
         classify_commit(*commit_, out, key, result, n);
@@ -311,7 +335,7 @@ class Converter {
         std::any_of(out.begin(), out.end(), [](const Json& r) { return r.value("kind", std::string()) == "T"; });
     if (hand_off_timed_out) count(result, "Commit: hand-off past due waiters");
     if (type == "Acquire" || type == "Release") {
-      const auto session = std::pair{number(command, "client", n), number(command, "seq", n)};
+      const auto session = std::pair{client_id(command, "client", n), number(command, "seq", n)};
       if (!committed_sessions_.insert(session).second) {
         count(result, "Commit: retry answered from its session");
         return;
@@ -323,7 +347,7 @@ class Converter {
                                           : "Commit: Acquire queued");
       } else {
         count(result, first_kind == "N"                   ? "Commit: Release not held"
-                      : number(key, "holder", n) != 0 ? "Commit: Release hand-off"
+                      : !client_id(key, "holder", n).empty() ? "Commit: Release hand-off"
                                                           : "Commit: Release deleted");
       }
       return;
@@ -331,7 +355,7 @@ class Converter {
     if (type == "Expire") {
       const bool took_effect = token_before == number(command, "token", n);
       count(result, !took_effect                      ? "Commit: Expire stale"
-                    : number(key, "holder", n) != 0 ? "Commit: Expire hand-off"
+                    : !client_id(key, "holder", n).empty() ? "Commit: Expire hand-off"
                                                         : "Commit: Expire deletion");
       return;
     }
@@ -348,9 +372,10 @@ class Converter {
   std::size_t restores_seen_ = 0;
   std::int64_t commits_ = 0;
   std::optional<Json> commit_;  // the command of the Commit whose first Apply comes next
-  std::set<std::pair<std::int64_t, std::int64_t>> committed_sessions_;
+  std::set<std::pair<std::string, std::int64_t>> committed_sessions_;
   std::map<std::string, std::int64_t> key_token_;  // key -> its holder's token in the committed state, 0 if free
-  std::map<std::pair<std::int64_t, std::int64_t>, std::string> answers_;  // (client, seq) -> first answer seen
+  std::map<std::pair<std::string, std::int64_t>, std::string> answers_;  // (client, seq) -> first answer seen
+  std::set<std::string> clients_seen_;  // every client id an entry or a Send names
 };
 
 }  // namespace

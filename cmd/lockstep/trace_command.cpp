@@ -15,6 +15,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/embedded_spec.hpp"
 #include "cmd/lockstep/validate_trace.hpp"
+#include "cmd/lockstep/validators.hpp"
 
 namespace lockstep::cli {
 
@@ -76,13 +77,19 @@ namespace {
 
 struct TraceToTlaOptions {
   std::string trace;
-  std::string out_dir = ".";
+  std::string out_dir;  // empty: a new temporary folder, never the current one
 };
 
-int run_trace_to_tla(const TraceToTlaOptions& o) {
+int run_trace_to_tla(TraceToTlaOptions o) {
   const auto trace = read_trace_file(o.trace);
   if (!trace) return 2;
   try {
+    // Without -o the files go to a folder made for them: written into the
+    // current folder they could replace the spec's own modules.
+    if (o.out_dir.empty()) {
+      o.out_dir = make_work_dir();
+      fmt::print("no -o given: writing into the new folder {}\n", o.out_dir);
+    }
     std::filesystem::create_directories(o.out_dir);
     write_tla_files(*trace, o.out_dir);
   } catch (const std::exception& e) {
@@ -94,8 +101,9 @@ int run_trace_to_tla(const TraceToTlaOptions& o) {
              o.out_dir, trace->module_name, trace->steps.size(), cluster ? "LockCluster" : "LockServer");
   fmt::print("check with: cd {} && java -cp $TLA2TOOLS_JAR tlc2.TLC -workers 1 -deadlock -config {}.cfg {}.tla\n",
              o.out_dir, trace->module_name, trace->module_name);
-  fmt::print("valid when TLC prints trace-done; otherwise -config {}Locate.cfg prints trace-stuck and the event\n",
-             trace->module_name);
+  fmt::print("valid when TLC prints trace-done; otherwise -config {}Locate.cfg prints {}\n", trace->module_name,
+             cluster ? "each event it explains: the one after the last is invalid"
+                     : "trace-stuck and the event");
   fmt::print("{}", format_coverage(trace->mode, trace->coverage));
   return 0;
 }
@@ -106,12 +114,23 @@ struct ValidateOptions {
   bool require_coverage = false;
 };
 
+int validate_each(const ValidateOptions& o, const std::string& jar);
+
 int run_validate(const ValidateOptions& o) {
   const auto jar = find_tla2tools_jar();
   if (!jar.jar) {
     fmt::print(stderr, "validate-trace: {}\n", jar.problem);
     return 2;
   }
+  try {
+    return validate_each(o, *jar.jar);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "validate-trace: {}\n", e.what());
+    return 2;
+  }
+}
+
+int validate_each(const ValidateOptions& o, const std::string& jar) {
   std::map<sim::TraceMode, sim::TraceCoverage> coverage;  // of the valid traces, per mode
   std::uint64_t valid = 0, invalid = 0, errors = 0;
   double seconds_max = 0, cpu_seconds_max = 0;
@@ -121,7 +140,7 @@ int run_validate(const ValidateOptions& o) {
       ++errors;
       continue;
     }
-    const auto verdict = validate_in_fresh_dir(*trace, *jar.jar, o.keep_dir);
+    const auto verdict = validate_in_fresh_dir(*trace, jar, o.keep_dir);
     fmt::print("{}: {}", path, format_verdict(*trace, verdict));
     seconds_max = std::max(seconds_max, verdict.tlc_seconds);
     cpu_seconds_max = std::max(cpu_seconds_max, verdict.tlc_cpu_seconds);
@@ -159,9 +178,15 @@ void add_trace_commands(CLI::App& app, std::function<int()>& run) {
   auto* convert = app.add_subcommand(
       "trace-to-tla",
       "Write a simulator trace as a TLA+ module and config for TLC (spec/TraceLockServer.tla, or\n"
-      "spec/TraceLockCluster.tla for a --mode cluster trace), with the spec modules it extends.");
-  convert->add_option("trace", to_tla->trace, "the NDJSON trace (lockstep sim --trace)")->required();
-  convert->add_option("-o,--out-dir", to_tla->out_dir, "where to write TraceRun.tla, TraceRun.cfg and the spec");
+      "spec/TraceLockCluster.tla for a --mode cluster trace), with the spec modules it extends.\n"
+      "Without -o, into a new temporary folder it names.");
+  convert->add_option("trace", to_tla->trace, "the NDJSON trace (lockstep sim [--mode cluster] --trace)")
+      ->required()
+      ->check(readable_file());
+  convert->add_option("-o,--out-dir", to_tla->out_dir,
+                      "where to write TraceRun.tla, TraceRun.cfg and the spec (files of those names there are "
+                      "replaced)")
+      ->check(writable_folder());
   convert->callback([to_tla, &run] { run = [to_tla] { return run_trace_to_tla(*to_tla); }; });
 
   auto validate = std::make_shared<ValidateOptions>();
@@ -171,8 +196,10 @@ void add_trace_commands(CLI::App& app, std::function<int()>& run) {
       "--mode cluster traces (TLA2TOOLS_JAR names the jar): each is valid when the spec has a behaviour\n"
       "that takes exactly its steps.\n"
       "Exit 0 all valid, 1 one is invalid (or --require-coverage fails), 2 one could not be checked.");
-  check->add_option("traces", validate->traces, "NDJSON traces (lockstep sim [--mode cluster] --trace)")->required();
-  check->add_option("--keep-dir", validate->keep_dir, "write TLC's files here and keep them");
+  check->add_option("traces", validate->traces, "NDJSON traces (lockstep sim [--mode cluster] --trace)")
+      ->required()
+      ->check(readable_file());
+  check->add_option("--keep-dir", validate->keep_dir, "write TLC's files here and keep them")->check(writable_folder());
   check->add_flag("--require-coverage", validate->require_coverage,
                   "fail unless the valid traces together cover every action branch and response kind");
   check->callback([validate, &run] { run = [validate] { return run_validate(*validate); }; });
