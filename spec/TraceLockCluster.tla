@@ -55,7 +55,7 @@
 (*  - the heap's in-flight set (`flight`): what a leader's heap yielded    *)
 (*    since it became leader and has not applied since.  The heap yields   *)
 (*    everything due on its applied state that is not in flight (and       *)
-(*    again what stayed in flight too long), so at a HeapDue every due     *)
+(*    again what the driver reported lost), so at a HeapDue every due      *)
 (*    deadline is yielded or in flight, and a request is proposed only     *)
 (*    when every due deadline is in flight or among the leader's           *)
 (*    uncommitted entries (LockCluster's "requests after what is due",     *)
