@@ -189,12 +189,15 @@ void ClusterTraceWriter::heap_due(raft::NodeId node, TimeMs clock, const cluster
 
 void ClusterTraceWriter::apply(raft::NodeId node, raft::Index index, raft::Term term, const cluster::Command& command,
                                const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now) {
-  // The first node to apply an index applies all of its commands first.
-  const bool first = index > first_applied_ || (index == first_applied_ && node == first_applier_);
+  // The first node to apply an index applies all of its commands first, one
+  // after the other (an entry may hold several). A node that applies that
+  // index again later (restarted from an older snapshot) does not commit it.
+  const bool first = index > first_applied_ || (first_entry_open_ && index == first_applied_ && node == first_applier_);
   if (index > first_applied_) {
     first_applied_ = index;
     first_applier_ = node;
   }
+  first_entry_open_ = first;
   if (const auto* a = std::get_if<cluster::Acquire>(&command)) {
     for (const auto& deadline : applied.deadlines) {
       if (deadline.target.kind == cluster::DeadlineTarget::Kind::timeout) waiters_[deadline.target.id] = a->session;
@@ -212,11 +215,13 @@ void ClusterTraceWriter::apply(raft::NodeId node, raft::Index index, raft::Term 
 }
 
 void ClusterTraceWriter::restore(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now) {
+  first_entry_open_ = false;
   if (down_.contains(node)) return;
   write(fmt::format(R"({{"t":{},"event":"Restore","node":{},"index":{}}})", now.value, node, machine.applied()));
 }
 
 void ClusterTraceWriter::restart(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now) {
+  first_entry_open_ = false;
   down_.erase(node);
   write(fmt::format(R"({{"t":{},"event":"Restart","node":{},"index":{}}})", now.value, node, machine.applied()));
 }

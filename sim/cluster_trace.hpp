@@ -56,7 +56,10 @@ class ClusterTraceWriter {
   // A snapshot installed; one restored while the node starts again is part
   // of its restart, written by restart().
   void restore(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now);
-  void down(raft::NodeId node) { down_.insert(node); }
+  void down(raft::NodeId node) {
+    down_.insert(node);
+    first_entry_open_ = false;
+  }
   void restart(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now);
   // A response a node sent (lost on the way or not); redirects and
   // `E too many requests in flight`, sent instead of proposing, are not
@@ -79,6 +82,7 @@ class ClusterTraceWriter {
   std::uint64_t lines_ = 0;
   raft::Index first_applied_ = 0;                     // the highest index some node applied
   raft::NodeId first_applier_ = 0;                    // the node that applied it first
+  bool first_entry_open_ = false;                     // the last apply was a first one: its entry may go on
   std::map<raft::Term, raft::NodeId> leaders_;        // who proposed the entries of a term
   std::map<std::uint64_t, cluster::Session> waiters_;  // waiter id -> the session that queued it
   std::map<std::string, std::uint64_t> sent_;         // client -> the highest sequence number sent

@@ -40,6 +40,13 @@ grep -q '^VIEW TraceView' "$work_dir/cluster-tla/TraceRun.cfg" || fail "the clus
 for module in LockCluster TraceLockCluster; do
   [ -s "$work_dir/cluster-tla/$module.tla" ] || fail "$module.tla not written"
 done
+# The spec's commit is an entry's first application anywhere: a node that
+# applies entries again after a restart commits none of them twice. Seed 4
+# restarts, from no snapshot, the node that first applied the newest entry.
+"$lockstep" sim --mode cluster --seed 4 --swarm --trace "$work_dir/cluster-4.ndjson" >/dev/null || fail "sim --mode cluster --seed 4 --swarm"
+grep -q '"event":"Restart","node":[0-9]*,"index":0}' "$work_dir/cluster-4.ndjson" || fail "seed 4 no longer restarts a node from nothing"
+twice=$(sed -n 's/^{"t":[0-9]*,"event":"Commit","index":\([0-9]*\),.*/\1/p' "$work_dir/cluster-4.ndjson" | sort -n | uniq -d | head -n 1)
+[ -z "$twice" ] || fail "index $twice of seed 4 is committed twice in its cluster trace"
 refusal=$(env -u TLA2TOOLS_JAR "$lockstep" sim --mode cluster --seed 3 --validate-trace 2>&1)
 status=$?
 echo "$refusal" | tail -n 1
