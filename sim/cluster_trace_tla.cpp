@@ -96,7 +96,9 @@ std::string show_view(const Json& v) {
   if (v.value("holder", std::string()).empty()) return "free";
   std::string queue;
   for (const auto& w : v.value("queue", Json::array())) {
-    if (w.is_array() && w.size() == 2) queue += fmt::format(" c{}#{}", w[0].dump(), w[1].dump());
+    if (w.is_array() && w.size() == 2) {
+      queue += fmt::format(" c{}#{}", w[0].is_string() ? w[0].get<std::string>() : w[0].dump(), w[1].dump());
+    }
   }
   return fmt::format("held by c{} token {} until {}, queue [{}]", v.value("holder", std::string()), v.value("token", 0),
                      v.value("expiry", 0), queue.empty() ? "" : queue.substr(1));
