@@ -232,6 +232,7 @@ TlaTrace simple_trace_to_tla(const Json& header, std::istream& ndjson, const std
          << "  MaxTime = " << max_time_tla << "\n"
          << "  MaxToken = " << tlc_int_max << "\n"
          << "  LifoHandoff = FALSE\n  SweepFirst = FALSE\n"
+         << "VIEW TraceView\n"
          << "INVARIANT TraceInvariant\n";
   result.config_text = config.str();
   return result;

@@ -18,6 +18,7 @@ echo "$out" | grep -q "($steps events)" || fail "trace-to-tla does not report th
 records=$(grep -c '^  <<"' "$work_dir/tla/TraceRun.tla")
 [ "$records" -eq "$steps" ] || fail "TraceRun.tla holds $records records for $steps server steps"
 grep -q '^INIT TraceInit' "$work_dir/tla/TraceRun.cfg" || fail "TraceRun.cfg has no INIT TraceInit"
+grep -q '^VIEW TraceView' "$work_dir/tla/TraceRun.cfg" || fail "TraceRun.cfg has no VIEW"
 for module in LockServer TraceLockServer; do
   [ -s "$work_dir/tla/$module.tla" ] || fail "$module.tla not written"
 done
