@@ -104,6 +104,10 @@ int ServerProcess::stop() {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
+void ServerProcess::send_signal(int signal) {
+  if (pid_ > 0) kill(-pid_, signal);
+}
+
 std::string ServerProcess::log_tail() const {
   std::ifstream file(log_path_);
   std::stringstream text;
