@@ -132,6 +132,9 @@ Client::Client(const Target& target) : target_(target) {
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2'000);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Each client its own connection (gRPC shares one between equal channels
+  // otherwise): a benchmark's callers must not all queue on one socket.
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ = grpc::CreateCustomChannel(target_.uri, grpc::InsecureChannelCredentials(), arguments);
   kv_ = etcdserverpb::KV::NewStub(channel_);
   watch_ = etcdserverpb::Watch::NewStub(channel_);
