@@ -14,6 +14,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "impl/bugs.hpp"
+#include "live/etcd_cluster.hpp"
 #include "live/live_runner.hpp"
 #include "model/history/report.hpp"
 #include "model/runner.hpp"
@@ -27,6 +28,8 @@ struct ConformOptions {
   std::string against = "engine";
   std::string bug = "none";
   std::string exec;
+  std::string exec_cluster;
+  std::string etcd;
   std::int64_t patience_ms = 5'000;
   std::string junit_path;
 };
@@ -153,15 +156,29 @@ int run_conform(const ConformOptions& options) {
     fmt::print(stderr, "conform: no vector files found\n");
     return 2;
   }
+  const bool live = !options.exec.empty() || !options.exec_cluster.empty();
+  live::LiveOptions live_options;
+  live_options.command_template = options.exec;
+  live_options.cluster_command_template = options.exec_cluster;
+  live_options.etcd_endpoints = options.etcd;
+  live_options.answer_patience = std::chrono::milliseconds{options.patience_ms};
+  // A cluster template that names {etcd} without --etcd: a one-member etcd
+  // on loopback for this run, stopped (and its data removed) at the end.
+  std::unique_ptr<live::EtcdCluster> etcd;
+  if (options.etcd.empty() && options.exec_cluster.find("{etcd}") != std::string::npos) {
+    std::string error;
+    etcd = live::EtcdCluster::start(1, error);
+    if (!etcd) {
+      fmt::print(stderr, "conform: cannot start etcd for the cluster vectors: {}\n", error);
+      return 2;
+    }
+    live_options.etcd_endpoints = etcd->endpoints();
+  }
   int passed = 0, failed = 0, skipped = 0;
   std::vector<FileResult> results;
   for (const auto& file : files) {
     const auto started = std::chrono::steady_clock::now();
-    const auto verdict = options.exec.empty()
-                             ? run_vector_file(file, kind, *bug)
-                             : live::run_live_vector_file(
-                                   file, live::LiveOptions{options.exec, "127.0.0.1", std::chrono::milliseconds{10'000},
-                                                           std::chrono::milliseconds{options.patience_ms}});
+    const auto verdict = live ? live::run_live_vector_file(file, live_options) : run_vector_file(file, kind, *bug);
     results.push_back(FileResult{file, verdict,
                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
     fmt::print("{}\n", verdict_line(file, verdict));
@@ -171,12 +188,12 @@ int run_conform(const ConformOptions& options) {
       case VectorVerdict::Status::skip: ++skipped; break;
     }
   }
-  const auto against = options.exec.empty() ? options.against : "'" + options.exec + "'";
+  const auto live_against = options.exec.empty() ? options.exec_cluster : options.exec;
+  const auto against = live ? "'" + live_against + "'" : options.against;
   fmt::print("conform against {}: {} passed, {} failed, {} skipped\n", against, passed, failed, skipped);
   if (!options.junit_path.empty()) {
     std::ofstream out(options.junit_path);
-    out << conform_junit(results, options.exec.empty() ? options.against : options.exec,
-                         options.exec.empty() ? options.bug : "none");
+    out << conform_junit(results, live ? live_against : options.against, live ? "none" : options.bug);
     if (!out) {
       fmt::print(stderr, "conform: cannot write {}\n", options.junit_path);
       return 2;
@@ -207,6 +224,12 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
                       "replay against a live server with a test clock, one fresh server per vector, started by\n"
                       "this shell command; {port} (a free port), {max_keys}, {max_waiters_per_key},\n"
                       "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms} are filled from the vector");
+  command->add_option("--exec-cluster", options->exec_cluster,
+                      "replay the mode=cluster vectors against a live cluster node with a test clock (a one-node\n"
+                      "cluster), one per vector, started by this command; as --exec, plus {etcd} (the\n"
+                      "endpoints of --etcd, or of a one-member etcd started for the run) and {prefix} (an etcd\n"
+                      "key prefix of its own for each vector)");
+  command->add_option("--etcd", options->etcd, "etcd endpoints for {etcd} in --exec-cluster");
   command->add_option("--patience-ms", options->patience_ms,
                       "how long to wait for a live server's answer to a barrier")
       ->capture_default_str();
