@@ -88,6 +88,7 @@ bool ServerProcess::running() {
 int ServerProcess::stop() {
   if (pid_ < 0) return -1;
   kill(-pid_, SIGTERM);
+  kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
