@@ -187,6 +187,8 @@ std::optional<LockCluster::Status> LockCluster::status(int index, std::chrono::m
       status.epoch = std::stoull(field(line, "epoch").value_or("0"));
       status.keys = std::stoull(field(line, "keys").value_or("0"));
       status.waiters = std::stoull(field(line, "waiters").value_or("0"));
+      status.entries_written = std::stoull(field(line, "entries_written").value_or("0"));
+      status.proposals_written = std::stoull(field(line, "proposals_written").value_or("0"));
       return status;
     }
     std::this_thread::sleep_for(20ms);

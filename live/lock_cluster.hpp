@@ -62,6 +62,8 @@ class LockCluster {
     std::uint64_t epoch = 0;
     std::uint64_t keys = 0;
     std::uint64_t waiters = 0;
+    std::uint64_t entries_written = 0;
+    std::uint64_t proposals_written = 0;
     std::string line;
   };
   // Asks the node for its status line and reads it from its output.

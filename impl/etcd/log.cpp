@@ -487,7 +487,11 @@ void EtcdLog::propose_loop() {
       std::lock_guard lock(propose_mutex_);
       in_flight_ = 0;
     }
-    if (status.ok() && response.succeeded()) continue;  // the watch brings it back, applied in order
+    if (status.ok() && response.succeeded()) {
+      ++entries_written_;
+      proposals_written_ += ids.size();
+      continue;  // the watch brings it back, applied in order
+    }
     // Fenced, or unknown. Unknown leaves no choice but to stop leading: a
     // later write of this epoch could otherwise land before it.
     post(log_event::ProposalsFailed{std::move(ids)});

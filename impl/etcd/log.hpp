@@ -143,6 +143,10 @@ class EtcdLog {
   void campaign_now();
 
   const Keys& keys() const { return keys_; }
+  // Log entries this node wrote, and the proposals they carried: their
+  // ratio is how many commands one etcd write took (group commit).
+  std::uint64_t entries_written() const { return entries_written_.load(); }
+  std::uint64_t proposals_written() const { return proposals_written_.load(); }
 
  private:
   void post(LogEvent event, std::size_t bytes = 64);
@@ -177,6 +181,8 @@ class EtcdLog {
   Client client_;
   EventQueue<LogEvent> events_;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> entries_written_{0};
+  std::atomic<std::uint64_t> proposals_written_{0};
   std::mutex sleep_mutex_;
   std::condition_variable sleep_cv_;
 
