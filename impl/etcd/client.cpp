@@ -225,14 +225,14 @@ bool Client::Watch::create(const etcdserverpb::WatchCreateRequest& request) {
   etcdserverpb::WatchRequest message;
   *message.mutable_create_request() = request;
   std::lock_guard lock(write_mutex_);
-  return stream_->Write(message);
+  return stream_ && stream_->Write(message);
 }
 
 bool Client::Watch::request_progress() {
   etcdserverpb::WatchRequest message;
   message.mutable_progress_request();
   std::lock_guard lock(write_mutex_);
-  return stream_->Write(message);
+  return stream_ && stream_->Write(message);
 }
 
 bool Client::Watch::read(etcdserverpb::WatchResponse& response) { return stream_->Read(&response); }
@@ -240,6 +240,10 @@ bool Client::Watch::read(etcdserverpb::WatchResponse& response) { return stream_
 void Client::Watch::cancel() { context_.TryCancel(); }
 
 grpc::Status Client::Watch::finish() {
+  // A write in progress on another thread ends at the cancel; then no write
+  // can start, since it checks the stream under the same lock.
+  context_.TryCancel();
+  std::lock_guard lock(write_mutex_);
   if (!stream_) return grpc::Status::OK;
   auto status = stream_->Finish();
   stream_.reset();

@@ -72,6 +72,7 @@ class Client {
     bool request_progress();
     bool read(etcdserverpb::WatchResponse& response);
     void cancel();
+    // Cancels and ends the stream; no write or read may follow.
     grpc::Status finish();
 
    private:

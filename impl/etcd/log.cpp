@@ -258,7 +258,6 @@ void EtcdLog::follow(std::int64_t from_revision) {
     std::lock_guard lock(watch_mutex_);
     watch_.reset();
   }
-  watch->cancel();
   watch->finish();
 }
 
