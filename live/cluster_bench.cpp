@@ -44,7 +44,7 @@ double table_bytes_per_held_key(std::uint64_t keys) {
     // One client, as many as one connection would send: its session keeps
     // only the window's last outcomes, so the table is what grows.
     for (std::uint64_t i = 0; i < keys; ++i) {
-      cluster::Acquire acquire{cluster::Session{1, i + 1}, ConnectionId{1}, fmt::format("key:{:07}", i), "holder",
+      cluster::Acquire acquire{cluster::Session{"bench-client", i + 1}, ConnectionId{1}, fmt::format("key:{:07}", i), "holder",
                                DurationMs{60'000}, DurationMs{0}, TimeMs{0}};
       machine->apply_command(acquire, i + 1);
     }

@@ -117,12 +117,15 @@ void ClusterWorkload::act(Client& c) {
         done.answered_us = micros(result.finished);
         done.response = result.response;
         if (result.response.kind != ResponseKind::granted) return;
-        // Hold: release early, just before the lease ends as this holder
-        // counts it (from its first send), or never.
+        // Hold: release early, just before the lease ends, or never. A
+        // holder counts its lease from its first send (it cannot know when
+        // the grant was applied); the cluster counts it from the grant,
+        // applied a little before the A arrived.
         Client::Held held{done.key, result.response.token, !chance(prng_, options_.let_expire)};
         const auto lease_end = result.first_sent + milliseconds{done.lease_ms.value};
         if (held.release && chance(prng_, options_.release_late)) {
-          c.next_act = lease_end - milliseconds{between(prng_, 0, options_.release_late_max_ms)};
+          c.next_act = result.finished + milliseconds{done.lease_ms.value} -
+                       milliseconds{between(prng_, 0, options_.release_late_max_ms)};
         } else if (held.release) {
           const auto left = std::max<std::int64_t>(
               0, std::chrono::duration_cast<milliseconds>(lease_end - Clock::now()).count() / 2);

@@ -27,8 +27,12 @@ struct ClusterWorkloadOptions {
   std::int64_t wait_max_ms = 1'500;
   double try_lock = 0.3;       // share of acquires with wait 0
   double let_expire = 0.15;    // share of grants never released
-  double release_late = 0.3;   // share released just before the lease ends (as the holder counts it)
-  std::int64_t release_late_max_ms = 20;  // how much before
+  // Share of grants released just before the lease ends as the cluster
+  // counts it: at most release_late_max_ms before the grant's arrival plus
+  // the lease (the grant was applied a little before it arrived), so that
+  // the release and the leader's Expire are in flight together.
+  double release_late = 0.3;
+  std::int64_t release_late_max_ms = 3;
   std::int64_t think_max_ms = 50;
   std::uint64_t seed = 1;
   std::chrono::milliseconds answer_timeout{1'500};

@@ -95,6 +95,41 @@ void check_exclusion(const std::vector<const ClusterOperation*>& grants,
   }
 }
 
+// A try-lock refused although no grant of its key can explain it.
+void check_stuck_keys(std::span<const ClusterOperation> operations, std::int64_t max_lateness_us, Report& report) {
+  std::map<std::string, std::vector<const ClusterOperation*>> grants, unknown;
+  std::map<std::pair<std::string, std::uint64_t>, std::int64_t> released_us;  // R answered
+  for (const auto& op : operations) {
+    if (granted(op)) grants[op.key].push_back(&op);
+    if (op.acquire && !op.answered_us) unknown[op.key].push_back(&op);
+    if (!op.acquire && op.answered_us && op.response->kind == ResponseKind::released) {
+      auto [found, fresh] = released_us.emplace(std::pair{op.key, op.token.value}, *op.answered_us);
+      if (!fresh) found->second = std::min(found->second, *op.answered_us);
+    }
+  }
+  for (const auto& op : operations) {
+    if (!op.acquire || op.wait_ms.value != 0 || op.attempts != 1 || !op.answered_us ||
+        op.response->kind != ResponseKind::timed_out) {
+      continue;
+    }
+    const auto refused_us = *op.answered_us;
+    const auto may_hold = [&](const ClusterOperation* g) {
+      if (g->sent_us > refused_us) return false;  // granted after the refusal
+      auto until = *g->answered_us + g->lease_ms.value * us_per_ms + max_lateness_us;
+      const auto released = released_us.find({g->key, g->response->token.value});
+      if (released != released_us.end()) until = std::min(until, released->second);
+      return until >= op.sent_us;
+    };
+    const auto& candidates = grants[op.key];
+    if (std::any_of(candidates.begin(), candidates.end(), may_hold)) continue;
+    const auto& pending = unknown[op.key];
+    if (std::any_of(pending.begin(), pending.end(), [&](const auto* u) { return u->sent_us <= refused_us; })) continue;
+    report.add(fmt::format("`{}` stuck: {} was refused, but no grant of it could still hold it (every one released or "
+                           "past its lease by more than {} ms)",
+                           op.key, who(op), max_lateness_us / us_per_ms));
+  }
+}
+
 }  // namespace
 
 ClusterCheckReport check_cluster_history(std::span<const ClusterOperation> operations,
@@ -144,6 +179,7 @@ ClusterCheckReport check_cluster_history(std::span<const ClusterOperation> opera
       }
     }
   }
+  if (options.max_lateness_ms.value > 0) check_stuck_keys(operations, options.max_lateness_ms.value * us_per_ms, report);
   for (const auto& line : unexpected) report.add(fmt::format("a line that answers no request: `{}`", line));
   return result;
 }

@@ -25,7 +25,14 @@
 //   before its wait could have ended (a retry of a waiter that left with its
 //   connection is rightly answered `T` at once);
 // - nothing else: every line that answered no request, and every `E`, is a
-//   violation (the workloads that use this checker send valid requests).
+//   violation (the workloads that use this checker send valid requests);
+// - no key stuck (with `max_lateness_ms`): a try-lock refused `T` although no
+//   grant of its key could still hold it, every one released (its `R`
+//   arrived before the try-lock was sent) or past its lease by more than
+//   `max_lateness_ms` (counted from when its `A` arrived, the latest its
+//   lease can have started), and no acquire of the key left indeterminate.
+//   A cluster's Expires may be late while it has no leader, so this is a
+//   bound stated by the tester, not a rule of the contract.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +63,7 @@ struct ClusterOperation {
 
 struct ClusterCheckOptions {
   DurationMs allowance_ms{0};
+  DurationMs max_lateness_ms{0};  // 0: keys stuck are not looked for
   // Violations reported at most (the first ones found); the count is exact.
   std::size_t report_max = 20;
 };

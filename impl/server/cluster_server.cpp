@@ -114,6 +114,7 @@ class ClusterServer {
   std::uint64_t seen_ = 0;
   std::uint64_t deposed_through_ = 0;
   std::uint64_t leading_ = 0;
+  std::string stop_reason_;  // why etcd's side ended the current leadership, if it said
 
   std::uint64_t incarnation_ = 0;
   std::uint64_t connection_counter_ = 0;
@@ -304,7 +305,9 @@ int ClusterServer::run() {
         if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
       }
     }
-    if (!config_.test_clock) {
+    {
+      // With the test clock the node ignores `now`; a tick then lets it go on
+      // with a `C` whose commands had to be proposed again.
       cluster::NodeOutputs out;
       node_->on_tick(now(), out);
       handle(out);
@@ -366,10 +369,7 @@ void ClusterServer::on_log_event(LogEvent& event) {
     elected_ = std::max(elected_, elected->epoch);
   } else if (auto* deposed = std::get_if<Deposed>(&event)) {
     deposed_through_ = std::max(deposed_through_, deposed->epoch);
-    if (!config_.quiet && deposed->epoch == leading_) {
-      fmt::print(stderr, "lockstep serve: node {} stops leading (epoch {}): {}\n", config_.node_id, deposed->epoch,
-                 deposed->reason);
-    }
+    if (deposed->epoch == leading_) stop_reason_ = deposed->reason;
   } else if (auto* failed = std::get_if<ProposalsFailed>(&event)) {
     for (const auto id : failed->ids) node_->on_proposal_failed(id, out);
   } else if (auto* saved = std::get_if<SnapshotSaved>(&event)) {
@@ -388,7 +388,14 @@ void ClusterServer::update_leadership() {
   const bool should_lead = elected_ != 0 && elected_ == seen_ && elected_ > deposed_through_;
   cluster::NodeOutputs out;
   if (leading_ != 0 && (!should_lead || leading_ != elected_)) {
+    if (!config_.quiet) {
+      const auto why = !stop_reason_.empty() ? stop_reason_
+                       : seen_ == 0          ? std::string("its election key is gone")
+                                             : fmt::format("another node leads (epoch {})", seen_);
+      fmt::print(stderr, "lockstep serve: node {} stops leading (epoch {}): {}\n", config_.node_id, leading_, why);
+    }
     leading_ = 0;
+    stop_reason_.clear();
     node_->on_leadership_lost(out);
     handle(out);
   }

@@ -32,10 +32,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Lease ends are judged to the millisecond: the nodes and the clients read
-// one monotonic clock, so S is 0 here; what is left is the rounding of
-// instants to whole milliseconds on both sides.
+// Lease ends are judged to the millisecond: the nodes and the clients run
+// on one machine, so S is 0 here; what is left is the rounding of instants to
+// whole milliseconds on both sides.
 constexpr DurationMs allowance{3};
+// How late an Expire may come: a leader's TTL (2 s here), a campaign, and
+// the new leader's catching up; etcd's own election when its leader dies.
+constexpr DurationMs max_lateness{6'000};
 
 std::string lockstep_binary() {
   const char* path = std::getenv("LOCKSTEP_BINARY");
@@ -56,7 +59,7 @@ std::unique_ptr<LockCluster> start_cluster(const std::string& bug = "none", cons
 
 ClusterCheckReport judge(const ClusterWorkload& workload) {
   const auto unexpected = workload.unexpected();
-  return check_cluster_history(workload.operations(), unexpected, ClusterCheckOptions{allowance});
+  return check_cluster_history(workload.operations(), unexpected, ClusterCheckOptions{allowance, max_lateness});
 }
 
 std::string describe(const ClusterCheckReport& report, const ClusterWorkload& workload) {
@@ -71,6 +74,7 @@ std::string describe(const ClusterCheckReport& report, const ClusterWorkload& wo
 
 void expect_clean(const ClusterWorkload& workload) {
   const auto report = judge(workload);
+  fmt::print("{}\n", describe(report, workload));
   EXPECT_EQ(report.violations, 0u) << describe(report, workload);
   EXPECT_GT(report.grants, 10u) << describe(report, workload);
 }
@@ -167,6 +171,25 @@ TEST(ClusterFaults, KillAnEtcdMemberThenEtcdsLeader) {
   EXPECT_GT(workload.grants_since(second_kill + 2'000'000), 5u) << "no grants after etcd's leader was killed";
 }
 
+// Once the cluster is quiet (leases run out, nothing is proposed), every
+// node's status at one applied index; fewer when they never agree on one.
+std::vector<LockCluster::Status> quiet_statuses(LockCluster& cluster) {
+  std::vector<LockCluster::Status> statuses;
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(500ms);
+    statuses.clear();
+    for (int i = 0; i < cluster.size(); ++i) {
+      if (auto status = cluster.status(i)) statuses.push_back(*status);
+    }
+    if (statuses.size() == static_cast<std::size_t>(cluster.size()) &&
+        std::all_of(statuses.begin(), statuses.end(), [&](const auto& s) { return s.applied == statuses[0].applied; })) {
+      return statuses;
+    }
+  }
+  return {};
+}
+
 TEST(ClusterFaults, AKilledNodeRestartsFromASnapshotAndAgrees) {
   auto cluster = start_cluster("none", "--snapshot-every 50");
   ASSERT_TRUE(cluster);
@@ -183,21 +206,8 @@ TEST(ClusterFaults, AKilledNodeRestartsFromASnapshotAndAgrees) {
   expect_clean(workload);
   // It started from a snapshot: its start line names an applied index.
   EXPECT_NE(cluster->log_tail(victim).find("applied "), std::string::npos);
-  // Quiet (leases run out, nothing is proposed): every node at one index.
-  std::vector<LockCluster::Status> statuses;
-  const auto give_up = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(500ms);
-    statuses.clear();
-    for (int i = 0; i < cluster->size(); ++i) {
-      if (auto status = cluster->status(i)) statuses.push_back(*status);
-    }
-    if (statuses.size() == static_cast<std::size_t>(cluster->size()) &&
-        std::all_of(statuses.begin(), statuses.end(), [&](const auto& s) { return s.applied == statuses[0].applied; })) {
-      break;
-    }
-  }
-  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(cluster->size()));
+  const auto statuses = quiet_statuses(*cluster);
+  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(cluster->size())) << "the nodes never agreed on an index";
   for (const auto& status : statuses) {
     EXPECT_EQ(status.applied, statuses[0].applied) << status.line;
     EXPECT_EQ(status.digest, statuses[0].digest) << status.line << "\n" << statuses[0].line;
@@ -221,7 +231,9 @@ TEST(ClusterFaults, AKilledNodeRestartsFromASnapshotAndAgrees) {
 }
 
 // The workload that gives a stale Expire its chance: few keys, many
-// waiters, most holders releasing within milliseconds of their lease's end.
+// waiters, most holders releasing within milliseconds before the cluster's
+// end of their lease, so that the release is in flight when the leader
+// proposes the Expire.
 ClusterWorkloadOptions near_expiry() {
   ClusterWorkloadOptions options;
   options.keys = 2;
@@ -230,7 +242,7 @@ ClusterWorkloadOptions near_expiry() {
   options.try_lock = 0.1;
   options.let_expire = 0.1;
   options.release_late = 0.8;
-  options.release_late_max_ms = 15;
+  options.release_late_max_ms = 12;
   return options;
 }
 
@@ -246,11 +258,20 @@ TEST(ClusterFaults, ANearExpiryWorkloadConforms) {
 TEST(ClusterFaults, ExpireWithoutTokenCheckIsReported) {
   auto cluster = start_cluster("expire-without-token-check");
   ASSERT_TRUE(cluster);
-  ClusterWorkload workload(cluster->addresses(), near_expiry());
-  workload.run_for(8s);
-  workload.drain(20s);
-  const auto report = judge(workload);
-  EXPECT_GT(report.violations, 0u) << describe(report, workload);
+  // A stale Expire needs a release to land just ahead of it: a few do in a
+  // round of 8 s; rounds (fresh clients each) go on until one is reported.
+  std::uint64_t violations = 0;
+  for (std::uint64_t round = 1; round <= 4 && violations == 0; ++round) {
+    auto options = near_expiry();
+    options.seed = round;
+    ClusterWorkload workload(cluster->addresses(), options);
+    workload.run_for(8s);
+    workload.drain(20s);
+    const auto report = judge(workload);
+    fmt::print("round {}: {}\n", round, describe(report, workload));
+    violations = report.violations;
+  }
+  EXPECT_GT(violations, 0u);
 }
 
 TEST(ClusterFaults, AnswerBeforeCommitIsReported) {
@@ -260,7 +281,52 @@ TEST(ClusterFaults, AnswerBeforeCommitIsReported) {
   workload.run_for(5s);
   workload.drain(20s);
   const auto report = judge(workload);
+  fmt::print("{}\n", describe(report, workload));
   EXPECT_GT(report.violations, 0u) << describe(report, workload);
+}
+
+// The bugs exact replay cannot show (a one-node cluster neither changes
+// leader nor restores), shown here by the check that guards their rule.
+
+// A new leader that kept its (empty) heap never expires the keys held when
+// it took over: try-locks on them are refused long after every lease ended.
+TEST(ClusterFaults, HeapNotRebuiltIsReported) {
+  auto cluster = start_cluster("heap-not-rebuilt");
+  ASSERT_TRUE(cluster);
+  ClusterWorkload workload(cluster->addresses(), ClusterWorkloadOptions{});
+  workload.run_for(2s);
+  const int leader = cluster->leader();
+  ASSERT_GE(leader, 0);
+  cluster->kill(leader);
+  workload.run_for(12s);
+  workload.drain(20s);
+  const auto report = judge(workload);
+  fmt::print("{}\n", describe(report, workload));
+  EXPECT_GT(report.violations, 0u) << describe(report, workload);
+}
+
+// A node restored without the sessions holds another table than the nodes
+// that applied the log: their digests differ at the same applied index.
+TEST(ClusterFaults, RestoreForgetsSessionsIsReported) {
+  auto cluster = start_cluster("restore-forgets-sessions", "--snapshot-every 50");
+  ASSERT_TRUE(cluster);
+  ClusterWorkload workload(cluster->addresses(), ClusterWorkloadOptions{});
+  workload.run_for(2s);
+  const int leader = cluster->leader();
+  ASSERT_GE(leader, 0);
+  const int victim = (leader + 1) % cluster->size();
+  cluster->kill(victim);
+  workload.run_for(3s);
+  ASSERT_TRUE(cluster->restart(victim));
+  workload.drain(20s);
+  const auto statuses = quiet_statuses(*cluster);
+  ASSERT_EQ(statuses.size(), static_cast<std::size_t>(cluster->size())) << "the nodes never agreed on an index";
+  bool differ = false;
+  for (const auto& status : statuses) {
+    fmt::print("{}\n", status.line);
+    differ = differ || status.digest != statuses[0].digest;
+  }
+  EXPECT_TRUE(differ) << "every node reports the same table";
 }
 
 }  // namespace

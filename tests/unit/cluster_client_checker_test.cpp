@@ -139,5 +139,28 @@ TEST(ClusterClientChecker, IndeterminateRequestsAreCountedNotJudged) {
   EXPECT_EQ(report.indeterminate, 1u);
 }
 
+TEST(ClusterClientChecker, AKeyStuckPastTheLatenessFailsWhenAsked) {
+  // alice's lease (100 ms) ended at the latest 101 ms after her A arrived at
+  // 1 ms; bob's try-lock at 2 s is refused.
+  const auto refused = acquire("bob", "k", 100, 0, 2'000 * ms, 2'001 * ms, Response::timed_out("bob", "k"));
+  const std::vector<ClusterOperation> ops{grant("alice", "k", 5, 100, 0, 1 * ms), refused};
+  EXPECT_EQ(check(ops).violations, 0u);  // not asked
+  const auto lateness = [&](std::int64_t max_ms) {
+    return check_cluster_history(ops, {}, ClusterCheckOptions{DurationMs{5}, DurationMs{max_ms}});
+  };
+  const auto report = lateness(1'000);
+  ASSERT_EQ(report.violations, 1u);
+  EXPECT_NE(report.messages.front().find("`k` stuck"), std::string::npos);
+  EXPECT_EQ(lateness(1'900).violations, 0u);  // late, but within the bound
+  // A release answered before the try-lock frees the key even sooner...
+  auto released = ops;
+  released.push_back(release("alice", "k", 5, 10 * ms, 11 * ms));
+  EXPECT_EQ(check_cluster_history(released, {}, ClusterCheckOptions{DurationMs{5}, DurationMs{10'000}}).violations, 1u);
+  // ...and an acquire whose fate is unknown may hold it.
+  auto unknown = released;
+  unknown.push_back(acquire("carol", "k", 100, 0, 1'500 * ms, std::nullopt, std::nullopt, 40));
+  EXPECT_EQ(check_cluster_history(unknown, {}, ClusterCheckOptions{DurationMs{5}, DurationMs{1'000}}).violations, 0u);
+}
+
 }  // namespace
 }  // namespace lockstep
