@@ -25,14 +25,13 @@ cleanup() {
 }
 trap cleanup EXIT
 eval "$start"
-ask() {  # PORT LINE: the first line answered, or nothing
-  exec 4<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null || return 0
+ask() (  # PORT LINE: the first line answered, or nothing
+  exec 2>/dev/null 4<>"/dev/tcp/127.0.0.1/$1" || exit 0
   echo "$2" >&4
-  local answer=
+  answer=
   read -t 5 -r answer <&4
-  exec 4<&-
   echo "$answer"
-}
+)
 leader=
 for _ in $(seq 1 150); do
   for port in 27001 27002 27003; do
@@ -56,8 +55,11 @@ node=$((leader - 27000))
 kill -USR1 "$(pgrep -f -- "--node-id n$node " | head -1)"
 sleep 0.5
 grep -q "status node=n$node applied=" "$dir/n$node.log" || { echo "no status line"; exit 1; }
+# The nodes were started last: each must stop cleanly (exit 0) on SIGTERM.
+nodes=$(jobs -p | tail -3)
 kill $(jobs -p)
 failed=0
-for pid in $(jobs -p); do wait "$pid" || failed=1; done
+for pid in $nodes; do wait "$pid" || { echo "a node exited with $?"; failed=1; }; done
+wait
 echo "stopped"
 exit $failed
