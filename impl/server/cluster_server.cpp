@@ -114,6 +114,7 @@ class ClusterServer {
   std::uint64_t seen_ = 0;
   std::uint64_t deposed_through_ = 0;
   std::uint64_t leading_ = 0;
+  std::uint64_t restored_index_ = 0;  // the last snapshot restored, 0: none
   std::string stop_reason_;  // why etcd's side ended the current leadership, if it said
 
   std::uint64_t incarnation_ = 0;
@@ -239,7 +240,7 @@ int ClusterServer::start() {
     fmt::print(stderr,
                "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}', leader TTL {} s "
                "(max_keys={} max_waiters_per_key={} max_waiters={} max_lease_ms={} max_wait_ms={} "
-               "max_line_bytes={} max_connections={} session_window={} session_clients_max={}{}{}), applied {}\n",
+               "max_line_bytes={} max_connections={} session_window={} session_clients_max={}{}{}), applied {}{}\n",
                config_.node_id, config_.host, config_.port, config_.advertise, config_.etcd_endpoints, config_.prefix,
                config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
                l.max_wait_ms.value, l.max_line_bytes, config_.max_connections, config_.sessions.window,
@@ -247,7 +248,8 @@ int ClusterServer::start() {
                config_.bug == cluster::ClusterBug::none
                    ? ""
                    : fmt::format(", injected bug {}", cluster::cluster_bug_name(config_.bug)),
-               node_->applied());
+               node_->applied(),
+               restored_index_ == 0 ? "" : fmt::format(" (from the snapshot of index {})", restored_index_));
   }
   return 0;
 }
@@ -343,6 +345,7 @@ void ClusterServer::handle_log_events() {
 void ClusterServer::on_log_event(LogEvent& event) {
   cluster::NodeOutputs out;
   if (auto* restored = std::get_if<Restored>(&event)) {
+    restored_index_ = restored->index;
     try {
       node_->restore(cluster::TableSnapshot{restored->index, std::move(restored->state)}, out);
     } catch (const std::invalid_argument& error) {
