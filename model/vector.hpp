@@ -48,6 +48,10 @@ std::vector<TimeMs> named_instants(const Vector& vector);
 // failure at that instant is reported when no expect line is to blame.
 int line_at_or_before(const Vector& vector, TimeMs instant);
 
+// The comment on one line of a vector file (after a `#` that starts one),
+// trimmed; empty when the line has none.
+std::string_view comment_of(std::string_view line);
+
 // Reads and parses a file; an unreadable file is an error at line 0.
 std::variant<Vector, VectorError> read_vector_file(const std::string& path);
 

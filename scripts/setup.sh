@@ -11,6 +11,7 @@ packages=(
   chromium  # headless, renders the HTML report in tests/report
   python3   # tests/history/other_server.py, a second server the fuzzer is tested against
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
+  emscripten  # the web preset: the playground page in WebAssembly (web/)
   # cluster mode on etcd: gRPC C++ and protobuf, whose compilers generate the
   # client from impl/etcd/proto/ at build time, and etcd itself for the tests
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler etcd-server

@@ -40,10 +40,13 @@ int main(int argc, char** argv) {
   lockstep::cli::add_sim_command(app, run);
   lockstep::cli::add_trace_commands(app, run);
   lockstep::cli::add_fuzz_commands(app, run);
+  lockstep::cli::add_playground_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // Help is a success; any other parse error is bad usage: 2, not CLI11's
+    // own codes (105 and up).
+    return app.exit(error) == 0 ? 0 : 2;
   }
   return run();
 }

@@ -35,6 +35,7 @@
 // e.g. the node id in the high bits): the table addresses by them only.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,7 +65,14 @@ struct DeadlineTarget {
   Kind kind = Kind::timeout;
   std::uint64_t id = 0;
   std::string key;
-  friend auto operator<=>(const DeadlineTarget&, const DeadlineTarget&) = default;
+  // Written out: the libc++ of emscripten (the web preset) has no <=> on
+  // std::string, so a defaulted one would be deleted there.
+  friend std::strong_ordering operator<=>(const DeadlineTarget& a, const DeadlineTarget& b) {
+    if (const auto order = a.kind <=> b.kind; order != 0) return order;
+    if (const auto order = a.id <=> b.id; order != 0) return order;
+    return a.key.compare(b.key) <=> 0;
+  }
+  friend bool operator==(const DeadlineTarget&, const DeadlineTarget&) = default;
 };
 
 struct Deadline {
