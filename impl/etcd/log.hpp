@@ -129,7 +129,9 @@ class EtcdLog {
   // The leader's side, from the owner's thread: begin_epoch once it leads.
   void begin_epoch(std::uint64_t epoch);
   // Queues a proposal for the log. One of an epoch that is not (or no
-  // longer) the one begun is reported at once in ProposalsFailed.
+  // longer) the one begun is reported at once in ProposalsFailed. The queue
+  // has no bound of its own: the node bounds its requests in flight
+  // (--max-in-flight), and its Expires and Timeouts by its table.
   void propose(std::uint64_t epoch, std::uint64_t id, std::string bytes);
   // Proposals queued or being written, for the owner's figures.
   std::size_t proposals_pending() const;

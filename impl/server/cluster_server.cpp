@@ -375,9 +375,8 @@ void ClusterServer::on_log_event(LogEvent& event) {
     if (deposed->epoch == leading_) stop_reason_ = deposed->reason;
   } else if (auto* failed = std::get_if<ProposalsFailed>(&event)) {
     for (const auto id : failed->ids) node_->on_proposal_failed(id, out);
-  } else if (auto* saved = std::get_if<SnapshotSaved>(&event)) {
+  } else if (std::holds_alternative<SnapshotSaved>(event)) {
     ++snapshots_;
-    (void)saved;
   } else if (auto* fatal = std::get_if<Failed>(&event)) {
     fmt::print(stderr, "serve: {}\n", fatal->reason);
     exit_code_ = 2;
