@@ -1,4 +1,4 @@
-// The conformance vector format (VECTORS.md): parsing a `.vec` file into the
+// The conformance vector format (docs/protocol.md, "Conformance vectors"): parsing a `.vec` file into the
 // steps a runner replays. Parsing checks the file itself (known directives,
 // times that never decrease, a valid config); what the service answers is
 // judged elsewhere (model/judge.hpp).

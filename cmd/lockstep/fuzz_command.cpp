@@ -14,6 +14,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
+#include "cmd/lockstep/validators.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
@@ -30,14 +31,19 @@ struct Outputs {
 };
 
 void add_output_options(CLI::App& command, Outputs& outputs) {
-  command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run");
-  command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
+  command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run")
+      ->check(writable_file());
+  command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check")
+      ->check(writable_file());
   command.add_option("--budget-states", outputs.budget_states, "configurations the checker may step before saying unknown")
+      ->check(whole(1))
       ->capture_default_str();
   command.add_option("--vectors", outputs.vectors_dir,
-                     "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`");
+                     "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`")
+      ->check(writable_folder());
   command.add_option("--explain", outputs.explain_key,
-                     "print the explanation found for this key: the instant of each step of the server");
+                     "print the explanation found for this key: the instant of each step of the server")
+      ->check(protocol_name());
 }
 
 // A file name for a key's vector: the key's bytes that are safe in a path.
@@ -73,7 +79,24 @@ bool write_vectors(const history::History& recorded, const history::CheckResult&
   return true;
 }
 
+// Whether a request of the history names `key` (the second field of `A`
+// and `R` lines).
+bool history_names_key(const history::History& recorded, const std::string& key) {
+  for (const auto& event : recorded.events) {
+    if (event.kind != history::EventKind::send || event.line.size() < 2 || event.line[1] != ' ') continue;
+    if (event.line.compare(2, key.size(), key) == 0 &&
+        (event.line.size() == 2 + key.size() || event.line[2 + key.size()] == ' ')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
+  if (!outputs.explain_key.empty() && !history_names_key(recorded, outputs.explain_key)) {
+    fmt::print("explain: no request of the history names key `{}`: nothing to explain (the verdict follows)\n",
+               outputs.explain_key);
+  }
   history::CheckOptions options;
   options.budget_states = outputs.budget_states;
   options.explain_key = outputs.explain_key;
@@ -184,41 +207,49 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   auto* fuzz = app.add_subcommand(
       "fuzz",
       "Black-box fuzzing of a live server in real time: a random concurrent workload from --seed,\n"
-      "recorded as a history and checked against the contract (CONTRACT.md, \"Black box, in real\n"
-      "time\"). The limits given must be the target's; with --exec they are passed to it. Exit 0\n"
+      "recorded as a history and checked against the protocol (docs/protocol.md, \"Black box, in\n"
+      "real time\"). The limits given must be the target's; with --exec they are passed to it. Exit 0\n"
       "conforms, 1 a violation, 2 unknown.");
-  fuzz->add_option("--target", options->target, "HOST:PORT of a running server");
+  fuzz->add_option("--target", options->target, "HOST:PORT of a running server")->check(host_and_port());
   fuzz->add_option("--exec", options->fuzz.command,
                    "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
                    "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
                    "{state_file} (where it keeps its token mark across restarts) are filled in");
   add_limit_options(*fuzz, options->fuzz.limits);
-  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")->capture_default_str();
-  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->capture_default_str();
-  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")->capture_default_str();
-  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->capture_default_str();
+  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")
+      ->check(whole(1, 1'000))
+      ->capture_default_str();
+  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->check(whole(1, 1'000'000))->capture_default_str();
+  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")
+      ->check(decimal(1, 86'400))
+      ->capture_default_str();
+  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->check(whole(0))->capture_default_str();
   fuzz->add_option("--tolerance-ms", options->fuzz.tolerance_ms,
                    "how late an answer caused by time or another request may arrive")
+      ->check(whole_signed(0, 60'000))
       ->capture_default_str();
   fuzz->add_option("--restart-every-s", options->fuzz.restart_every_s,
                    "kill and restart the target this often (with --exec): tokens must keep increasing")
+      ->check(decimal(0, 86'400))
       ->capture_default_str();
   fuzz->add_option("--mean-gap-ms", options->fuzz.mean_gap_ms,
                    "mean time between one client's requests (0: from --clients)")
+      ->check(decimal(0, 60'000))
       ->capture_default_str();
   fuzz->add_flag("--strict-syntax", options->fuzz.strict_syntax,
                  "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
-  fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here");
+  fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here")
+      ->check(writable_file());
   add_output_options(*fuzz, options->outputs);
   fuzz->callback([options, &run] { run = [options] { return run_fuzz_command(*options); }; });
 
   auto check = std::make_shared<std::pair<std::string, Outputs>>();
   auto* command = app.add_subcommand(
       "check-history",
-      "Check a recorded history (NDJSON, schema lockstep.history/1, see README) against the contract;\n"
-      "its first line gives the target's limits and the tolerance. Exit 0 conforms, 1 a violation,\n"
-      "2 unknown or unreadable.");
-  command->add_option("file", check->first, "the history file")->required();
+      "Check a recorded history (NDJSON, schema lockstep.history/1, docs/protocol.md) against the\n"
+      "protocol; its first line gives the target's limits and the tolerance. Exit 0 conforms,\n"
+      "1 a violation, 2 unknown or unreadable.");
+  command->add_option("file", check->first, "the history file")->required()->check(readable_file());
   add_output_options(*command, check->second);
   command->callback([check, &run] {
     run = [check] {

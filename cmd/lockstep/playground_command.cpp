@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validators.hpp"
 #include "web/static_server.hpp"
 
 namespace lockstep::cli {
@@ -51,7 +52,7 @@ void add_playground_command(CLI::App& app, std::function<int()>& run) {
       "Serve the playground page (the engine and the model in WebAssembly, built by the `web`\n"
       "preset) on 127.0.0.1 and print its address. SIGTERM or SIGINT stops it (exit 0).");
   command->add_option("--port", options->port, "TCP port on 127.0.0.1 (0: any free port, printed at start)")
-      ->check(CLI::Range(0, 65535))
+      ->check(whole(0, 65535))
       ->capture_default_str();
   command->add_option("--dir", options->folder,
                       "the built page's folder (default: build/web/page beside this binary's build folder)");
