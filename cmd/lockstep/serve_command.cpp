@@ -191,7 +191,8 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--inject-bug", options->bug,
                       "serve a deliberately broken engine (see --list-bugs); with --cluster, a bug of the cluster "
                       "catalogue (see --cluster --list-bugs)")
-      ->check(one_of(bug_names(), "the bug catalogues", "lockstep serve [--cluster] --list-bugs lists them"))
+      ->check(one_of(bug_names(), "the bug catalogues",
+                     "lockstep serve --list-bugs lists the engine's, lockstep serve --cluster --list-bugs the cluster's"))
       ->capture_default_str();
   command->add_flag("--list-bugs", options->list_bugs,
                     "list the catalogue of injectable bugs (with --cluster, the cluster's) and exit");

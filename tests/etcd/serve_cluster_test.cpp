@@ -80,7 +80,8 @@ TEST(ServeCluster, BadOptionsAreOneLineAndExitTwo) {
     const auto run = serve(options);
     EXPECT_EQ(run.code, 2) << options << "\n" << run.output;
     EXPECT_EQ(lines(run.output), 1u) << options << "\n" << run.output;
-    EXPECT_TRUE(run.output.starts_with("serve: ")) << options << "\n" << run.output;
+    // Refused by the parser ("lockstep serve: ...") or at start ("serve: ...").
+    EXPECT_NE(run.output.find("serve: "), std::string::npos) << options << "\n" << run.output;
   }
 }
 
