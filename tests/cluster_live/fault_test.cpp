@@ -2,7 +2,7 @@
 // `lockstep serve --cluster` nodes on loopback (live/lock_cluster), eight
 // clients holding, waiting for and releasing a few contended keys through
 // client::ClusterClient (live/cluster_workload), while the test kills the
-// leader node, pauses it past its leader TTL and resumes it, kills etcd
+// leader node (and then the next), pauses it past its leader TTL and resumes it, kills etcd
 // members (a follower, then etcd's leader), and kills and restarts a node.
 // Every run is judged from the clients' side by model/cluster_client_checker
 // (tokens, one holder per key within the clock allowance, no grant lost, no
@@ -13,7 +13,10 @@
 // and, once the cluster is quiet, every node reports the same table digest at
 // the same applied index (status line on SIGUSR1); the log kept in etcd stays
 // shorter than what was applied. With `answer-before-commit` or
-// `expire-without-token-check` injected, the checker must report a violation.
+// `expire-without-token-check` injected, the checker must report a violation;
+// and so with `heap-not-rebuilt` (keys stuck past the stated lateness after
+// a takeover) and `restore-forgets-sessions` (digests that differ), which
+// exact replay cannot show.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -79,22 +82,43 @@ void expect_clean(const ClusterWorkload& workload) {
   EXPECT_GT(report.grants, 10u) << describe(report, workload);
 }
 
-TEST(ClusterFaults, KillTheLeaderNode) {
+// Kills the leader node, then the next: most holders let their lease run
+// out, so keys are held at each takeover and the new leader must expire
+// them (what heap-not-rebuilt gets wrong, below). Returns when each kill
+// was made, in the workload's microseconds.
+std::vector<std::int64_t> kill_two_leaders(LockCluster& cluster, ClusterWorkload& workload) {
+  std::vector<std::int64_t> killed_at;
+  workload.run_for(2s);
+  for (int kill = 0; kill < 2; ++kill) {
+    const int leader = cluster.leader();
+    EXPECT_GE(leader, 0);
+    if (leader < 0) break;
+    cluster.kill(leader);
+    killed_at.push_back(workload.now_us());
+    workload.run_for(kill == 0 ? 5s : 10s);
+  }
+  return killed_at;
+}
+
+ClusterWorkloadOptions expiring_holders() {
+  ClusterWorkloadOptions options;
+  options.keys = 3;
+  options.let_expire = 0.7;
+  return options;
+}
+
+TEST(ClusterFaults, KillTheLeaderNodeThenTheNext) {
   auto cluster = start_cluster();
   ASSERT_TRUE(cluster);
-  ClusterWorkload workload(cluster->addresses(), ClusterWorkloadOptions{});
-  workload.run_for(2s);
-  const int leader = cluster->leader();
-  ASSERT_GE(leader, 0);
-  cluster->kill(leader);
-  const auto killed_at = workload.now_us();
-  workload.run_for(6s);
+  ClusterWorkload workload(cluster->addresses(), expiring_holders());
+  const auto killed_at = kill_two_leaders(*cluster, workload);
   ASSERT_TRUE(workload.drain(20s));
   expect_clean(workload);
-  EXPECT_GT(workload.grants_since(killed_at + 1'000'000), 5u) << "no grants once a new leader should lead";
-  const int next = cluster->leader();
-  EXPECT_GE(next, 0);
-  EXPECT_NE(next, leader);
+  ASSERT_EQ(killed_at.size(), 2u);
+  EXPECT_GT(workload.grants_since(killed_at[0] + 1'000'000), workload.grants_since(killed_at[1]))
+      << "no grants between the kills";
+  EXPECT_GT(workload.grants_since(killed_at[1] + 1'000'000), 5u) << "no grants once the third node should lead";
+  EXPECT_GE(cluster->leader(), 0);
 }
 
 // Every log entry of an epoch was written before any later epoch began:
@@ -294,12 +318,8 @@ TEST(ClusterFaults, AnswerBeforeCommitIsReported) {
 TEST(ClusterFaults, HeapNotRebuiltIsReported) {
   auto cluster = start_cluster("heap-not-rebuilt");
   ASSERT_TRUE(cluster);
-  ClusterWorkload workload(cluster->addresses(), ClusterWorkloadOptions{});
-  workload.run_for(2s);
-  const int leader = cluster->leader();
-  ASSERT_GE(leader, 0);
-  cluster->kill(leader);
-  workload.run_for(12s);
+  ClusterWorkload workload(cluster->addresses(), expiring_holders());
+  kill_two_leaders(*cluster, workload);
   workload.drain(20s);
   const auto report = judge(workload);
   fmt::print("{}\n", describe(report, workload));
