@@ -148,6 +148,11 @@ void ClusterClient::advance(Clock::time_point now) {
   auto& head = queue_.front();
   ++head.attempts;
   ++stats_.attempts;
+  // Read before the first byte is written, so that it is never later than
+  // any instant at which a node can have read the request: a checker that
+  // counts a wait or a lease from it never judges a node early because this
+  // thread was descheduled between the write and the clock.
+  if (head.attempts == 1) head.first_sent = Clock::now();
   output_ += request_line(head);
   while (!output_.empty()) {
     const auto wrote = ::send(fd_, output_.data(), output_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -160,7 +165,6 @@ void ClusterClient::advance(Clock::time_point now) {
     }
     output_.erase(0, static_cast<std::size_t>(wrote));
   }
-  if (head.attempts == 1) head.first_sent = Clock::now();
   on_wire_ = true;
   deadline_ = Clock::now() + milliseconds{head.acquire ? head.wait_ms : 0} + options_.answer_timeout;
 }
@@ -265,8 +269,11 @@ void ClusterClient::read_lines(Clock::time_point now) {
       if (had_request) retry(now, std::nullopt);
       return;
     }
+    // An answer's instant is read after the bytes are, never before: the
+    // poll's clock may predate their arrival.
+    const auto arrived = std::max(now, Clock::now());
     framer_.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
-    while (const auto line = framer_.next_line()) on_line(*line, now);
+    while (const auto line = framer_.next_line()) on_line(*line, arrived);
   }
 }
 

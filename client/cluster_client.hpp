@@ -63,8 +63,12 @@ class ClusterClient {
     Response response;  // answered
     std::uint64_t sequence = 0;
     std::uint32_t attempts = 0;
-    Clock::time_point first_sent;  // when its first attempt was written
-    Clock::time_point finished;    // when it was answered or given up
+    // Bounds, for checkers that judge the cluster in real time: first_sent is
+    // read just before the first attempt is written (no node can have read
+    // it earlier), finished just after the answer is read (no node can have
+    // sent it later), or when the request was given up.
+    Clock::time_point first_sent;
+    Clock::time_point finished;
   };
   using Callback = std::function<void(const Result&)>;
 
