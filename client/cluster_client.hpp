@@ -1,5 +1,5 @@
-// A client of a lock-service cluster (CONTRACT.md, "Cluster nodes on the
-// wire"): it knows every node, sends each request with its session (client
+// A client of a lock-service cluster (docs/protocol.md, "Cluster nodes on
+// the wire"): it knows every node, sends each request with its session (client
 // id and a sequence number it increases by one per new request), follows
 // `E not-leader <host>:<port>` to the leader (or tries the next node when no
 // leader is named), and when a connection is lost or an answer does not come

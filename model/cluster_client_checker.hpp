@@ -1,6 +1,6 @@
 // Judges a lock-service cluster from its clients' side, in real time, from
-// what each client sent and received (CONTRACT.md, "Black box against a
-// cluster" and "Properties every layer is checked against"). It is the
+// what each client sent and received (docs/protocol.md, "Black box
+// against a cluster" and "Properties"). It is the
 // real-time sibling of client_checker.hpp, which needs a driver that steps
 // the service and knows when each request is handled; here only the clients'
 // clocks are known: when a request was first sent, and when (if ever) its

@@ -508,7 +508,7 @@ void ClusterServer::handle_lines(Connection& c) {
     handle(out);
   }
   if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
-    // A line past the limit: E, then the connection closes (CONTRACT.md).
+    // A line past the limit: E, then the connection closes (docs/protocol.md, "Responses").
     c.output += format_response(Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes)));
     c.output += '\n';
     c.discarding = true;
