@@ -52,7 +52,9 @@ for port in 27001 27002 27003; do
   [ "$answer" = "E not-leader 127.0.0.1:$leader" ] || { echo "expected a redirect to the leader"; exit 1; }
 done
 node=$((leader - 27000))
-kill -USR1 "$(pgrep -f -- "--node-id n$node " | head -1)"
+# The README starts three etcd members, then nodes n1..n3: node N is job 3+N
+# (its pid, not a search by name that could find another run's node).
+kill -USR1 "$(jobs -p | sed -n "$((3 + node))p")"
 sleep 0.5
 grep -q "status node=n$node applied=" "$dir/n$node.log" || { echo "no status line"; exit 1; }
 # The nodes were started last: each must stop cleanly (exit 0) on SIGTERM.
