@@ -186,7 +186,12 @@ int run_conform(const ConformOptions& options) {
     }
   }
   const auto live_against = options.exec.empty() ? options.exec_cluster : options.exec;
-  const auto against = live ? "'" + live_against + "'" : options.against;
+  // Both templates given: the summary names both, each vector having run on
+  // its mode's.
+  const auto against = !live                     ? options.against
+                       : options.exec.empty() || options.exec_cluster.empty()
+                           ? "'" + live_against + "'"
+                           : "'" + options.exec + "' and '" + options.exec_cluster + "'";
   fmt::print("conform against {}: {} passed, {} failed, {} skipped\n", against, passed, failed, skipped);
   if (!options.junit_path.empty()) {
     std::ofstream out(options.junit_path);

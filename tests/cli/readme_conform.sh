@@ -21,5 +21,7 @@ vectors=$(find tests/vectors -name '*.vec' | wc -l)
 cluster=$(grep -l 'mode=cluster' $(find tests/vectors -name '*.vec') | wc -l)
 summary=$(printf '%s\n' "$out" | grep -E '^conform against ' | tail -1)
 [[ $summary == *": $vectors passed, 0 failed, 0 skipped" ]] || { echo "FAIL: expected $vectors passed, 0 failed, 0 skipped"; exit 1; }
+[[ $summary == "conform against '$lockstep serve --test-clock "*"' and '$lockstep serve --cluster "* ]] ||
+  { echo "FAIL: the summary does not name both templates"; exit 1; }
 [ "$cluster" -gt 0 ] || { echo "FAIL: no mode=cluster vector in the corpus"; exit 1; }
 echo "ok: $vectors vectors, $cluster of them on a cluster node"
