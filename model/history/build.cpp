@@ -36,7 +36,7 @@ std::string response_class(const Response& response) {
   }
 }
 
-void bound_requests(ConnectionRecord& conn) {
+void bound_requests(ConnectionRecord& conn, std::int64_t handled_within_ms) {
   // Looked into only, never iterated in an order that reaches an output.
   std::unordered_map<std::string, std::vector<std::size_t>> requests;
   std::unordered_set<std::string> waiting_classes;
@@ -58,6 +58,11 @@ void bound_requests(ConnectionRecord& conn) {
       // One millisecond of slack: the server's grid is not aligned with ours.
       conn.sent[indices[k]].latest_ms = floor_ms(arrived[k] + 1000);
     }
+  }
+  // A tester that knows how late a request is read at most (a simulated
+  // network) bounds every request; one millisecond for the grid.
+  if (handled_within_ms >= 0) {
+    for (auto& sent : conn.sent) sent.latest_ms = std::min(sent.latest_ms, floor_ms(sent.sent_us) + handled_within_ms + 1);
   }
   // Requests of a connection are handled in the order sent.
   std::int64_t later = unbounded_ms;
@@ -90,6 +95,7 @@ struct KeyBuilder {
       made.closes = conn.closes;
       made.cut = conn.cut;
       made.closed_by_server = conn.closed_by_server;
+      made.stopped = conn.stopped;
       input.conns.push_back(made);
     }
     return it->second;
@@ -105,18 +111,20 @@ struct KeyBuilder {
 
 }  // namespace
 
-Built build_inputs(const History& history) {
+Built build_inputs(const History& history, bool prefix) {
   Built built;
   const Limits& limits = history.header.limits;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
   built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
-  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false) {
+  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false,
+                            bool stopped = false) {
     auto& conn = built.conns[index];
     if (conn.end_us >= 0) return;
     conn.end_us = at_us;
     conn.closes = closes;
     conn.closed_by_server = by_server;
+    conn.stopped = stopped;
   };
   const auto conn_for = [&](const Event& event) -> ConnectionRecord& {
     auto it = open.find(event.conn);
@@ -172,7 +180,12 @@ Built build_inputs(const History& history) {
         auto& conn = conn_for(event);
         ReceivedLine received;
         received.received_us = event.t_us;
+        // Bytes of one connection arrive in order: a line arrived no
+        // earlier than the lines read before it on the connection.
         received.arrived_from_us = event.arrived_from_us();
+        if (!conn.received.empty()) {
+          received.arrived_from_us = std::max(received.arrived_from_us, conn.received.back().arrived_from_us);
+        }
         received.line = event.line;
         if (auto response = parse_response(event.line)) {
           received.parsed = true;
@@ -191,7 +204,9 @@ Built build_inputs(const History& history) {
         break;
       }
       case EventKind::down:
-        for (const auto& [id, index] : open) end_conn(index, event.t_us, true);
+        // The target stopped: its connections end with it, their waiters
+        // gone no later than now.
+        for (const auto& [id, index] : open) end_conn(index, event.t_us, true, true, true);
         open.clear();
         built.incarnation_end_us.push_back(event.t_us);
         ++incarnation;
@@ -203,9 +218,9 @@ Built build_inputs(const History& history) {
   built.incarnation_end_us.push_back(built.end_us);
   for (const auto& [id, index] : open) {
     end_conn(index, built.end_us, false);
-    built.conns[index].cut = true;
+    built.conns[index].cut = prefix;
   }
-  for (auto& conn : built.conns) bound_requests(conn);
+  for (auto& conn : built.conns) bound_requests(conn, history.header.handled_within_ms);
 
   // One KeyInput per (incarnation, key), connections in first-use order.
   std::vector<TextMap<KeyBuilder>> builders(built.incarnation_start_us.size());
@@ -216,6 +231,7 @@ Built build_inputs(const History& history) {
     input.key = key;
     input.limits = limits;
     input.tolerance_ms = history.header.tolerance_ms;
+    input.handled_within_ms = history.header.handled_within_ms;
     input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   };
@@ -273,7 +289,8 @@ Built build_inputs(const History& history) {
     seen.token = received.response.token.value;
     seen.line = received.line;
     if (!received.response.owner.empty()) seen.owner = builder.owner(received.response.owner);
-    builder.input.conns[seen.conn].observations.push_back(static_cast<std::uint32_t>(builder.input.observations.size()));
+    const auto observation = static_cast<std::uint32_t>(builder.input.observations.size());
+    builder.input.conns[seen.conn].observations.push_back(observation);
     builder.input.observations.push_back(std::move(seen));
     if (received.response.kind == ResponseKind::granted) {
       // Issued no earlier than the first request of that owner on that key
@@ -281,8 +298,9 @@ Built build_inputs(const History& history) {
       std::int64_t from_us = received.received_us;
       const auto first = first_asked[item.conn].find(key_and_owner(received.response.key, received.response.owner));
       if (first != first_asked[item.conn].end()) from_us = std::min(from_us, first->second);
-      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key, conn.id,
-                                       received.received_us, floor_ms(from_us)});
+      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
+                                       received.response.owner, conn.id, conn.incarnation, observation,
+                                       received.received_us, from_us});
     }
   }
   return built;

@@ -19,6 +19,7 @@ namespace lockstep::history {
 
 struct CheckOptions {
   std::uint64_t budget_states = 200'000'000;  // configurations stepped over the whole check
+  std::uint64_t memory_max_bytes = 1ull << 30;  // configurations held at once, estimated
   bool record_steps = false;  // keep every key's explanation, for the HTML report
   bool shrink = true;
   std::string explain_key;  // print the explanation found (or the furthest one) for this key
@@ -51,10 +52,13 @@ struct CheckResult {
   std::vector<std::int64_t> incarnation_start_us;
   std::vector<KeyExplanation> explanations;
   std::vector<std::string> explain_lines;  // for CheckOptions::explain_key
+  Limits limits;  // assumed: the history's header
+  std::int64_t tolerance_ms = 0;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
   std::uint64_t states_expanded = 0;  // configurations stepped
   std::size_t frontier_peak = 0;
+  std::uint64_t memory_peak_bytes = 0;  // estimated, of the configurations held at once
 };
 
 CheckResult check_history(const History& history, const CheckOptions& options = {});

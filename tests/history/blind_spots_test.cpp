@@ -1,0 +1,201 @@
+// Histories the black-box checker once judged wrongly, each written by hand
+// so that its verdict can be read off it: violations it missed (a token
+// issued out of order across keys at a hand-off, requests never answered,
+// a history that tests nothing), an explanation it refused (a deferred
+// answer overtaken, within the tolerance, by a later response on its
+// connection), and histories that made it run away (many clients, nothing
+// answered): those must end within the search and memory budgets with a
+// verdict that is not a pass. Times are microseconds on the tester's clock;
+// sweep every 1,000 ms and a tolerance of 10 ms unless a test says otherwise.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "model/history/checker.hpp"
+#include "model/history/history.hpp"
+
+namespace lockstep::history {
+namespace {
+
+class Recorder {
+ public:
+  Recorder() {
+    history_.header.limits.sweep_ms = DurationMs{1'000};
+    history_.header.tolerance_ms = 10;
+  }
+  Recorder& connect(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::connect, conn, ""); }
+  Recorder& send(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::send, conn, line); }
+  Recorder& recv(std::uint32_t conn, std::int64_t us, const std::string& line, std::int64_t after_us = -1) {
+    add(us, EventKind::recv, conn, line);
+    history_.events.back().after_us = after_us;
+    return *this;
+  }
+  Recorder& close(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::close, conn, ""); }
+  History& history() { return history_; }
+  CheckResult check(const CheckOptions& options = {}) const { return check_history(history_, options); }
+
+ private:
+  Recorder& add(std::int64_t us, EventKind kind, std::uint32_t conn, const std::string& line) {
+    history_.events.push_back(Event{us, kind, conn, line});
+    return *this;
+  }
+  History history_;
+};
+
+std::string last_line(const CheckResult& result) {
+  std::string text;
+  for (const auto& line : summary_lines(result)) text += line + "\n";
+  return text;
+}
+
+bool has_finding(const CheckResult& result, const std::string& check) {
+  for (const auto& finding : result.violations) {
+    if (finding.check == check) return true;
+  }
+  return false;
+}
+
+// ---- tokens across keys: compared with the instant that caused each grant ----
+
+// alice holds `a` (token 10); bob waits for it. carol is granted `b` with
+// token 20 at about 20 ms. alice releases `a` at 100 ms and bob gets it with
+// token 15: issued at the release, after token 20, yet smaller. The grant's
+// request was sent at 2 ms, before carol's; only its cause, the release,
+// shows the order.
+TEST(TokenOrder, AHandOffIssuedAfterAnotherKeysGrantMustCarryALargerToken) {
+  for (const std::uint64_t bob_token : {15u, 25u}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A a alice 5000 0").recv(1, 1'100, "A 10 alice a");
+    r.send(2, 2'000, "A a bob 5000 3000").send(2, 2'010, "R a 999").recv(2, 2'050, "N 999 a");
+    r.send(3, 20'000, "A b carol 5000 0").recv(3, 20'100, "A 20 carol b");
+    r.send(1, 100'000, "R a 10").recv(1, 100'080, "R 10 a").recv(2, 100'090, fmt::format("A {} bob a", bob_token));
+    r.close(1, 600'000).close(2, 600'000).close(3, 600'000);
+    const auto result = r.check();
+    if (bob_token == 25) {
+      EXPECT_EQ(result.verdict, Verdict::conforms) << last_line(result);
+    } else {
+      ASSERT_EQ(result.verdict, Verdict::violation) << last_line(result);
+      EXPECT_TRUE(has_finding(result, "tokens")) << last_line(result);
+    }
+  }
+}
+
+// The same through expiry: alice's lease ends at about 501 ms, the sweep
+// hands `a` to bob (at 501 ms at the earliest, whatever the phase); carol's
+// token 20 on `b` arrived at 400 ms. Token 15 at the sweep is out of order.
+TEST(TokenOrder, ASweepHandOffIsComparedWithTheExpiryThatCausedIt) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A a alice 500 0").recv(1, 1'100, "A 10 alice a");
+  r.send(2, 2'000, "A a bob 5000 3000").send(2, 2'010, "R a 999").recv(2, 2'050, "N 999 a");
+  r.send(3, 399'000, "A b carol 5000 0").recv(3, 400'000, "A 20 carol b");
+  r.recv(2, 1'000'500, "A 15 bob a");
+  r.close(1, 6'000'000).close(2, 6'000'000).close(3, 6'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation) << last_line(result);
+  EXPECT_TRUE(has_finding(result, "tokens")) << last_line(result);
+}
+
+// ---- overtaking: a deferred answer may arrive behind later responses ----
+
+// alice releases at 100 ms; bob's hand-off `A` is produced then but
+// arrives at 130 ms, after the `N` to a release bob sent at 110 ms on the
+// same connection (produced later, arrived first). Within a tolerance of
+// 50 ms that is allowed (CONTRACT.md); at 170 ms it is late.
+TEST(Overtaking, ADeferredAnswerMayBeOvertakenWithinTheTolerance) {
+  for (const std::int64_t arrival_us : {std::int64_t{130'000}, std::int64_t{170'000}}) {
+    Recorder r;
+    r.history().header.tolerance_ms = 50;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A a alice 5000 0").recv(1, 1'100, "A 10 alice a");
+    r.send(2, 2'000, "A a bob 5000 3000").send(2, 2'010, "R a 999").recv(2, 2'050, "N 999 a");
+    r.send(1, 100'000, "R a 10").recv(1, 100'080, "R 10 a");
+    r.send(2, 110'000, "R a 777").recv(2, 110'500, "N 777 a");
+    r.recv(2, arrival_us, "A 11 bob a", arrival_us - 1'000);
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    EXPECT_EQ(result.verdict, arrival_us < 150'000 ? Verdict::conforms : Verdict::violation)
+        << "arrival " << arrival_us << "\n" << last_line(result);
+  }
+}
+
+// ---- silent passes: what the contract answers must be answered ----
+
+TEST(SilentPass, TryLocksNeverAnsweredAreAViolation) {
+  Recorder r;
+  for (std::uint32_t conn = 1; conn <= 5; ++conn) {
+    r.connect(conn, 0).send(conn, 1'000 * conn, fmt::format("A k o{} 100 0", conn));
+  }
+  for (std::uint32_t conn = 1; conn <= 5; ++conn) r.close(conn, 2'000'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::violation) << last_line(result);
+}
+
+TEST(SilentPass, AMalformedLineNeverAnsweredIsAViolation) {
+  Recorder r;
+  r.connect(1, 0).send(1, 1'000, "A k").close(1, 2'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation) << last_line(result);
+  EXPECT_TRUE(has_finding(result, "errors")) << last_line(result);
+}
+
+// A request sent within the tolerance of the end may still be on its way:
+// that is no violation (but the history tests nothing: not a pass either).
+TEST(SilentPass, ARequestSentAtTheEndMayBeUnanswered) {
+  Recorder r;
+  r.connect(1, 0).send(1, 1'000, "A k alice 100 0").recv(1, 1'100, "A 3 alice k");
+  r.send(1, 1'995'000, "R k 3").close(1, 2'000'000);
+  EXPECT_EQ(r.check().verdict, Verdict::conforms);
+}
+
+// bob's acquire waits on a held key; the server never answers it, nor
+// anything after it, and the history ends (the connection still open)
+// seconds after his wait ran out: his `T` was due.
+TEST(SilentPass, AWaiterNeverAnsweredIsAViolationEvenWithoutAProbe) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 100");
+  r.send(1, 3'000'000, "A x alice 10 0").recv(1, 3'000'100, "A 4 alice x");  // the history goes on
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::violation) << last_line(result);
+}
+
+TEST(SilentPass, AHistoryWithoutResponsesIsNotAPass) {
+  Recorder empty;
+  EXPECT_EQ(empty.check().verdict, Verdict::unknown);
+  Recorder unanswered;
+  unanswered.connect(1, 0).send(1, 1'000, "A k alice 100 0").close(1, 1'005);  // closed within the tolerance
+  const auto result = unanswered.check();
+  EXPECT_EQ(result.verdict, Verdict::unknown) << last_line(result);
+}
+
+// ---- budgets: many clients, nothing answered ----
+
+// One grant seen, then forty clients ask for the held key with long waits
+// and the server answers nothing. Whether each waiter was queued, and
+// when, is open until its deadline is near the end: the configurations
+// multiply. The checker must stop at its budgets with `unknown` or find the
+// violation; it must never pass.
+History crowd_never_answered(std::uint32_t clients) {
+  Recorder r;
+  r.history().header.tolerance_ms = 50;
+  r.history().header.limits.max_waiters_per_key = 1'024;
+  r.connect(1, 0).send(1, 1'000, "A k holder 60000 0").recv(1, 1'100, "A 1 holder k");
+  for (std::uint32_t conn = 2; conn <= clients + 1; ++conn) {
+    r.connect(conn, 0).send(conn, 2'000 + 100 * conn, fmt::format("A k c{} 5000 3000", conn));
+  }
+  for (std::uint32_t conn = 1; conn <= clients + 1; ++conn) r.close(conn, 4'000'000);
+  return r.history();
+}
+
+TEST(Budgets, ACrowdNeverAnsweredEndsWithinTheMemoryBudget) {
+  CheckOptions options;
+  options.memory_max_bytes = 64ull << 20;
+  const auto result = check_history(crowd_never_answered(40), options);
+  EXPECT_NE(result.verdict, Verdict::conforms) << last_line(result);
+  EXPECT_LE(result.memory_peak_bytes, options.memory_max_bytes + (8ull << 20)) << last_line(result);
+}
+
+}  // namespace
+}  // namespace lockstep::history
