@@ -132,9 +132,12 @@ class Fuzzer {
 
   void restart() {
     // Read what arrived before the stop, stop, read what was still in
-    // flight, and only then mark the incarnation's end.
+    // flight, and only then mark the incarnation's end. The connections end
+    // with the `down` (the target stopped, what it had not read it never
+    // handled), not with an `eof` of their own.
     pump(now_us());
     server_->stop();
+    stopping_ = true;
     const auto until = now_us() + 200'000;
     while (now_us() < until && std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0; })) {
       pump(std::min(until, now_us() + 5'000));
@@ -144,6 +147,7 @@ class Fuzzer {
       conn->fd = -1;
     }
     conns_.clear();
+    stopping_ = false;
     record(history::EventKind::down, 0);
     ++run_.restarts;
     if (!launch()) return;
@@ -188,31 +192,40 @@ class Fuzzer {
     return fmt::format("k{}", index);
   }
 
-  std::int64_t lease_ms() {
-    const auto sweep = options_.limits.sweep_ms.value;
-    std::int64_t lease;
-    const double pick = rng_.unit();
-    if (pick < 0.3) {
-      lease = rng_.between(1, 30);
-    } else if (pick < 0.7) {
-      lease = rng_.between(40, 400);
-    } else {
-      lease = rng_.between(std::max<std::int64_t>(1, sweep / 2), sweep + sweep / 2);
-    }
-    return std::clamp<std::int64_t>(lease, 1, options_.limits.max_lease_ms.value);
+  // Log-uniform in [low, high]: as many short as long durations per decade.
+  std::int64_t log_uniform(std::int64_t low, std::int64_t high) {
+    if (low >= high) return low;
+    const double a = std::log(static_cast<double>(std::max<std::int64_t>(low, 1)));
+    const double b = std::log(static_cast<double>(high));
+    return std::clamp(static_cast<std::int64_t>(std::exp(a + (b - a) * rng_.unit())), low, high);
   }
 
-  std::int64_t wait_ms() {
+  // Within [low, high]: a third near the low end (leases that expire and
+  // waits that time out within the run), a third around the sweep period
+  // when the range reaches it (expiries a sweep must clear, waiters handed
+  // the key by a sweep), the rest log-uniform over the range.
+  std::int64_t duration_in(std::int64_t low, std::int64_t high) {
+    const auto sweep = options_.limits.sweep_ms.value;
     const double pick = rng_.unit();
-    std::int64_t wait = 0;
-    if (pick < 0.35) {
-      wait = 0;
-    } else if (pick < 0.7) {
-      wait = rng_.between(1, 100);
-    } else {
-      wait = rng_.between(100, 1500);
+    if (pick < 0.33) return rng_.between(low, low + std::max<std::int64_t>(1, (high - low) / 16));
+    if (pick < 0.66) {
+      const auto near_low = std::max(low, sweep / 2), near_high = std::min(high, sweep + sweep / 2);
+      if (near_low <= near_high) return rng_.between(near_low, near_high);
     }
-    return std::clamp<std::int64_t>(wait, 0, options_.limits.max_wait_ms.value);
+    return log_uniform(low, high);
+  }
+
+  std::int64_t lease_ms() { return duration_in(options_.lease_min_ms, options_.lease_max_ms); }
+
+  // A try-lock a third of the time when the range allows 0.
+  std::int64_t wait_ms() {
+    if (options_.wait_min_ms == 0 && (options_.wait_max_ms == 0 || rng_.chance(0.35))) return 0;
+    return waiting_ms();
+  }
+  // A wait of at least 1 ms (when the range allows one; else 0).
+  std::int64_t waiting_ms() {
+    if (options_.wait_max_ms == 0) return 0;
+    return duration_in(std::max<std::int64_t>(1, options_.wait_min_ms), options_.wait_max_ms);
   }
 
   void send(Connection& conn, const std::string& line, bool answered = true) {
@@ -263,12 +276,12 @@ class Fuzzer {
     } else if (pick < 0.89) {
       malformed(conn);
     } else {
-      acquire(conn, key_name(), owner, rng_.between(1, 300));
+      acquire(conn, key_name(), owner, waiting_ms());
     }
   }
 
   void malformed(Connection& conn) {
-    if (rng_.chance(0.05)) {
+    if (!options_.clear_of_limits && rng_.chance(0.05)) {
       // Longer than the limit: answered `E`, then the server closes.
       send(conn, std::string(options_.limits.max_line_bytes + 8, 'x'));
       return;
@@ -283,7 +296,9 @@ class Fuzzer {
     const auto pick = rng_.below(total);
     std::string line = pick < std::size(contract_lines) ? contract_lines[pick]
                                                          : strict_lines[pick - std::size(contract_lines)];
-    if (rng_.chance(0.2)) line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
+    if (!options_.clear_of_limits && rng_.chance(0.2)) {
+      line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
+    }
     send(conn, line);
   }
 
@@ -302,7 +317,7 @@ class Fuzzer {
         // Close with a waiter queued: ask with a wait, then a release of a
         // random token whose answer shows the acquire was handled; close then.
         const auto key = key_name();
-        acquire(conn, key, conn.owners.front(), rng_.between(200, 2000), false);
+        acquire(conn, key, conn.owners.front(), waiting_ms(), false);
         conn.close_after_token = random_token();
         send(conn, fmt::format("R {} {}", key, conn.close_after_token));
         conn.close_by_us = now + 1'000'000;
@@ -410,7 +425,12 @@ class Fuzzer {
       return true;
     }
     if (got <= 0) {
-      close_connection(conn, history::EventKind::eof);
+      if (stopping_) {
+        ::close(conn.fd);
+        conn.fd = -1;
+      } else {
+        close_connection(conn, history::EventKind::eof);
+      }
       return false;
     }
     conn.framer.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
@@ -430,8 +450,9 @@ class Fuzzer {
   // No new requests; wait for every answer owed (a waiter's at the latest
   // by its deadline), then the tolerance, so that nothing is in flight.
   void drain() {
-    const auto deadline = now_us() + (std::min<std::int64_t>(options_.limits.max_wait_ms.value, 10'000) +
-                                      options_.tolerance_ms + 2'000) * 1000;
+    // Every answer owed comes by the longest wait asked, and the tolerance:
+    // past that, a server that is silent is not going to answer.
+    const auto deadline = now_us() + (options_.wait_max_ms + options_.tolerance_ms + 2'000) * 1000;
     while (now_us() < deadline &&
            std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0 && c->outstanding > 0; })) {
       pump(now_us() + 5'000);
@@ -451,10 +472,24 @@ class Fuzzer {
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Held> stale_;
   std::uint32_t next_conn_id_ = 1;
+  bool stopping_ = false;  // the target was stopped: its connections end with the `down`
 };
 
 }  // namespace
 
 FuzzRun run_fuzz(const FuzzOptions& options) { return Fuzzer(options).run(); }
+
+void default_ranges(FuzzOptions& options) {
+  const auto& limits = options.limits;
+  if (options.lease_max_ms < 0) {
+    options.lease_min_ms = 1;
+    options.lease_max_ms = std::min(limits.max_lease_ms.value,
+                                    std::max<std::int64_t>(400, limits.sweep_ms.value + limits.sweep_ms.value / 2));
+  }
+  if (options.wait_max_ms < 0) {
+    options.wait_min_ms = 0;
+    options.wait_max_ms = std::min<std::int64_t>(limits.max_wait_ms.value, 1'500);
+  }
+}
 
 }  // namespace lockstep::live

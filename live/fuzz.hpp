@@ -34,7 +34,21 @@ struct FuzzOptions {
   // syntax calls malformed (two spaces, token 0, an empty line): off by
   // default, so a server that reads them leniently is not reported.
   bool strict_syntax = false;
+  // The leases and waits asked, inclusive; within them the workload keeps
+  // its edges (short ones, ones near the sweep period, try-locks when 0 is
+  // allowed). -1: unset, default_ranges fills it in.
+  std::int64_t lease_min_ms = -1, lease_max_ms = -1;
+  std::int64_t wait_min_ms = -1, wait_max_ms = -1;
+  // The target has no limits worth reaching: no line past max_line_bytes
+  // and no lease or wait past its maximum are sent (the limits given are
+  // then only the checker's).
+  bool clear_of_limits = false;
 };
+
+// The ranges of leases and waits not given: leases 1 ms to 1.5 sweep
+// periods (at least 400 ms), waits 0 to 1.5 s, within the maxima of the
+// limits.
+void default_ranges(FuzzOptions& options);
 
 struct FuzzRun {
   history::History history;

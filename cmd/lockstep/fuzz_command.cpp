@@ -4,8 +4,12 @@
 // any client. Both print the same summary, ending with `violations: N`, and
 // exit 0 (conforms), 1 (a violation) or 2 (unknown: the search budget ran
 // out, or the run could not be made).
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
+#include <tuple>
+#include <vector>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -14,6 +18,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
+#include "impl/decimal.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
@@ -26,6 +31,7 @@ namespace {
 struct Outputs {
   std::string history_path, report_path, junit_path, vectors_dir;
   std::uint64_t budget_states = 20'000'000;
+  std::uint64_t budget_memory_mb = 1'024;
   std::string explain_key;
 };
 
@@ -33,7 +39,12 @@ void add_output_options(CLI::App& command, Outputs& outputs) {
   command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run");
   command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
   command.add_option("--budget-states", outputs.budget_states, "configurations the checker may step before saying unknown")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  command.add_option("--budget-memory-mb", outputs.budget_memory_mb,
+                     "MiB the configurations of one instant may take before the checker says unknown")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{16}, std::uint64_t{1} << 20));
   command.add_option("--vectors", outputs.vectors_dir,
                      "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`");
   command.add_option("--explain", outputs.explain_key,
@@ -76,6 +87,7 @@ bool write_vectors(const history::History& recorded, const history::CheckResult&
 int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
   history::CheckOptions options;
   options.budget_states = outputs.budget_states;
+  options.memory_max_bytes = outputs.budget_memory_mb << 20;
   options.explain_key = outputs.explain_key;
   const auto result = history::check_history(recorded, options);
   for (const auto& line : result.explain_lines) fmt::print("{}\n", line);
@@ -106,8 +118,69 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
 struct FuzzCommand {
   live::FuzzOptions fuzz;
   std::string target;
+  std::string lease_range, wait_range;
+  // Which limits were given on the command line (the others take the
+  // defaults of the mode: CONTRACT.md's for --target, the edge-seeking ones
+  // for --exec).
+  std::vector<std::string> limits_given;
   Outputs outputs;
 };
+
+// "A..B" with A <= B, each in [low, high].
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::string& text, std::int64_t low,
+                                                                    std::int64_t high) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) return std::nullopt;
+  const auto first = parse_decimal(text.substr(0, dots));
+  const auto last = parse_decimal(text.substr(dots + 2));
+  if (!first || !last) return std::nullopt;
+  const auto a = static_cast<std::int64_t>(std::min<std::uint64_t>(*first, std::uint64_t{1} << 62));
+  const auto b = static_cast<std::int64_t>(std::min<std::uint64_t>(*last, std::uint64_t{1} << 62));
+  if (a > b || a < low || b > high) return std::nullopt;
+  return std::pair{a, b};
+}
+
+// The fuzzer's defaults make the edges reachable within seconds: a short
+// sweep, few waiters per key, fewer keys allowed than the workload uses.
+// They are right only for a target started with them, which --exec does.
+Limits edge_limits() {
+  Limits limits;
+  limits.max_keys = 6;
+  limits.max_waiters_per_key = 3;
+  limits.max_waiters = 24;
+  limits.sweep_ms = DurationMs{1'000};
+  limits.max_lease_ms = DurationMs{10'000};
+  limits.max_wait_ms = DurationMs{10'000};
+  return limits;
+}
+
+// Each limit not given takes the mode's default; says where they came from.
+std::string settle_limits(FuzzCommand& options) {
+  const bool given_any = !options.limits_given.empty();
+  const auto given = [&](std::string_view name) {
+    return std::find(options.limits_given.begin(), options.limits_given.end(), name) != options.limits_given.end();
+  };
+  Limits& limits = options.fuzz.limits;
+  if (!options.fuzz.command.empty()) {
+    const Limits edges = edge_limits();
+    if (!given("max_keys")) limits.max_keys = edges.max_keys;
+    if (!given("max_waiters_per_key")) limits.max_waiters_per_key = edges.max_waiters_per_key;
+    if (!given("max_waiters")) limits.max_waiters = edges.max_waiters;
+    if (!given("sweep_ms")) limits.sweep_ms = edges.sweep_ms;
+    if (!given("max_lease_ms")) limits.max_lease_ms = edges.max_lease_ms;
+    if (!given("max_wait_ms")) limits.max_wait_ms = edges.max_wait_ms;
+  }
+  if (options.fuzz.clear_of_limits) {
+    limits.max_keys = limits.max_waiters_per_key = limits.max_waiters = count_limit_max;
+  }
+  if (!options.fuzz.command.empty()) {
+    return given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
+                     : "the fuzzer's edge-seeking defaults, filled into the command";
+  }
+  return given_any ? "given, the others CONTRACT.md's defaults"
+                   : "CONTRACT.md's defaults, what a server started without options has; if the target was started "
+                     "with others, give them (--max-keys, --sweep-ms ...)";
+}
 
 int run_fuzz_command(FuzzCommand& options) {
   if (options.target.empty() == options.fuzz.command.empty()) {
@@ -132,17 +205,52 @@ int run_fuzz_command(FuzzCommand& options) {
       return 2;
     }
   }
+  if (options.fuzz.clear_of_limits) {
+    for (const char* name : {"max_keys", "max_waiters_per_key", "max_waiters"}) {
+      if (std::find(options.limits_given.begin(), options.limits_given.end(), name) != options.limits_given.end()) {
+        fmt::print(stderr, "fuzz: --no-limits says the target has no {}; do not give one\n", name);
+        return 2;
+      }
+    }
+  }
+  const auto limits_source = settle_limits(options);
   if (auto error = validate(options.fuzz.limits)) {
     fmt::print(stderr, "fuzz: {}\n", *error);
     return 2;
   }
+  const auto& limits = options.fuzz.limits;
+  if (!options.lease_range.empty()) {
+    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
+                 limits.max_lease_ms.value, options.lease_range);
+      return 2;
+    }
+    std::tie(options.fuzz.lease_min_ms, options.fuzz.lease_max_ms) = *range;
+  }
+  if (!options.wait_range.empty()) {
+    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
+                 limits.max_wait_ms.value, options.wait_range);
+      return 2;
+    }
+    std::tie(options.fuzz.wait_min_ms, options.fuzz.wait_max_ms) = *range;
+  }
+  live::default_ranges(options.fuzz);
   if (options.fuzz.clients == 0 || options.fuzz.keys == 0 || options.fuzz.clients > 1000) {
     fmt::print(stderr, "fuzz: --clients must be 1 to 1000 and --keys at least 1\n");
     return 2;
   }
-  fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms{}\n", options.fuzz.seed, options.fuzz.clients,
-             options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
-             options.fuzz.restart_every_s > 0 ? fmt::format(", restart every {} s", options.fuzz.restart_every_s) : "");
+  fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms, leases {}..{} ms, waits {}..{} ms{}{}\n",
+             options.fuzz.seed, options.fuzz.clients, options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
+             options.fuzz.lease_min_ms, options.fuzz.lease_max_ms, options.fuzz.wait_min_ms, options.fuzz.wait_max_ms,
+             options.fuzz.restart_every_s > 0 ? fmt::format(", restart every {} s", options.fuzz.restart_every_s) : "",
+             options.fuzz.clear_of_limits ? ", clear of limits" : "");
+  fmt::print("fuzz: limits assumed ({}): max_keys {}, max_waiters_per_key {}, max_waiters {}, sweep_ms {}, "
+             "max_lease_ms {}, max_wait_ms {}, max_line_bytes {}\n",
+             limits_source, limits.max_keys, limits.max_waiters_per_key, limits.max_waiters, limits.sweep_ms.value,
+             limits.max_lease_ms.value, limits.max_wait_ms.value, limits.max_line_bytes);
   const auto run = live::run_fuzz(options.fuzz);
   fmt::print("run: {} lines sent, {} received, {} restarts, {} reconnections\n", run.sent, run.received, run.restarts,
              run.reconnects);
@@ -163,36 +271,36 @@ int run_fuzz_command(FuzzCommand& options) {
   return judge(run.history, options.outputs, "lockstep.fuzz");
 }
 
-// The fuzzer's defaults make the edges reachable within seconds: a short
-// sweep, few waiters per key, fewer keys allowed than the workload uses.
-Limits fuzz_limits() {
-  Limits limits;
-  limits.max_keys = 6;
-  limits.max_waiters_per_key = 3;
-  limits.max_waiters = 24;
-  limits.sweep_ms = DurationMs{1'000};
-  limits.max_lease_ms = DurationMs{10'000};
-  limits.max_wait_ms = DurationMs{10'000};
-  return limits;
-}
-
 }  // namespace
 
 void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   auto options = std::make_shared<FuzzCommand>();
-  options->fuzz.limits = fuzz_limits();
   auto* fuzz = app.add_subcommand(
       "fuzz",
       "Black-box fuzzing of a live server in real time: a random concurrent workload from --seed,\n"
       "recorded as a history and checked against the contract (CONTRACT.md, \"Black box, in real\n"
-      "time\"). The limits given must be the target's; with --exec they are passed to it. Exit 0\n"
-      "conforms, 1 a violation, 2 unknown.");
+      "time\"). Exit 0 conforms, 1 a violation, 2 unknown.\n"
+      "Fitting it to a service: the limits assumed must be the target's. With --target, those not\n"
+      "given are CONTRACT.md's defaults (a lockstep serve started without options); with --exec,\n"
+      "the fuzzer's edge-seeking defaults (6 keys, 3 waiters per key, 24 waiters, sweep 1000 ms,\n"
+      "leases and waits up to 10 s), filled into the command. --lease-ms and --wait-ms keep the\n"
+      "workload's leases and waits in a range the service accepts; --no-limits is for a service\n"
+      "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
+      "is sent); --tolerance-ms is how late its timers may fire.");
   fuzz->add_option("--target", options->target, "HOST:PORT of a running server");
   fuzz->add_option("--exec", options->fuzz.command,
                    "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
                    "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
                    "{state_file} (where it keeps its token mark across restarts) are filled in");
   add_limit_options(*fuzz, options->fuzz.limits);
+  fuzz->add_option("--lease-ms", options->lease_range,
+                   "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"
+                   "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)");
+  fuzz->add_option("--wait-ms", options->wait_range,
+                   "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500");
+  fuzz->add_flag("--no-limits", options->fuzz.clear_of_limits,
+                 "the target has no limit on keys and waiters: assume none (any B is a violation), and send no\n"
+                 "over-long line and no lease past max_lease_ms");
   fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")->capture_default_str();
   fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->capture_default_str();
   fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")->capture_default_str();
@@ -210,7 +318,14 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
                  "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
   fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here");
   add_output_options(*fuzz, options->outputs);
-  fuzz->callback([options, &run] { run = [options] { return run_fuzz_command(*options); }; });
+  fuzz->callback([options, fuzz, &run] {
+    for (const auto name : limit_names) {
+      std::string flag = "--" + std::string(name);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      if (fuzz->get_option(flag)->count() > 0) options->limits_given.emplace_back(name);
+    }
+    run = [options] { return run_fuzz_command(*options); };
+  });
 
   auto check = std::make_shared<std::pair<std::string, Outputs>>();
   auto* command = app.add_subcommand(
