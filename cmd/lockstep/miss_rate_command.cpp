@@ -1,0 +1,138 @@
+// `lockstep miss-rate`: the share of bug seeds the simulator catches that
+// the black-box checker misses, on swarm seeds of a range (sim/miss_rate.*
+// runs them; this driver parses options and prints the table). Exit 0 when
+// every clean seed conforms and every bug a real-time tester can see is
+// reported on every seed the simulator reports it; 1 otherwise.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/commands.hpp"
+#include "sim/miss_rate.hpp"
+
+namespace lockstep::cli {
+
+namespace {
+
+struct MissRateCommand {
+  std::string seeds = "1..20";
+  std::vector<std::string> bugs;
+  std::uint64_t budget_states = 3'000'000;
+};
+
+std::string seed_list(const std::vector<std::uint64_t>& seeds) {
+  std::string text;
+  for (std::size_t i = 0; i < seeds.size() && i < 12; ++i) text += (i ? " " : "") + std::to_string(seeds[i]);
+  if (seeds.size() > 12) text += " ...";
+  return text;
+}
+
+int run_miss_rate(const MissRateCommand& command) {
+  sim::MissRateOptions options;
+  const auto dots = command.seeds.find("..");
+  try {
+    options.first_seed = std::stoull(command.seeds.substr(0, dots));
+    options.last_seed = dots == std::string::npos ? options.first_seed : std::stoull(command.seeds.substr(dots + 2));
+  } catch (const std::exception&) {
+    fmt::print(stderr, "miss-rate: --seeds takes A..B, not '{}'\n", command.seeds);
+    return 2;
+  }
+  if (options.last_seed < options.first_seed || options.last_seed - options.first_seed >= 100'000) {
+    fmt::print(stderr, "miss-rate: --seeds takes A..B with A <= B and at most 100000 seeds\n");
+    return 2;
+  }
+  options.budget_states = command.budget_states;
+  const auto all = sim::simple_mode_bugs();
+  if (command.bugs.empty()) {
+    options.bugs = all;
+  } else {
+    for (const auto& name : command.bugs) {
+      const auto found = std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; });
+      if (found == all.end()) {
+        fmt::print(stderr, "miss-rate: unknown bug '{}'; known:", name);
+        for (const auto& bug : all) fmt::print(stderr, " {}", bug.name);
+        fmt::print(stderr, "\n");
+        return 2;
+      }
+      options.bugs.push_back(*found);
+    }
+  }
+  fmt::print("miss rate of the black-box checker on simulated histories: swarm seeds {}..{}, each run's clients' view\n"
+             "checked by check-history ({} configurations at most per history)\n",
+             options.first_seed, options.last_seed, options.budget_states);
+  const auto started = std::chrono::steady_clock::now();
+  const auto tallies = sim::measure_miss_rate(options);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  fmt::print("  {:<26} {:>6} {:>10} {:>8} {:>7} {:>10} {:>10}\n", "bug", "seeds", "simulator", "checker", "missed",
+             "undecided", "miss rate");
+  bool ok = true;
+  std::uint64_t caught = 0, missed = 0, visible_caught = 0, visible_missed = 0, false_alarms = 0, clean_undecided = 0;
+  std::vector<std::string> notes;
+  for (const auto& tally : tallies) {
+    const auto& name = tally.bug.name;
+    if (name == "none") {
+      fmt::print("  {:<26} {:>6} {:>10} {:>8} {:>7} {:>10} {:>10}\n", "none (clean)", tally.seeds, "-", "-", "-",
+                 tally.undecided, fmt::format("false alarms: {}", tally.false_alarms));
+      false_alarms += tally.false_alarms;
+      clean_undecided += tally.undecided;
+      if (tally.false_alarms > 0) notes.push_back("false alarms on clean seeds: " + seed_list(tally.false_alarm_seeds));
+      if (tally.undecided > 0) notes.push_back("clean seeds undecided: " + seed_list(tally.undecided_seeds));
+      if (tally.false_alarms > 0 || tally.undecided > 0) ok = false;
+      continue;
+    }
+    const auto not_caught = tally.missed + tally.undecided;
+    const double rate = tally.simulator_caught == 0 ? 0.0 : 100.0 * static_cast<double>(not_caught) /
+                                                               static_cast<double>(tally.simulator_caught);
+    fmt::print("  {:<26} {:>6} {:>10} {:>8} {:>7} {:>10} {:>9.1f}%\n", name, tally.seeds, tally.simulator_caught,
+               tally.checker_caught, tally.missed, tally.undecided, rate);
+    caught += tally.checker_caught;
+    missed += not_caught;
+    const auto blind = sim::blind_in_real_time(tally.bug);
+    if (blind) {
+      notes.push_back(fmt::format("{}: not visible in real time: {}", name, *blind));
+      continue;
+    }
+    visible_caught += tally.checker_caught;
+    visible_missed += not_caught;
+    if (not_caught > 0) {
+      ok = false;
+      if (tally.missed > 0) notes.push_back(fmt::format("{}: missed on seeds {}", name, seed_list(tally.missed_seeds)));
+      if (tally.undecided > 0) {
+        notes.push_back(fmt::format("{}: undecided on seeds {}", name, seed_list(tally.undecided_seeds)));
+      }
+    }
+  }
+  for (const auto& note : notes) fmt::print("  {}\n", note);
+  const auto rate = [](std::uint64_t miss, std::uint64_t hit) {
+    return miss + hit == 0 ? 0.0 : 100.0 * static_cast<double>(miss) / static_cast<double>(miss + hit);
+  };
+  fmt::print("miss rate: {:.1f}% ({} of {} bug seeds the simulator caught); of the bugs real time can see: {:.1f}% ({} of {})\n",
+             rate(missed, caught), missed, missed + caught, rate(visible_missed, visible_caught), visible_missed,
+             visible_missed + visible_caught);
+  fmt::print("false alarms: {}, clean seeds undecided: {}\n", false_alarms, clean_undecided);
+  fmt::print("wall time: {:.1f} s\n", wall_s);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
+  auto options = std::make_shared<MissRateCommand>();
+  auto* command = app.add_subcommand(
+      "miss-rate",
+      "Runs the simulator on swarm seeds, clean and with each catalogued bug, writes what the clients\n"
+      "saw as a history and checks it with the black-box checker: prints, per bug, the seeds the\n"
+      "simulator caught, those the checker caught too, and the miss rate. Exit 0 when every clean\n"
+      "seed conforms and every bug real time can see is caught wherever the simulator caught it.");
+  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->capture_default_str();
+  command->add_option("--bug", options->bugs, "only this bug (repeatable; `none` for the clean runs)");
+  command->add_option("--budget-states", options->budget_states, "configurations the checker may step per history")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  command->callback([options, &run] { run = [options] { return run_miss_rate(*options); }; });
+}
+
+}  // namespace lockstep::cli
