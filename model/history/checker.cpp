@@ -70,7 +70,7 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
         result.violations.push_back(Finding{"responses", "", conn.incarnation,
                                             fmt::format("connection {} received `{}` at {}, which is not a response",
                                                         conn.id, received.line, at_text(received.received_us, origin)),
-                                            {}, received.received_us});
+                                            {}, received.received_us, {}});
       } else if (received.response.kind == ResponseKind::error) {
         errors.push_back(&received);
       }
@@ -88,7 +88,7 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
                                             : fmt::format("the malformed line it could answer, `{}`, was sent only at {}",
                                                           malformed[i]->line.substr(0, 80),
                                                           at_text(malformed[i]->sent_us, origin))),
-                      {}, at_us};
+                      {}, at_us, {}};
       finding.story.push_back(last_request_before(conn, at_us, origin) + ".");
       finding.story.push_back(error_hint(conn, at_us, limits) + ".");
       result.violations.push_back(std::move(finding));
@@ -111,7 +111,7 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
                         "(the connection was watched until {})",
                         conn.id, malformed[i]->line.substr(0, 80), at_text(malformed[i]->sent_us, origin),
                         at_text((latest + 1 + tolerance_ms) * 1000, origin), at_text(conn.end_us, origin)),
-            {}, malformed[i]->sent_us});
+            {}, malformed[i]->sent_us, {}});
         break;
       }
     }
@@ -164,7 +164,7 @@ void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, st
           "tokens", b.key, b.incarnation,
           fmt::format("token {} was granted twice: {} at {} and {} at {}", b.token, who(a),
                       at_text(a.received_us, origin), who(b), at_text(b.received_us, origin)),
-          {}, b.received_us});
+          {}, b.received_us, {}});
       return;
     }
   }
@@ -180,7 +180,7 @@ void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, st
                       "carries a smaller token (tokens must increase in the order issued)",
                       small.token, who(small), at_text(latest_start->after_us, origin), large.token, who(large),
                       at_text(issue.before_us, origin)),
-          {}, small.received_us};
+          {}, small.received_us, {}};
       finding.story.push_back(fmt::format(
           "token {} arrived at {}; {}.", small.token, at_text(small.received_us, origin),
           latest_start->from_cause
@@ -347,7 +347,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
               fmt::format("no single sweep phase explains every key: key `{}` needs sweeps at phases the keys before "
                           "it rule out",
                           input.key),
-              {}, origin});
+              {}, origin, {}});
           verdicts.emplace(where, std::move(alone));
           return;
         }

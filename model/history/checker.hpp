@@ -25,6 +25,17 @@ struct CheckOptions {
   std::string explain_key;  // print the explanation found (or the furthest one) for this key
 };
 
+// Where a key's violation shows, for drawing it: the culprit response and
+// the answer the contract expected instead (times on the history's clock).
+struct Focus {
+  std::int64_t culprit_us = -1;  // when the response at fault was read, or -1
+  std::uint32_t culprit_conn = 0;
+  std::string expected;          // the answer the contract gives there, or empty
+  std::uint32_t expected_conn = 0;
+  std::int64_t expected_from_us = -1, expected_by_us = -1;  // when it could have arrived
+  std::int64_t cause_us = -1;    // its cause (a release, a sweep, a deadline, its request)
+};
+
 // One thing with no explanation, told for a reader.
 struct Finding {
   std::string check;  // "key", "tokens", "errors", "responses", "phase"
@@ -33,6 +44,7 @@ struct Finding {
   std::string summary;             // one line
   std::vector<std::string> story;  // the shrunk sub-history as a timeline, and what the model allowed
   std::int64_t at_us = 0;          // where it shows, on the history's clock
+  Focus focus;                     // key findings: the culprit and the expected answer
 };
 
 // The explanation found for one key, for reports: instants of each step.

@@ -382,6 +382,10 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
   failure.request = static_cast<std::int32_t>(request);
   failure.cause_request = cause_request;
   failure.got = same_class_pending(c, conn, kind, owner, token);
+  if (kind == ResponseKind::granted) {
+    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+    failure.next_token = next == grant_tokens_.end() ? 0 : *next;
+  }
   fail(c, failure);
 }
 

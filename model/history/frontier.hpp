@@ -60,6 +60,7 @@ struct KeyFailure {
   std::int32_t request = -1;                    // the request answered (or not handled)
   std::int32_t cause_request = -1;              // a release that handed the key over
   std::int32_t got = -1;                        // missing: what came instead for that owner or token
+  std::uint64_t next_token = 0;                 // missing grant: the key's next token seen (0: none left)
   std::int32_t observation = -1;                // unexplained: the observation
 };
 

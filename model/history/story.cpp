@@ -84,9 +84,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
       std::string when;
       switch (failure.cause) {
         case KeyFailure::Cause::request:
-          when = fmt::format("at once to `{}` sent at {} (handled at {} at the latest)", request_line(failure.request),
+          when = fmt::format("at once to `{}` sent at {} (handled by {} in the furthest explanation)",
+                             request_line(failure.request),
                              at(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
-                             instant(failure.at_ms));
+                             instant(failure.at_ms + 1));
           break;
         case KeyFailure::Cause::release:
           when = fmt::format("by {} (the release `{}` at {} handed the key to its head waiter)", at(failure.due_by_us, origin_us),
@@ -105,10 +106,16 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
       if (failure.got >= 0) {
         const auto& seen = input.observations[static_cast<std::size_t>(failure.got)];
         const bool same = seen.kind == failure.response;
-        const char* timing = !same ? ""
+        std::string timing = !same ? ""
                              : seen.received_us < failure.at_ms * 1000 - 1000 ? " (too early)"
                              : failure.due_by_us >= 0 && seen.arrived_from_us > failure.due_by_us ? " (too late)"
                                                                                                   : "";
+        if (same && timing.empty() && seen.kind == ResponseKind::granted && seen.token != failure.next_token) {
+          timing = failure.next_token == 0
+                       ? " (no token of the key is left for it: tokens increase in the order issued)"
+                       : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
+                                     failure.next_token);
+        }
         got = fmt::format("got `{}` at {}{}", seen.line, at(seen.received_us, origin_us), timing);
       } else {
         const auto& conn = input.conns[failure.conn];
@@ -254,6 +261,20 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   if (culprit >= 0) until_us = std::max(until_us, input.observations[static_cast<std::size_t>(culprit)].received_us + 1);
   std::int64_t expected_us = -1;
   std::string expected;
+  if (culprit >= 0) {
+    finding.focus.culprit_us = input.observations[static_cast<std::size_t>(culprit)].received_us;
+    finding.focus.culprit_conn = input.conns[input.observations[static_cast<std::size_t>(culprit)].conn].id;
+  }
+  if (failure.kind == KeyFailure::Kind::missing) {
+    finding.focus.expected = response_text(input, failure);
+    finding.focus.expected_conn = input.conns[failure.conn].id;
+    finding.focus.cause_us = failure.at_ms * 1000;
+    finding.focus.expected_from_us = failure.at_ms * 1000 - 1000;
+    finding.focus.expected_by_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000 + 1000;
+    if (failure.cause == KeyFailure::Cause::request && failure.request >= 0) {
+      finding.focus.cause_us = input.requests[static_cast<std::size_t>(failure.request)].sent_us;
+    }
+  }
   if (failure.kind == KeyFailure::Kind::missing) {
     expected_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000;
     expected = fmt::format("{:>14}  c{:<4} expected {}   <-- {}", at(expected_us, origin_us), input.conns[failure.conn].id,
