@@ -173,13 +173,14 @@ std::string settle_limits(FuzzCommand& options) {
   if (options.fuzz.clear_of_limits) {
     limits.max_keys = limits.max_waiters_per_key = limits.max_waiters = count_limit_max;
   }
+  const std::string unlimited = options.fuzz.clear_of_limits ? "; none on keys and waiters (--no-limits)" : "";
   if (!options.fuzz.command.empty()) {
-    return given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
-                     : "the fuzzer's edge-seeking defaults, filled into the command";
+    return (given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
+                      : "the fuzzer's edge-seeking defaults, filled into the command") + unlimited;
   }
-  return given_any ? "given, the others CONTRACT.md's defaults"
-                   : "CONTRACT.md's defaults, what a server started without options has; if the target was started "
-                     "with others, give them (--max-keys, --sweep-ms ...)";
+  return (given_any ? "given, the others CONTRACT.md's defaults"
+                    : "CONTRACT.md's defaults, what a server started without options has; if the target was started "
+                      "with others, give them (--max-keys, --sweep-ms ...)") + unlimited;
 }
 
 int run_fuzz_command(FuzzCommand& options) {

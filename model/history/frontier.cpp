@@ -216,10 +216,26 @@ class Frontier {
     // Without a stated bound on how late a request is read, the tolerance
     // covers the whole way: the request's sending is the cause of what it
     // is answered at once, and its wait counts from then.
-    const std::int64_t read_by = earliest_[request] + (in_.handled_within_ms >= 0 ? in_.handled_within_ms + 1 : 0);
+    const std::int64_t read_by = read_by_ms(request);
     if (!deferred) at = std::min(at, read_by);
     if (cause == Cause::deadline) at = std::min(at, read_by + in_.requests[request].wait_ms);
     return (at + 1 + tolerance) * 1000 > end_us;
+  }
+
+  // The instant a request counts as read by, for what it is owed: its
+  // sending, or the stated bound on reading when the history gives one.
+  std::int64_t read_by_ms(std::uint32_t request) const {
+    return earliest_[request] + (in_.handled_within_ms >= 0 ? in_.handled_within_ms + 1 : 0);
+  }
+  // Whether a close read at `at` may drop `waiter`: not when its `T` was
+  // owed, counted from when it was read (may_be_unseen), more than the
+  // tolerance before. A server that queued it late does not escape its
+  // answer by the close.
+  bool may_drop(const Waiter& waiter, std::int64_t at) const {
+    const auto& connection = in_.conns[conn_of(waiter.request)];
+    if (connection.cut || connection.stopped) return true;
+    const std::int64_t owed = std::min(waiter.hi, read_by_ms(waiter.request)) + wait_of(waiter);
+    return owed + 1 + in_.tolerance_ms > at;
   }
 
   // The first observation of `conn` not yet explained, as a position in
@@ -488,7 +504,10 @@ void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Co
 bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const {
   const auto& asked = in_.requests[request];
   const std::int64_t deadline = at + asked.wait_ms;
-  if (may_be_unseen(asked.conn, deadline, Cause::deadline, request) || close_lo_[asked.conn] < deadline) return true;
+  if (may_be_unseen(asked.conn, deadline, Cause::deadline, request) ||
+      (close_lo_[asked.conn] < deadline && may_drop(Waiter{request, at, at}, close_lo_[asked.conn]))) {
+    return true;
+  }
   const std::int64_t until_us = (deadline + 1 + in_.tolerance_ms) * 1000;
   const auto& list = in_.conns[asked.conn].observations;
   for (auto it = first_unexplained(c, asked.conn); it != list.end(); ++it) {
@@ -731,6 +750,10 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
     for (auto& config : next) inputs(std::move(config), at, out, orders);
   }
   for (const auto conn : closable(c, at)) {
+    if (std::any_of(c.queue.begin(), c.queue.end(),
+                    [&](const Waiter& waiter) { return conn_of(waiter.request) == conn && !may_drop(waiter, at); })) {
+      continue;
+    }
     Config closed = c;
     std::erase_if(closed.queue, [&](const Waiter& waiter) { return conn_of(waiter.request) == conn; });
     record(closed, Step{at, -1, -1, 'c'});
@@ -775,9 +798,10 @@ bool Frontier::answer_possible(const Config& c, std::uint32_t request, std::int6
   // before the observation ended.
   const std::int64_t last = std::max(from, latest_[request]);
   if (may_be_unseen(asked.conn, last, Cause::request, request)) return true;
-  // Queued, it may be dropped when its connection closes, or time out unseen.
+  // Queued, it may be dropped when its connection closes before its `T` is
+  // owed, or time out unseen.
   if (asked.acquire && asked.wait_ms > 0 &&
-      (close_lo_[asked.conn] < unbounded_ms ||
+      (close_lo_[asked.conn] < std::min(last, read_by_ms(request)) + asked.wait_ms + 1 + in_.tolerance_ms ||
        may_be_unseen(asked.conn, last + asked.wait_ms, Cause::deadline, request))) {
     return true;
   }
@@ -932,6 +956,18 @@ void Frontier::merge_boxes(Configs& configs) const {
     for (std::size_t j = 0; j < a.queue.size(); ++j) {
       if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
     }
+    // A waiter certainly queued before another in both stays so in the box:
+    // FIFO at the next hand-off is judged on that order (hand_off), and a box
+    // that lost it would let the later one be served first.
+    for (std::size_t i = 0; i < a.queue.size(); ++i) {
+      for (std::size_t j = 0; j < a.queue.size(); ++j) {
+        if (i == j) continue;
+        const bool before_in_a = a.queue[i].hi < a.queue[j].lo, before_in_b = b.queue[i].hi < b.queue[j].lo;
+        if (before_in_a && before_in_b && std::max(a.queue[i].hi, b.queue[i].hi) >= std::min(a.queue[j].lo, b.queue[j].lo)) {
+          return false;
+        }
+      }
+    }
     return true;
   };
   const auto join = [](Config& into, const Config& other) {
@@ -995,7 +1031,7 @@ bool Frontier::is_final(const Config& c) const {
   for (const auto& waiter : c.queue) {
     const auto conn = conn_of(waiter.request);
     if (may_be_unseen(conn, waiter.hi + wait_of(waiter), Cause::deadline, waiter.request) ||
-        close_lo_[conn] < unbounded_ms) {
+        (close_lo_[conn] < unbounded_ms && may_drop(waiter, close_lo_[conn]))) {
       continue;
     }
     failure.kind = KeyFailure::Kind::missing;
