@@ -282,11 +282,12 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   // Every key's verdict, for the order of tokens across keys.
   std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> verdicts;
   int hinted = 0;
-  // Two passes: first every key within a share of the budget, so that one
+  // Two passes: first every key within a quarter of the budget, so that one
   // key whose search is hard cannot starve the others (a violation on an
   // easy key is found whatever the hard one does); then the keys that ran
-  // out of their share, with what is left.
-  const std::uint64_t first_share = std::max<std::uint64_t>(options.budget_states / 16, 1);
+  // out of their share, with what is left (searched again from the start:
+  // a share large enough that few keys need it keeps that waste small).
+  const std::uint64_t first_share = std::max<std::uint64_t>(options.budget_states / 4, 1);
   std::vector<std::pair<std::uint32_t, std::string>> deferred;
   const auto check_one = [&](const std::pair<std::uint32_t, std::string>& where, const KeyInput& input,
                              std::uint64_t work_cap, bool last_pass) {

@@ -397,11 +397,6 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
   failure.due_by_us = deferred ? until_us : -1;
   failure.request = static_cast<std::int32_t>(request);
   failure.cause_request = cause_request;
-  failure.got = same_class_pending(c, conn, kind, owner, token);
-  if (kind == ResponseKind::granted) {
-    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-    failure.next_token = next == grant_tokens_.end() ? 0 : *next;
-  }
   fail(c, failure);
 }
 
@@ -432,6 +427,14 @@ void Frontier::fail(const Config& c, KeyFailure failure) const {
   if (!better) return;
   failure_progress_ = progress;
   failure_ = failure;
+  // What came instead, looked up only for the failure kept (most fail).
+  if (failure.kind == KeyFailure::Kind::missing) {
+    failure_.got = same_class_pending(c, failure.conn, failure.response, failure.owner, failure.token);
+    if (failure.response == ResponseKind::granted) {
+      const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+      failure_.next_token = next == grant_tokens_.end() ? 0 : *next;
+    }
+  }
 }
 
 void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
@@ -530,7 +533,6 @@ bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_
   failure.at_ms = deadline;
   failure.due_by_us = until_us;
   failure.request = static_cast<std::int32_t>(request);
-  failure.got = same_class_pending(c, asked.conn, ResponseKind::timed_out, asked.owner, 0);
   fail(c, failure);
   return false;
 }
