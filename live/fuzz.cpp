@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,7 @@ struct Connection {
   std::int64_t quiet_us = 0;
   std::uint64_t close_after_token = 0;  // close once this barrier release is answered
   std::int64_t close_by_us = 0;
+  std::deque<std::int64_t> releases_sent_us;  // releases not yet answered, oldest first
 };
 
 class Fuzzer {
@@ -237,6 +239,13 @@ class Fuzzer {
     flush(conn);
   }
 
+  // A release is answered at once (R or N) by a server that runs: the
+  // oldest one unanswered tells how long the target has been silent.
+  void send_release(Connection& conn, const std::string& key, std::uint64_t token) {
+    conn.releases_sent_us.push_back(now_us());
+    send(conn, fmt::format("R {} {}", key, token));
+  }
+
   void acquire(Connection& conn, const std::string& key, const std::string& owner, std::int64_t wait,
                bool probe = true) {
     // One acquire per (owner, key) at a time on a connection, so that each
@@ -251,7 +260,7 @@ class Fuzzer {
     // connection's lines in order). Without it, when a waiter was queued is
     // known only from its own answer, and the checker must carry every
     // instant it may have been queued at.
-    if (wait > 0 && probe) send(conn, fmt::format("R {} {}", key, random_token()));
+    if (wait > 0 && probe) send_release(conn, key, random_token());
   }
 
   std::uint64_t random_token() { return 1 + rng_.below(std::uint64_t{1} << 62); }
@@ -263,12 +272,12 @@ class Fuzzer {
       acquire(conn, key_name(), owner, wait_ms());
     } else if (pick < 0.67) {
       const auto index = rng_.below(conn.held.size());
-      send(conn, fmt::format("R {} {}", conn.held[index].key, conn.held[index].token));
+      send_release(conn, conn.held[index].key, conn.held[index].token);
     } else if (pick < 0.75 && !stale_.empty()) {
       const auto& old = stale_[rng_.below(stale_.size())];
-      send(conn, fmt::format("R {} {}", old.key, old.token));
+      send_release(conn, old.key, old.token);
     } else if (pick < 0.80) {
-      send(conn, fmt::format("R {} {}", key_name(), random_token()));
+      send_release(conn, key_name(), random_token());
     } else if (pick < 0.86 && !conn.held.empty()) {
       // The holder's owner asks again (no special treatment).
       const auto& held = conn.held[rng_.below(conn.held.size())];
@@ -302,8 +311,23 @@ class Fuzzer {
     send(conn, line);
   }
 
+  // Whether the target has answered no release for a while: then it is
+  // stalled (not scheduled, or stuck), and what the workload would send
+  // now would only pile up behind it and arrive in one burst when it runs
+  // again, a burst whose order no tester can see. The workload waits.
+  bool target_silent(std::int64_t now) const {
+    constexpr std::int64_t silent_us = 20'000;
+    return std::any_of(conns_.begin(), conns_.end(), [&](const auto& conn) {
+      return conn->fd >= 0 && !conn->releases_sent_us.empty() && now - conn->releases_sent_us.front() > silent_us;
+    });
+  }
+
   void act() {
     const auto now = now_us();
+    if (target_silent(now)) {
+      ++run_.held_back;
+      return;
+    }
     for (auto& holder : conns_) {
       auto& conn = *holder;
       if (conn.fd < 0) continue;
@@ -319,7 +343,7 @@ class Fuzzer {
         const auto key = key_name();
         acquire(conn, key, conn.owners.front(), waiting_ms(), false);
         conn.close_after_token = random_token();
-        send(conn, fmt::format("R {} {}", key, conn.close_after_token));
+        send_release(conn, key, conn.close_after_token);
         conn.close_by_us = now + 1'000'000;
       } else if (pick < 0.13) {
         const auto count = 2 + rng_.below(3);  // pipelined
@@ -373,6 +397,7 @@ class Fuzzer {
       }
       case ResponseKind::released:
       case ResponseKind::not_held: {
+        if (!conn.releases_sent_us.empty()) conn.releases_sent_us.pop_front();
         const auto token = response->token.value;
         const auto before = conn.held.size();
         std::erase_if(conn.held, [&](const Held& held) { return held.token == token && held.key == response->key; });

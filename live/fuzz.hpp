@@ -54,6 +54,7 @@ struct FuzzRun {
   history::History history;
   std::string error;  // why the run could not be made (then history is partial)
   std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
+  std::uint64_t held_back = 0;  // turns the workload waited for a silent target
 };
 
 FuzzRun run_fuzz(const FuzzOptions& options);

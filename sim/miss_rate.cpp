@@ -52,8 +52,16 @@ std::vector<BugTally> measure_miss_rate(const MissRateOptions& options, const Mi
       check.shrink = false;
       const auto judged = history::check_history(recorder.recorder().history(), check);
       const bool simulator = result.violation_count > 0;
+      bool clients = false;
+      std::string checkers;
+      for (const auto& [name, count] : result.violations_by_checker) {
+        clients = clients || name == "client";
+        checkers += fmt::format("{}{} {}", checkers.empty() ? "" : ", ", name, count);
+      }
       ++tally.seeds;
       if (simulator) ++tally.simulator_caught;
+      if (simulator && clients) ++tally.clients_caught;
+      const MissedSeed missed{seed, judged.verdict == history::Verdict::unknown, clients, checkers};
       switch (judged.verdict) {
         case history::Verdict::violation:
           if (simulator) ++tally.checker_caught;
@@ -64,15 +72,14 @@ std::vector<BugTally> measure_miss_rate(const MissRateOptions& options, const Mi
           }
           break;
         case history::Verdict::unknown:
-          if (simulator || bug.name == "none") {
-            ++tally.undecided;
-            tally.undecided_seeds.push_back(seed);
-          }
+          if (simulator || bug.name == "none") ++tally.undecided;
+          if (bug.name == "none") tally.undecided_seeds.push_back(seed);
+          if (simulator && bug.name != "none") tally.missed_seeds.push_back(missed);
           break;
         case history::Verdict::conforms:
           if (simulator) {
             ++tally.missed;
-            tally.missed_seeds.push_back(seed);
+            tally.missed_seeds.push_back(missed);
           }
           break;
       }

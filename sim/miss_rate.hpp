@@ -39,16 +39,30 @@ struct MissRateOptions {
   std::uint64_t budget_states = 3'000'000;  // for each history's check
 };
 
+// A seed the checker did not report although the simulator did, and what
+// the simulator saw there: only its checkers inside the server (the model,
+// the protocol, durability: the server's state and order, which no client
+// observes), or its clients'-side checker too (then the clients' view shows
+// the bug, and the black-box checker should have).
+struct MissedSeed {
+  std::uint64_t seed = 0;
+  bool undecided = false;        // the checker's budget ran out (else it passed the history)
+  bool clients_saw_it = false;   // the simulator's clients'-side checker reported it
+  std::string simulator_checkers;  // which of the simulator's checkers reported, with counts
+};
+
 struct BugTally {
   SimBug bug;
   std::uint64_t seeds = 0;
   std::uint64_t simulator_caught = 0;  // seeds the simulator reported
-  std::uint64_t checker_caught = 0;    // of those, seeds the checker reported too
+  std::uint64_t clients_caught = 0;    // of those, seeds its clients'-side checker reported
+  std::uint64_t checker_caught = 0;    // of those, seeds the black-box checker reported too
   std::uint64_t missed = 0;            // of those, seeds the checker passed
   std::uint64_t undecided = 0;         // of those (or, clean, of all), seeds the checker could not decide
   std::uint64_t false_alarms = 0;      // clean seeds the checker reported
   std::uint64_t checker_only = 0;      // seeds the checker reported and the simulator did not
-  std::vector<std::uint64_t> missed_seeds, undecided_seeds, false_alarm_seeds;
+  std::vector<MissedSeed> missed_seeds;  // missed or undecided bug seeds
+  std::vector<std::uint64_t> undecided_seeds, false_alarm_seeds;  // clean seeds
 };
 
 // Called after each seed, for progress.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -33,6 +34,47 @@ std::string response_class(const Response& response) {
     case ResponseKind::released:
     case ResponseKind::not_held: return fmt::format("R {} {}", response.token.value, response.key);
     default: return fmt::format("A {} {}", response.owner, response.key);
+  }
+}
+
+// For each acquire, the arrival of its own answer when it can be told: the
+// first answer (A, T or B) of its owner on its key on the connection after
+// it, when no other acquire of that owner on that key was unanswered
+// before it or was sent before that answer. A correct server answers each
+// request once, so that answer is this acquire's.
+void find_own_answers(ConnectionRecord& conn) {
+  struct Moment {
+    std::int64_t us;
+    bool answer;
+    std::size_t sent;  // index into conn.sent (sends)
+  };
+  std::unordered_map<std::string, std::vector<Moment>> classes;  // looked into only
+  for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    const auto& sent = conn.sent[i];
+    if (!sent.malformed && sent.acquire) classes[request_class(sent)].push_back({sent.sent_us, false, i});
+  }
+  for (const auto& received : conn.received) {
+    if (!received.parsed || received.response.kind == ResponseKind::error || received.response.kind == ResponseKind::released ||
+        received.response.kind == ResponseKind::not_held) {
+      continue;
+    }
+    const auto found = classes.find(response_class(received.response));
+    if (found != classes.end()) found->second.push_back({received.received_us, true, 0});
+  }
+  for (auto& [name, moments] : classes) {
+    std::stable_sort(moments.begin(), moments.end(), [](const Moment& a, const Moment& b) { return a.us < b.us; });
+    std::int64_t outstanding = 0;
+    std::optional<std::size_t> alone;  // the one acquire outstanding, when there is one
+    for (const auto& moment : moments) {
+      if (!moment.answer) {
+        alone = outstanding == 0 ? std::optional<std::size_t>(moment.sent) : std::nullopt;
+        ++outstanding;
+        continue;
+      }
+      if (alone) conn.sent[*alone].answered_by_ms = floor_ms(moment.us + 1000);
+      alone.reset();
+      if (outstanding > 0) --outstanding;
+    }
   }
 }
 
@@ -220,7 +262,10 @@ Built build_inputs(const History& history, bool prefix) {
     end_conn(index, built.end_us, false);
     built.conns[index].cut = prefix;
   }
-  for (auto& conn : built.conns) bound_requests(conn, history.header.handled_within_ms);
+  for (auto& conn : built.conns) {
+    bound_requests(conn, history.header.handled_within_ms);
+    find_own_answers(conn);
+  }
 
   // One KeyInput per (incarnation, key), connections in first-use order.
   std::vector<TextMap<KeyBuilder>> builders(built.incarnation_start_us.size());
@@ -319,7 +364,8 @@ Oracles make_oracles(const Built& built) {
       auto [it, added] = first.emplace(std::make_pair(conn.incarnation, sent.key), sent.sent_us / 1000);
       if (!added) it->second = std::min(it->second, sent.sent_us / 1000);
       if (sent.queued_kind) {
-        const auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+        auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+        until = std::min(until, sent.answered_by_ms);
         oracles.may_wait_ms[conn.incarnation].emplace_back(sent.sent_us / 1000, 1);
         oracles.may_wait_ms[conn.incarnation].emplace_back(until + 1, -1);
       }

@@ -25,6 +25,10 @@ struct SentLine {
   std::string_view line;  // in the History built from
   std::int64_t latest_ms = unbounded_ms;
   bool queued_kind = false;  // an acquire with a wait: may be queued
+  // When its own answer certainly arrived (the only request of its owner and
+  // key on the connection not yet answered when that answer came): it was
+  // no longer waiting then. unbounded_ms when it cannot be told.
+  std::int64_t answered_by_ms = unbounded_ms;
   // The request's fields, parsed once (valid when not malformed).
   bool acquire = false;
   std::string owner;
