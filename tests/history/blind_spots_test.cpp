@@ -170,6 +170,76 @@ TEST(SilentPass, AHistoryWithoutResponsesIsNotAPass) {
   EXPECT_EQ(result.verdict, Verdict::unknown) << last_line(result);
 }
 
+// ---- reports: the culprit, what was expected, and limits that would explain ----
+
+std::string story_of(const CheckResult& result) {
+  std::string text;
+  for (const auto& finding : result.violations) {
+    text += finding.summary + "\n";
+    for (const auto& line : finding.story) text += line + "\n";
+  }
+  return text;
+}
+
+// bob waits 100 ms on a held key; his `T` never comes, but a probe's `N`
+// does, later. The report must blame the missing `T` (expected by about
+// +113 ms), not the innocent `N`.
+TEST(Reports, AMissingTimeoutIsNamedWithItsDeadline) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k bob 5000 100").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+  r.send(2, 300'000, "R k 998").recv(2, 300'050, "N 998 k");
+  r.close(1, 4'000'000).close(2, 4'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  const auto& summary = result.violations.front().summary;
+  EXPECT_NE(summary.find("expected `T bob k` on connection 2 by +"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("N 998"), std::string::npos) << summary;
+}
+
+// The key is released with its token 2 s after its 50 ms lease ended: a
+// server sweeping every 1,000 ms (as assumed) must have deleted it (`N`);
+// one that sweeps every 5,000 ms answers `R`. The violation says that a
+// wrong limit would explain it.
+TEST(Reports, AViolationThatAnotherSweepPeriodExplainsSaysSo) {
+  Recorder r;
+  r.connect(1, 0);
+  r.send(1, 1'000, "A k alice 50 0").recv(1, 1'100, "A 3 alice k");
+  r.send(1, 2'200'000, "R k 3").recv(1, 2'200'100, "R 3 k");
+  r.close(1, 3'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  EXPECT_NE(story_of(result).find("a wrong limit would explain it"), std::string::npos) << story_of(result);
+}
+
+// carol is answered `B` while nobody waits and the limits assumed are
+// CONTRACT.md's: a violation, which a lower limit of the target explains.
+TEST(Reports, ABusyThatALowerLimitExplainsSaysSo) {
+  Recorder r;
+  r.history().header.limits = Limits{};
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+  r.send(2, 2'000, "A k carol 5000 900").recv(2, 2'050, "B carol k");
+  r.close(1, 2'000'000).close(2, 2'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  EXPECT_NE(story_of(result).find("`B` anywhere"), std::string::npos) << story_of(result);
+}
+
+// An `E` to a well-formed request is named as such, with the line it may
+// answer and the limits an `E` would need.
+TEST(Reports, AnErrorToAWellFormedRequestIsNamedSo) {
+  Recorder r;
+  r.connect(1, 0).send(1, 1'000, "A k alice 5000 2000").recv(1, 1'050, "E lease too long").close(1, 2'000'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  const auto text = story_of(result);
+  EXPECT_NE(text.find("is an error to a well-formed request"), std::string::npos) << text;
+  EXPECT_NE(text.find("A k alice 5000 2000"), std::string::npos) << text;
+  EXPECT_EQ(text.find("before malformed line"), std::string::npos) << text;
+}
+
 // ---- budgets: many clients, nothing answered ----
 
 // One grant seen, then forty clients ask for the held key with waits of
