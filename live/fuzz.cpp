@@ -397,7 +397,10 @@ class Fuzzer {
       }
       case ResponseKind::released:
       case ResponseKind::not_held: {
-        if (!conn.releases_sent_us.empty()) conn.releases_sent_us.pop_front();
+        if (!conn.releases_sent_us.empty()) {
+          run_.slowest_release_us = std::max(run_.slowest_release_us, now_us() - conn.releases_sent_us.front());
+          conn.releases_sent_us.pop_front();
+        }
         const auto token = response->token.value;
         const auto before = conn.held.size();
         std::erase_if(conn.held, [&](const Held& held) { return held.token == token && held.key == response->key; });

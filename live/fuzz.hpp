@@ -55,6 +55,9 @@ struct FuzzRun {
   std::string error;  // why the run could not be made (then history is partial)
   std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
   std::uint64_t held_back = 0;  // turns the workload waited for a silent target
+  // The longest a release waited for its answer (answered at once by a
+  // server that runs): a target that was not scheduled shows here.
+  std::int64_t slowest_release_us = 0;
 };
 
 FuzzRun run_fuzz(const FuzzOptions& options);
