@@ -101,9 +101,15 @@ std::optional<TimeMs> Engine::next_due() const {
 // ---- requests -------------------------------------------------------------
 
 void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Outputs& out) {
+  if (tokens_exhausted_) {
+    // No grant is possible: refused whatever the key's state, nothing changed.
+    ++counters_.exhausted;
+    out.push_back({connection, Response::error("tokens exhausted")});
+    return;
+  }
   Slot key = index_.find(request.key);
   if (key == no_slot) {
-    // CONTRACT 1 and 5: register a new key unless max_keys are registered.
+    // simple mode 1 and 5: register a new key unless max_keys are registered.
     if (keys_.live() >= config_.limits.max_keys) {
       ++counters_.busy;
       out.push_back({connection, Response::busy(request.owner, request.key)});
@@ -118,19 +124,19 @@ void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Out
   const bool same_owner = bug(InjectedBug::same_owner_renewal) &&
                           bug_state_.holder_owner[key] == request.owner;
   if (now_ >= record.expiry || same_owner) {
-    // CONTRACT 2: an expired holder is taken over in place; waiters stay.
+    // simple mode 2: an expired holder is taken over in place; waiters stay.
     unlink_sweep_bucket(key);
     ++counters_.takeovers;
     grant(key, request.owner, request.lease_ms, connection, out);
     return;
   }
   if (request.wait_ms.value == 0) {
-    // CONTRACT 3: a try-lock on a held key is refused at once, never queued.
+    // simple mode 3: a try-lock on a held key is refused at once, never queued.
     ++counters_.refused;
     out.push_back({connection, Response::timed_out(request.owner, request.key)});
     return;
   }
-  // CONTRACT 5: queueing past either waiter limit is busy, nothing changed.
+  // simple mode 5: queueing past either waiter limit is busy, nothing changed.
   std::uint64_t per_key_max = config_.limits.max_waiters_per_key;
   if (bug(InjectedBug::busy_early) && per_key_max > 0) --per_key_max;
   if (record.waiter_count >= per_key_max || waiters_.live() >= config_.limits.max_waiters) {
@@ -138,7 +144,7 @@ void Engine::acquire(ConnectionId connection, const AcquireRequest& request, Out
     out.push_back({connection, Response::busy(request.owner, request.key)});
     return;
   }
-  // CONTRACT 4: queued at the tail, answered later.
+  // simple mode 4: queued at the tail, answered later.
   enqueue(key, connection, request);
 }
 
@@ -149,12 +155,12 @@ void Engine::release(ConnectionId connection, const ReleaseRequest& request, Out
       (keys_[key].token == request.token ||
        (bug(InjectedBug::stale_release) && bug_state_.previous_token[key] == request.token));
   if (!matches) {
-    // CONTRACT 7: any other token, or no such key: N with the request's token.
+    // simple mode 7: any other token, or no such key: N with the request's token.
     ++counters_.not_held;
     out.push_back({connection, Response::not_held(request.token, request.key)});
     return;
   }
-  // CONTRACT 6: R, even when the holder expired but the key was not swept;
+  // simple mode 6: R, even when the holder expired but the key was not swept;
   // then the head waiter gets the key at once, or the key is deleted.
   ++counters_.releases;
   out.push_back({connection, Response::released(request.token, request.key)});
@@ -174,7 +180,7 @@ void Engine::release(ConnectionId connection, const ReleaseRequest& request, Out
 void Engine::fire_instant(TimeMs instant, Outputs& out) {
   LOCKSTEP_ASSERT(instant >= now_);
   now_ = instant;
-  // CONTRACT "Time": at one instant, wait timeouts fire before the sweep.
+  // docs/protocol.md "Time": at one instant, wait timeouts fire before the sweep.
   if (bug(InjectedBug::sweep_before_timeouts)) {
     sweep(instant, out);
     fire_timeouts(instant, out);
@@ -225,11 +231,11 @@ void Engine::sweep(TimeMs instant, Outputs& out) {
       }
     }
     if (record.queue.empty()) {
-      // CONTRACT 8: an expired key without waiters is deleted.
+      // simple mode 8: an expired key without waiters is deleted.
       ++counters_.sweep_deletions;
       delete_key(key);
     } else {
-      // CONTRACT 8: waiters acquire "through expiry": the head gets the key.
+      // simple mode 8: waiters acquire "through expiry": the head gets the key.
       ++counters_.sweep_handoffs;
       hand_to_waiter(key, record.queue.head, out);
     }
@@ -263,9 +269,14 @@ Token Engine::issue_token(Slot key) {
     auto& count = bug_state_.token_per_key[keys_[key].key];
     return Token{config_.first_token.value + count++};
   }
-  LOCKSTEP_ASSERT(next_token_.value < UINT64_MAX);
+  // Callers check first: an exhausted engine grants nothing.
+  LOCKSTEP_ASSERT(!tokens_exhausted_);
   const Token token = next_token_;
-  ++next_token_.value;
+  if (token.value == UINT64_MAX) {
+    tokens_exhausted_ = true;
+  } else {
+    ++next_token_.value;
+  }
   if (token > token_mark_) {
     const auto room = UINT64_MAX - token.value;
     token_mark_ = Token{token.value + std::min(room, config_.token_block - 1)};
@@ -289,6 +300,10 @@ void Engine::grant(Slot key, std::string_view owner, DurationMs lease_ms, Connec
 }
 
 void Engine::hand_to_waiter(Slot key, Slot waiter, Outputs& out) {
+  if (tokens_exhausted_) {
+    refuse_waiters(key, out);
+    return;
+  }
   const WaiterRecord& record = waiters_[waiter];
   LOCKSTEP_ASSERT(record.key == key);
   LOCKSTEP_ASSERT(now_ < record.deadline || bug(InjectedBug::sweep_before_timeouts) ||
@@ -304,6 +319,20 @@ void Engine::hand_to_waiter(Slot key, Slot waiter, Outputs& out) {
   const ConnectionId connection = record.connection;
   remove_waiter(waiter);
   grant(key, owner, lease_ms, connection, out);
+}
+
+// No token is left for the key's next holder: each waiter is told at once
+// that it will not get the key (T, in queue order), and the key, which has
+// no holder any more, is deleted.
+void Engine::refuse_waiters(Slot key, Outputs& out) {
+  KeyRecord& record = keys_[key];
+  while (!record.queue.empty()) {
+    const Slot waiter = record.queue.head;
+    ++counters_.exhausted;
+    out.push_back({waiters_[waiter].connection, Response::timed_out(waiters_[waiter].owner, record.key)});
+    remove_waiter(waiter);
+  }
+  delete_key(key);
 }
 
 void Engine::enqueue(Slot key, ConnectionId connection, const AcquireRequest& request) {
@@ -389,7 +418,8 @@ void Engine::check_invariants() const {
       LOCKSTEP_ASSERT(sweep_instant_for(record.expiry) == instant);
       // Bucket lists are in token order; the sweep relies on it.
       if (previous && !bug(InjectedBug::token_per_key)) LOCKSTEP_ASSERT(*previous < record.token);
-      LOCKSTEP_ASSERT(record.token < next_token_ || bug(InjectedBug::token_per_key));
+      LOCKSTEP_ASSERT(record.token < next_token_ || (tokens_exhausted_ && record.token == next_token_) ||
+                      bug(InjectedBug::token_per_key));
       previous = record.token;
       std::uint32_t queued = 0;
       for (Slot w = record.queue.head; w != no_slot; w = waiters_[w].queue_links.next) {
@@ -422,7 +452,9 @@ void Engine::check_invariants() const {
     }
   }
   LOCKSTEP_ASSERT(waiters_by_connection == waiters_.live());
-  LOCKSTEP_ASSERT(token_mark_.value + 1 >= next_token_.value);
+  LOCKSTEP_ASSERT(token_mark_ >= next_token_ || token_mark_.value + 1 == next_token_.value);
+  LOCKSTEP_ASSERT(!tokens_exhausted_ || (next_token_.value == UINT64_MAX && token_mark_.value == UINT64_MAX) ||
+                  bug(InjectedBug::token_per_key));
 }
 
 }  // namespace lockstep

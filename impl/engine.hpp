@@ -6,7 +6,7 @@
 // order. The engine never reads a clock, never allocates without a limit and
 // holds no IO.
 //
-// Order within one instant (CONTRACT.md, "Time"): every call first fires
+// Order within one instant (docs/protocol.md, "Time"): every call first fires
 // what is due at instants up to `now` (wait timeouts, then the sweep, instant
 // by instant), then handles its own input. Time never goes back.
 //
@@ -21,6 +21,12 @@
 // across restarts persists token_mark() whenever it grows, before it sends
 // the responses of that call, and starts the next engine at mark + 1. The
 // mark moves in blocks of Config::token_block, so persisting is rare.
+//
+// Tokens run out at 2^64 - 1 (docs/protocol.md, "Tokens"). Once that token
+// is issued, every acquire is answered `E tokens exhausted` and changes
+// nothing; releases are still served. A waiter whose turn comes (a release
+// or a sweep would hand it the key) cannot be given a token: the key's
+// waiters are all answered `T`, in queue order, and the key is deleted.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +64,7 @@ struct EngineCounters {
   std::uint64_t sweeps = 0;          // sweeps that found at least one expired key
   std::uint64_t sweep_deletions = 0;
   std::uint64_t dropped_waiters = 0;  // waiters of closed connections
+  std::uint64_t exhausted = 0;  // acquires answered E and waiters answered T: no token left
 };
 
 // What a key looks like from outside, for tools and failure reports.
@@ -101,6 +108,8 @@ class Engine {
   std::optional<TimeMs> next_due() const;
   TimeMs now() const { return now_; }
   Token token_mark() const { return token_mark_; }
+  // The last token (2^64 - 1) was issued: no grant is possible any more.
+  bool tokens_exhausted() const { return tokens_exhausted_; }
   const Limits& limits() const { return config_.limits; }
   const EngineCounters& counters() const { return counters_; }
   std::size_t key_count() const { return keys_.live(); }
@@ -148,6 +157,7 @@ class Engine {
   void grant(Slot key, std::string_view owner, DurationMs lease_ms, ConnectionId connection,
              Outputs& out);
   void hand_to_waiter(Slot key, Slot waiter, Outputs& out);
+  void refuse_waiters(Slot key, Outputs& out);
   void enqueue(Slot key, ConnectionId connection, const AcquireRequest& request);
   void remove_waiter(Slot waiter);
   Token issue_token(Slot key);
@@ -162,6 +172,7 @@ class Engine {
   TimeMs now_{0};
   Token next_token_;
   Token token_mark_;
+  bool tokens_exhausted_ = false;  // next_token_ was the last one and is issued
 
   Slab<KeyRecord> keys_;
   Slab<WaiterRecord> waiters_;

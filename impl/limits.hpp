@@ -1,4 +1,4 @@
-// The limits of one lock service (CONTRACT.md, "Wire protocol", defaults).
+// The limits of one lock service (docs/protocol.md, "Wire protocol", defaults).
 // Field names are the contract's, so that the same name is used on the wire,
 // in vector `config` lines, on the command line and in the code.
 #pragma once

@@ -30,7 +30,19 @@ std::size_t split_fields(std::string_view line, std::array<std::string_view, N>&
 
 Malformed malformed(std::string reason) { return Malformed{std::move(reason)}; }
 
-std::variant<Request, Malformed> parse_acquire(const std::array<std::string_view, 5>& f,
+// The optional `<client> <seq>` pair at fields[at], fields[at + 1].
+std::variant<std::optional<SessionFields>, Malformed> parse_session(const std::array<std::string_view, 7>& f,
+                                                                    std::size_t at, std::size_t count) {
+  if (count == at) return std::optional<SessionFields>{};
+  if (!is_valid_name(f[at])) return malformed("client must be 1 to 250 printable bytes");
+  const auto sequence = parse_decimal(f[at + 1]);
+  if (!sequence || *sequence == 0 || *sequence > sequence_max) {
+    return malformed(fmt::format("seq must be a decimal number in 1..{}", sequence_max));
+  }
+  return std::optional<SessionFields>{SessionFields{f[at], *sequence}};
+}
+
+std::variant<SessionRequest, Malformed> parse_acquire(const std::array<std::string_view, 7>& f, std::size_t count,
                                                const Limits& limits) {
   if (!is_valid_name(f[1])) return malformed("key must be 1 to 250 printable bytes");
   if (!is_valid_name(f[2])) return malformed("owner must be 1 to 250 printable bytes");
@@ -44,15 +56,20 @@ std::variant<Request, Malformed> parse_acquire(const std::array<std::string_view
   if (*wait > static_cast<std::uint64_t>(limits.max_wait_ms.value)) {
     return malformed(fmt::format("wait_ms must be in 0..{}", limits.max_wait_ms.value));
   }
-  return Request{AcquireRequest{f[1], f[2], DurationMs{static_cast<std::int64_t>(*lease)},
-                                DurationMs{static_cast<std::int64_t>(*wait)}}};
+  auto session = parse_session(f, 5, count);
+  if (auto* bad = std::get_if<Malformed>(&session)) return std::move(*bad);
+  return SessionRequest{AcquireRequest{f[1], f[2], DurationMs{static_cast<std::int64_t>(*lease)},
+                                       DurationMs{static_cast<std::int64_t>(*wait)}},
+                        std::get<std::optional<SessionFields>>(session)};
 }
 
-std::variant<Request, Malformed> parse_release(const std::array<std::string_view, 5>& f) {
+std::variant<SessionRequest, Malformed> parse_release(const std::array<std::string_view, 7>& f, std::size_t count) {
   if (!is_valid_name(f[1])) return malformed("key must be 1 to 250 printable bytes");
   const auto token = parse_decimal(f[2]);
   if (!token || *token == 0) return malformed("token must be a positive decimal number");
-  return Request{ReleaseRequest{f[1], Token{*token}}};
+  auto session = parse_session(f, 3, count);
+  if (auto* bad = std::get_if<Malformed>(&session)) return std::move(*bad);
+  return SessionRequest{ReleaseRequest{f[1], Token{*token}}, std::get<std::optional<SessionFields>>(session)};
 }
 
 }  // namespace
@@ -65,21 +82,40 @@ bool is_valid_name(std::string_view name) {
   return true;
 }
 
-std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits) {
+namespace {
+
+std::variant<SessionRequest, Malformed> parse_any(std::string_view line, const Limits& limits, bool with_sessions) {
   if (line.size() > limits.max_line_bytes) {
     return malformed(fmt::format("line longer than {} bytes", limits.max_line_bytes));
   }
-  std::array<std::string_view, 5> fields{};
+  std::array<std::string_view, 7> fields{};
   const auto count = split_fields(line, fields);
   if (fields[0] == "A") {
-    if (count != 5) return malformed("expected: A <key> <owner> <lease_ms> <wait_ms>");
-    return parse_acquire(fields, limits);
+    if (count != 5 && !(with_sessions && count == 7)) {
+      return malformed(with_sessions ? "expected: A <key> <owner> <lease_ms> <wait_ms> [<client> <seq>]"
+                                     : "expected: A <key> <owner> <lease_ms> <wait_ms>");
+    }
+    return parse_acquire(fields, count, limits);
   }
   if (fields[0] == "R") {
-    if (count != 3) return malformed("expected: R <key> <token>");
-    return parse_release(fields);
+    if (count != 3 && !(with_sessions && count == 5)) {
+      return malformed(with_sessions ? "expected: R <key> <token> [<client> <seq>]" : "expected: R <key> <token>");
+    }
+    return parse_release(fields, count);
   }
   return malformed("unknown request; expected A or R");
+}
+
+}  // namespace
+
+std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits) {
+  auto parsed = parse_any(line, limits, false);
+  if (auto* bad = std::get_if<Malformed>(&parsed)) return std::move(*bad);
+  return std::get<SessionRequest>(parsed).request;
+}
+
+std::variant<SessionRequest, Malformed> parse_session_request(std::string_view line, const Limits& limits) {
+  return parse_any(line, limits, true);
 }
 
 Response Response::granted(Token token, std::string_view owner, std::string_view key) {
@@ -166,12 +202,16 @@ std::optional<Response> parse_response(std::string_view line) {
   }
 }
 
-std::string format_request(const Request& request) {
+std::string format_request(const Request& request, const std::optional<SessionFields>& session) {
+  std::string line;
   if (const auto* a = std::get_if<AcquireRequest>(&request)) {
-    return fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value);
+    line = fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value);
+  } else {
+    const auto& r = std::get<ReleaseRequest>(request);
+    line = fmt::format("R {} {}", r.key, r.token.value);
   }
-  const auto& r = std::get<ReleaseRequest>(request);
-  return fmt::format("R {} {}", r.key, r.token.value);
+  if (session) fmt::format_to(std::back_inserter(line), " {} {}", session->client, session->sequence);
+  return line;
 }
 
 }  // namespace lockstep

@@ -1,4 +1,4 @@
-// The wire protocol (CONTRACT.md, "Wire protocol"): one text line per
+// The wire protocol (docs/protocol.md, "Wire protocol"): one text line per
 // message, fields separated by exactly one space. This file holds the message
 // types and a strict codec for them. Parsing never allocates: a parsed
 // request's key and owner are views into the line it came from.
@@ -20,6 +20,16 @@ namespace lockstep {
 inline constexpr std::size_t name_bytes_max = 250;
 bool is_valid_name(std::string_view name);
 
+// The session fields a cluster node takes after a request (CONTRACT.md,
+// "Cluster nodes on the wire"): the client's id, 1 to 250 bytes of printable
+// ASCII without space (as key and owner), and its sequence number,
+// 1 .. 2^63-1, which the client raises by one per new request.
+inline constexpr std::uint64_t sequence_max = (std::uint64_t{1} << 63) - 1;
+struct SessionFields {
+  std::string_view client;
+  std::uint64_t sequence = 0;
+};
+
 // `A <key> <owner> <lease_ms> <wait_ms>`
 struct AcquireRequest {
   std::string_view key;
@@ -36,14 +46,24 @@ struct ReleaseRequest {
 
 using Request = std::variant<AcquireRequest, ReleaseRequest>;
 
+// A request as a cluster node reads it: `A <key> <owner> <lease_ms>
+// <wait_ms> [<client> <seq>]` or `R <key> <token> [<client> <seq>]`.
+struct SessionRequest {
+  Request request;
+  std::optional<SessionFields> session;
+};
+
 // A line that is not a valid request, with the reason sent back in `E`.
 struct Malformed {
   std::string reason;
 };
 
 // Parses one request line (without its `\n`) against the limits, which bound
-// lease_ms and wait_ms and the line's length.
+// lease_ms and wait_ms and the line's length. Simple mode: session fields
+// are not part of the syntax (a 7-field A or 5-field R is malformed).
 std::variant<Request, Malformed> parse_request(std::string_view line, const Limits& limits);
+// The same, for a cluster node: the session fields may follow.
+std::variant<SessionRequest, Malformed> parse_session_request(std::string_view line, const Limits& limits);
 
 enum class ResponseKind : char {
   granted = 'A',     // A <token> <owner> <key>
@@ -78,12 +98,18 @@ std::string format_response(const Response& response);
 // Appends the wire line and its `\n` to `out` (the server's write path).
 void append_response_line(const Response& response, std::string& out);
 
+// The longest response line, its `\n` included: `A`, a 20-digit token, an
+// owner and a key of name_bytes_max bytes each, four separators. `E`
+// reasons are short and never echo the request. A server's output bound
+// must hold at least one such line.
+inline constexpr std::size_t response_line_bytes_max = 1 + 1 + 20 + 1 + name_bytes_max + 1 + name_bytes_max + 1;
+
 // Parses a response line as a client receives it (the runners and the client
 // library). Returns nothing when the line is not a well-formed response.
 std::optional<Response> parse_response(std::string_view line);
 
-// The request's wire line, without `\n`.
-std::string format_request(const Request& request);
+// The request's wire line, without `\n`, with session fields if given.
+std::string format_request(const Request& request, const std::optional<SessionFields>& session = std::nullopt);
 
 }  // namespace lockstep
 

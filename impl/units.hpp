@@ -1,5 +1,5 @@
 // Strong types for the quantities the lock service speaks of. Every instant
-// and duration is an integer count of milliseconds (CONTRACT.md, "Time"), and
+// and duration is an integer count of milliseconds (docs/protocol.md, "Time"), and
 // the unit is in the name so that an instant is never passed where a duration
 // is meant. Tokens and connection ids are opaque numbers with no arithmetic
 // beyond what issuing them needs.
@@ -36,7 +36,7 @@ inline constexpr DurationMs duration_limit_max{std::int64_t{1} << 40};
 static_assert(time_max.value + duration_limit_max.value > time_max.value);
 
 // A fencing token: positive, unique over the life of the service, strictly
-// increasing in the order issued (CONTRACT.md, "Tokens").
+// increasing in the order issued (docs/protocol.md, "Tokens").
 struct Token {
   std::uint64_t value = 0;
   friend auto operator<=>(Token, Token) = default;

@@ -1,5 +1,5 @@
 // Replays conformance vectors exactly against a live server that offers the
-// test clock of CONTRACT.md ("Live targets", "Exact, with a test clock"):
+// test clock of docs/protocol.md ("Live targets", "Exact, with a test clock"):
 // one fresh server per vector, started from a command template; the clock is
 // moved to every instant the vector names (and to the instant before, to see
 // answers fired at an instant the vector does not list); after each request

@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -55,16 +59,94 @@ void redirect_child_to_log(const std::string& log_path) {
   closefrom(3);
 }
 
+namespace {
+
+// The process groups of the servers running now. A server runs in its own
+// group, so a terminal's Ctrl-C does not reach it: when this process is
+// stopped by a signal, the handler below ends those groups first, or they
+// would outlive it. Plain atomics: a signal handler may read them.
+constexpr std::size_t running_groups_max = 16;
+std::atomic<pid_t> running_groups[running_groups_max];
+
+void remember_group(pid_t group) {
+  for (auto& slot : running_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, group)) return;
+  }
+}
+
+void forget_group(pid_t group) {
+  for (auto& slot : running_groups) {
+    pid_t expected = group;
+    slot.compare_exchange_strong(expected, 0);
+  }
+}
+
+// Only async-signal-safe calls: kill, waitpid, nanosleep.
+extern "C" void stop_groups_and_die(int signal_number) {
+  for (auto& slot : running_groups) {
+    const pid_t group = slot.load();
+    if (group > 0) ::kill(-group, SIGTERM);
+  }
+  // Reap each server (up to two seconds, then SIGKILL), so none is left
+  // running or unreaped when this process is gone.
+  for (int waited_ms = 0;; waited_ms += 10) {
+    bool any = false;
+    for (auto& slot : running_groups) {
+      const pid_t group = slot.load();
+      if (group <= 0) continue;
+      if (::waitpid(group, nullptr, WNOHANG) == 0) {
+        any = true;
+        if (waited_ms >= 2'000) {
+          ::kill(-group, SIGKILL);
+          ::waitpid(group, nullptr, 0);
+        }
+      }
+    }
+    if (!any || waited_ms >= 2'000) break;
+    const timespec pause{0, 10'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  // Then die of the same signal, as if there had been no handler.
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+// Installed once, and only over the default action: a program that
+// handles these signals itself keeps its handler.
+void stop_groups_on_signals() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current {};
+      if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = stop_groups_and_die;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(signal_number, &action, nullptr);
+    }
+  });
+}
+
+}  // namespace
+
 std::optional<ServerProcess> ServerProcess::start(const std::string& command, const std::string& log_path) {
+  stop_groups_on_signals();
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return std::nullopt;
   if (pid == 0) {
     setpgid(0, 0);
+    // If this process dies without stopping it (killed, crashed), the
+    // server is told at once: no server outlives the tool that started it.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
     redirect_child_to_log(log_path);
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   setpgid(pid, pid);
+  remember_group(pid);
   return ServerProcess(pid, log_path);
 }
 
@@ -79,6 +161,8 @@ bool ServerProcess::running() {
   if (pid_ < 0) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    kill(-pid_, SIGKILL);  // whatever else the command started
+    forget_group(pid_);
     pid_ = -1;
     return false;
   }
@@ -99,6 +183,7 @@ int ServerProcess::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill(-pid_, SIGKILL);  // whatever else the command started
+  forget_group(pid_);
   pid_ = -1;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;

@@ -1,6 +1,12 @@
 // A server under test, started from a shell command template and stopped
 // again: the `{name}` placeholders of the template are filled in, the
 // command runs in its own process group, and stopping it ends the group.
+// No server outlives the tool that started it: SIGINT, SIGTERM or SIGHUP
+// to the tool first sends SIGTERM to every group still running (unless the
+// tool handles those signals itself), and a server whose starter dies any
+// other way gets SIGTERM from the kernel (PR_SET_PDEATHSIG). The kernel
+// ties that to the thread that started the server, so start() must be
+// called from a thread that outlives it (every caller uses the main thread).
 #pragma once
 
 #include <map>
@@ -15,7 +21,7 @@ namespace lockstep::live {
 // Replaces every `{name}` whose name is a key of `values`; other text stays.
 std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values);
 
-// `{port}` and every limit of CONTRACT.md (`{max_keys}` ...).
+// `{port}` and every limit of docs/protocol.md (`{max_keys}` ...).
 std::map<std::string, std::string> template_values(std::uint16_t port, const Limits& limits);
 
 // In a child just forked, before exec: stdin from /dev/null, stdout and

@@ -32,8 +32,21 @@ void print_result(const std::string& name, const LoadResult& r) {
              name, r.ops_per_second(), r.p50_us, r.p99_us, r.p999_us, r.operations, r.grants);
 }
 
+// Waits until `server` accepts connections on `port`; false as soon as it
+// has exited (a wrong binary, a port taken) or after `patience`.
+bool wait_until_listening(ServerProcess& server, std::uint16_t port, std::chrono::milliseconds patience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (!server.running()) return false;
+    if (client::LineSocket::connect("127.0.0.1", port, std::chrono::milliseconds(100))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
+// Every path out of here stops both servers: the ServerProcess destructors
+// on a return, the signal handler of live/process.cpp on SIGINT or SIGTERM.
 int run_server_bench(const ServerBenchOptions& options) {
   const auto lockstep_port = client::pick_free_port();
   const auto redis_port = client::pick_free_port();
@@ -54,15 +67,18 @@ int run_server_bench(const ServerBenchOptions& options) {
     return 2;
   }
   // Wait for both, and load the release script into Redis.
-  if (!client::LineSocket::connect("127.0.0.1", *lockstep_port, std::chrono::seconds(10)) ||
-      !client::LineSocket::connect("127.0.0.1", *redis_port, std::chrono::seconds(10))) {
+  if (!wait_until_listening(*lockstep, *lockstep_port, std::chrono::seconds(10)) ||
+      !wait_until_listening(*redis, *redis_port, std::chrono::seconds(10))) {
     fmt::print(stderr, "bench server: a server did not start:\n{}\n{}\n", lockstep->log_tail(), redis->log_tail());
     return 2;
   }
   redisContext* setup = redisConnect("127.0.0.1", *redis_port);
-  auto* loaded = static_cast<redisReply*>(redisCommand(setup, "SCRIPT LOAD %s", release_script));
+  auto* loaded = setup == nullptr ? nullptr
+                                  : static_cast<redisReply*>(redisCommand(setup, "SCRIPT LOAD %s", release_script));
   if (loaded == nullptr || loaded->type != REDIS_REPLY_STRING) {
     fmt::print(stderr, "bench server: cannot load the release script into Redis\n");
+    if (loaded != nullptr) freeReplyObject(loaded);
+    if (setup != nullptr) redisFree(setup);
     return 2;
   }
   const std::string sha(loaded->str, loaded->len);
@@ -86,8 +102,8 @@ int run_server_bench(const ServerBenchOptions& options) {
     auto theirs = redis_protocol(sha);
     const auto b = run_load(config, *theirs);
     if (!a.error.empty() || !b.error.empty()) {
-      fmt::print(stderr, "bench server: {} {}\n", a.error, b.error);
-      return 1;
+      fmt::print(stderr, "bench server: the load failed: {} {}\n", a.error, b.error);
+      return 2;
     }
     fmt::print("pipeline depth {}:\n", depth);
     print_result("lockstep", a);
@@ -113,7 +129,11 @@ int run_server_bench(const ServerBenchOptions& options) {
   redis->stop();
   ::unlink(log("lockstep").c_str());
   ::unlink(log("redis").c_str());
-  return c.error.empty() ? 0 : 1;
+  if (!c.error.empty()) {
+    fmt::print(stderr, "bench server: the contention load failed: {}\n", c.error);
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace lockstep::live

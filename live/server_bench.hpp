@@ -12,6 +12,7 @@ namespace lockstep::live {
 
 struct ServerBenchOptions {
   std::string lockstep_binary;  // path of this lockstep binary
+  std::string against = "redis";  // the server compared with (Redis only, so far)
   std::string redis_binary = "redis-server";
   int connections = 50;
   int keys = 10'000;

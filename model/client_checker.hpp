@@ -1,5 +1,5 @@
 // Judges a lock service from its clients' side, from the responses alone
-// (no model): the properties of CONTRACT.md, "Properties every layer is
+// (no model): the properties of docs/protocol.md, "Properties every layer is
 // checked against", that a client can see.
 //
 // - tokens are unique and strictly increasing in the order they are seen;

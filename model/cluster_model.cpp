@@ -9,7 +9,8 @@
 
 namespace lockstep::model {
 
-ClusterModel::ClusterModel(Limits limits, Token first_token) : limits_(limits), next_token_(first_token) {
+ClusterModel::ClusterModel(Limits limits, Token first_token, cluster::SessionLimits sessions)
+    : limits_(limits), session_limits_(sessions), next_token_(first_token) {
   if (auto error = validate(limits_)) throw std::invalid_argument(*error);
   if (first_token.value == 0) throw std::invalid_argument("first_token must be positive");
 }
@@ -36,10 +37,75 @@ std::size_t ClusterModel::waiter_count() const {
   return count;
 }
 
+// ---- sessions ---------------------------------------------------------------
+
+bool ClusterModel::handled_by_session(const cluster::Session& session, ConnectionId connection, Outputs& out) {
+  if (session.anonymous()) return false;
+  auto client = clients_.find(session.client);
+  if (client == clients_.end()) return false;
+  auto request = client->second.requests.find(session.sequence);
+  if (request != client->second.requests.end()) {
+    // A retry: what the request came to, heard where the client now asks.
+    client->second.last_use = ++uses_;
+    const Remembered& what = request->second;
+    if (what.kind != Remembered::Kind::queued) {
+      out.push_back({connection, what.response});
+    } else {
+      for (auto& [key, state] : keys_) {
+        for (auto& waiter : state.queue) {
+          if (waiter.id == what.waiter) waiter.connection = connection;
+        }
+      }
+    }
+    return true;
+  }
+  const auto window = session_limits_.window;
+  if (client->second.highest >= window && session.sequence <= client->second.highest - window) {
+    out.push_back({connection, Response::error("stale request")});
+    return true;
+  }
+  return false;
+}
+
+void ClusterModel::remember(const cluster::Session& session, Remembered what) {
+  if (session.anonymous()) return;
+  if (!clients_.contains(session.client) && clients_.size() >= session_limits_.clients_max) {
+    // Forget the client used longest ago.
+    auto oldest = clients_.begin();
+    for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+      if (it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    clients_.erase(oldest);
+  }
+  Client& client = clients_[session.client];
+  client.last_use = ++uses_;
+  client.highest = std::max(client.highest, session.sequence);
+  client.requests[session.sequence] = std::move(what);
+  std::erase_if(client.requests, [&](const auto& entry) {
+    return client.highest >= session_limits_.window && entry.first <= client.highest - session_limits_.window;
+  });
+}
+
+void ClusterModel::answered_later(const Waiter& waiter, Remembered what) {
+  if (waiter.session.anonymous()) return;
+  const auto client = clients_.find(waiter.session.client);
+  if (client == clients_.end()) return;
+  const auto request = client->second.requests.find(waiter.session.sequence);
+  if (request == client->second.requests.end()) return;
+  // Forgotten and asked again since (an evicted client reusing its number):
+  // the request remembered now is another one.
+  if (request->second.kind != Remembered::Kind::queued || request->second.waiter != waiter.id) return;
+  request->second = std::move(what);
+}
+
 // ---- requests -----------------------------------------------------------------
 
 void ClusterModel::acquire(const cluster::Acquire& command, Outputs& out) {
-  const auto answer = [&](Response response) { out.push_back({command.connection, std::move(response)}); };
+  if (handled_by_session(command.session, command.connection, out)) return;
+  const auto answer = [&](Response response) {
+    remember(command.session, Remembered{Remembered::Kind::answered, response, 0});
+    out.push_back({command.connection, std::move(response)});
+  };
   auto found = keys_.find(command.key);
   if (found == keys_.end()) {
     // A free key is granted at once, unless max_keys keys are registered.
@@ -55,18 +121,21 @@ void ClusterModel::acquire(const cluster::Acquire& command, Outputs& out) {
     return answer(Response::busy(command.owner, command.key));
   }
   // The tail, whoever holds the key (the same owner is no exception).
-  state.queue.push_back(Waiter{next_waiter_++, command.owner, command.lease_ms, clock_ + command.wait_ms,
-                               command.connection});
+  const std::uint64_t id = next_waiter_++;
+  state.queue.push_back(Waiter{id, command.owner, command.lease_ms, clock_ + command.wait_ms, command.connection,
+                               command.session});
+  remember(command.session, Remembered{Remembered::Kind::queued, {}, id});
 }
 
 void ClusterModel::release(const cluster::Release& command, Outputs& out) {
+  if (handled_by_session(command.session, command.connection, out)) return;
   auto found = keys_.find(command.key);
-  if (found == keys_.end() || found->second.token != command.token) {
-    out.push_back({command.connection, Response::not_held(command.token, command.key)});
-    return;
-  }
-  out.push_back({command.connection, Response::released(command.token, command.key)});
-  pass_on(command.key, out);
+  const bool holds = found != keys_.end() && found->second.token == command.token;
+  Response response =
+      holds ? Response::released(command.token, command.key) : Response::not_held(command.token, command.key);
+  remember(command.session, Remembered{Remembered::Kind::answered, response, 0});
+  out.push_back({command.connection, std::move(response)});
+  if (holds) pass_on(command.key, out);
 }
 
 // ---- what the leader proposes at deadlines ----------------------------------------
@@ -84,12 +153,19 @@ void ClusterModel::timeout(const cluster::Timeout& command, Outputs& out) {
   const auto waiter = std::find_if(queue.begin(), queue.end(),
                                    [&](const Waiter& w) { return w.id == command.waiter.value; });
   if (waiter == queue.end()) return;  // granted, timed out or dropped since
-  out.push_back({waiter->connection, Response::timed_out(waiter->owner, command.key)});
+  const auto response = Response::timed_out(waiter->owner, command.key);
+  answered_later(*waiter, Remembered{Remembered::Kind::answered, response, 0});
+  out.push_back({waiter->connection, response});
   queue.erase(waiter);
 }
 
 void ClusterModel::close(const cluster::Close& command) {
   for (auto& [key, state] : keys_) {
+    for (const auto& w : state.queue) {
+      if (w.connection != command.connection) continue;
+      // Never answered; a retry of it hears T (it can no longer be granted).
+      answered_later(w, Remembered{Remembered::Kind::dropped, Response::timed_out(w.owner, key), 0});
+    }
     std::erase_if(state.queue, [&](const Waiter& w) { return w.connection == command.connection; });
   }
 }
@@ -103,14 +179,18 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
     state.queue.pop_front();
     if (clock_ >= head.deadline) {
       // CONTRACT "Time": at now >= deadline a waiter is answered T, never granted.
-      out.push_back({head.connection, Response::timed_out(head.owner, key)});
+      const auto response = Response::timed_out(head.owner, key);
+      answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
+      out.push_back({head.connection, response});
       continue;
     }
     state.holder = head.owner;
     state.token = new_token();
     state.granted_at = clock_;
     state.expiry = clock_ + head.lease_ms;
-    out.push_back({head.connection, Response::granted(state.token, head.owner, key)});
+    const auto response = Response::granted(state.token, head.owner, key);
+    answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
+    out.push_back({head.connection, response});
     return;
   }
   keys_.erase(key);

@@ -4,8 +4,7 @@
 // that the two can be checked against each other (a vector run on each, a
 // property over random commands, the simulator's checker).
 //
-// It applies committed commands one at a time, in log order; sessions are
-// ignored, since the caller passes each request once. The rules:
+// It applies committed commands one at a time, in log order. The rules:
 // - the instant a command acts at is its stamp raised to the latest instant
 //   applied (time in the replicated state never goes back);
 // - A on a free key: granted (B if max_keys keys exist); on a held key, held
@@ -21,6 +20,18 @@
 //   left the key is deleted.
 // Waiters are numbered 1, 2, ... in the order they are queued, over the whole
 // table: Timeout commands name them by that number.
+// Sessions (CONTRACT.md, "Cluster nodes on the wire"), for requests that
+// carry one (an anonymous request is applied as it comes):
+// - the model remembers, per client, what each of its last `window`
+//   sequence numbers came to: answered (the response), still queued (the
+//   waiter), or dropped with its closed connection (a retry hears T);
+// - a request already remembered is a retry: not applied again; an answered
+//   or dropped one is answered the same on the retry's connection, a queued
+//   one moves its waiter to that connection;
+// - a sequence number at or below the client's highest minus `window` that
+//   is not remembered is `E stale request`;
+// - at most `clients_max` clients are remembered: a new one past that makes
+//   the model forget the client whose last request (or retry) came first.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +40,7 @@
 #include <string>
 
 #include "impl/cluster/commands.hpp"
+#include "impl/cluster/sessions.hpp"
 #include "impl/limits.hpp"
 #include "impl/protocol.hpp"
 #include "impl/units.hpp"
@@ -43,6 +55,7 @@ class ClusterModel {
     DurationMs lease_ms;
     TimeMs deadline;
     ConnectionId connection;
+    cluster::Session session;
   };
   struct Key {
     std::string holder;
@@ -52,10 +65,9 @@ class ClusterModel {
     std::deque<Waiter> queue;  // head first
   };
 
-  explicit ClusterModel(Limits limits, Token first_token = Token{1});
+  explicit ClusterModel(Limits limits, Token first_token = Token{1}, cluster::SessionLimits sessions = {});
 
-  // One committed command, as applied at log position order; sessions are
-  // ignored (the caller passes each request once). Returns the responses it
+  // One committed command, in log order. Returns the responses it
   // produces, in order.
   Outputs apply(const cluster::Command& command);
 
@@ -70,6 +82,27 @@ class ClusterModel {
   std::size_t waiter_count() const;
 
  private:
+  // What became of a request, as its retry hears it.
+  struct Remembered {
+    enum class Kind { answered, queued, dropped };
+    Kind kind = Kind::answered;
+    Response response;        // answered, dropped (the T a retry gets)
+    std::uint64_t waiter = 0;  // queued
+  };
+  struct Client {
+    std::uint64_t highest = 0;
+    std::uint64_t last_use = 0;
+    std::map<std::uint64_t, Remembered> requests;  // sequence -> what it came to
+  };
+
+  // Session handling before a request: true when the request is done (a
+  // retry or stale), with what it answers in `out`.
+  bool handled_by_session(const cluster::Session& session, ConnectionId connection, Outputs& out);
+  void remember(const cluster::Session& session, Remembered what);
+  // A queued waiter was answered or dropped: what its request came to, if
+  // the session still remembers that request as this waiter.
+  void answered_later(const Waiter& waiter, Remembered what);
+
   void acquire(const cluster::Acquire& command, Outputs& out);
   void release(const cluster::Release& command, Outputs& out);
   void expire(const cluster::Expire& command, Outputs& out);
@@ -79,6 +112,9 @@ class ClusterModel {
   Token new_token();
 
   Limits limits_;
+  cluster::SessionLimits session_limits_;
+  std::map<std::string, Client> clients_;
+  std::uint64_t uses_ = 0;  // requests applied or retried: the order of use
   TimeMs clock_{0};
   Token next_token_;
   std::uint64_t next_waiter_ = 1;

@@ -234,7 +234,7 @@ std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
                       limits.max_keys, limits.max_waiters_per_key, limits.max_waiters,
                       limits.sweep_ms.value, limits.max_lease_ms.value, limits.max_wait_ms.value);
   // A vector binds a token's name at the end of the instant it was granted
-  // (VECTORS.md), so a release at that same instant carries the token's
+  // (docs/protocol.md, "Conformance vectors"), so a release at that same instant carries the token's
   // value instead: the model and the engine both issue tokens from 1.
   std::vector<std::uint64_t> named;    // tokens granted at earlier instants
   std::vector<std::uint64_t> granted;  // tokens granted at the current instant

@@ -1,5 +1,5 @@
 // Judges what a service sent against a vector's `expect` lines, one instant
-// at a time, with the token rules of VECTORS.md: `$name` binds to the token
+// at a time, with the token rules of docs/protocol.md, "Conformance vectors": `$name` binds to the token
 // found at its place and must match once bound; two names never share one
 // token; a token bound at an instant is greater than every token bound at an
 // earlier one. Both the in-process runner and the live runner (against a

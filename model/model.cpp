@@ -10,7 +10,7 @@ namespace lockstep {
 
 namespace {
 
-// ---- the model's own reading of the wire syntax (CONTRACT.md, "Wire protocol")
+// ---- the model's own reading of the wire syntax (docs/protocol.md, "Wire protocol")
 
 std::vector<std::string> split_on_single_spaces(std::string_view line) {
   std::vector<std::string> fields;
@@ -90,10 +90,15 @@ LineOutcome Model::on_line(ConnectionId connection, std::string_view line, TimeM
   return LineOutcome::keep_open;
 }
 
-// ---- requests (CONTRACT.md, "Simple mode") ---------------------------------
+// ---- requests (docs/protocol.md, "Simple mode") ---------------------------------
 
 void Model::acquire(ConnectionId connection, std::string key, std::string owner,
                     DurationMs lease_ms, DurationMs wait_ms, Outputs& out) {
+  // Tokens: once the last one is issued, every acquire is E and changes nothing.
+  if (tokens_exhausted_) {
+    out.push_back({connection, Response::error("tokens exhausted")});
+    return;
+  }
   auto found = keys_.find(key);
 
   // 1. Unregistered key: register it, grant at once.  5. Unless max_keys are registered.
@@ -158,7 +163,7 @@ void Model::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
   }
 }
 
-// ---- time (CONTRACT.md, "Time" and point 8) --------------------------------
+// ---- time (docs/protocol.md, "Time" and point 8) --------------------------------
 
 std::optional<TimeMs> Model::next_due() const {
   if (keys_.empty()) return std::nullopt;
@@ -229,6 +234,13 @@ void Model::sweep(Outputs& out) {
 
 void Model::give_to_head_waiter(const std::string& key, bool from_release, Outputs& out) {
   Key& state = keys_[key];
+  if (tokens_exhausted_) {
+    // Tokens: no token is left for the next holder. Every waiter hears T now,
+    // in queue order, and the key is deleted.
+    for (const auto& waiter : state.queue) out.push_back({waiter.connection, Response::timed_out(waiter.owner, key)});
+    keys_.erase(key);
+    return;
+  }
   const bool lifo = from_release && bug_ == InjectedBug::lifo_handoff;
   const Waiter waiter = lifo ? state.queue.back() : state.queue.front();
   if (lifo) {
@@ -244,8 +256,13 @@ void Model::give_to_head_waiter(const std::string& key, bool from_release, Outpu
 }
 
 Token Model::new_token() {
+  if (tokens_exhausted_) throw std::logic_error("a token was issued after the last one");
   const Token token = next_token_;
-  ++next_token_.value;
+  if (token.value == UINT64_MAX) {
+    tokens_exhausted_ = true;
+  } else {
+    ++next_token_.value;
+  }
   return token;
 }
 

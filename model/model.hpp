@@ -1,5 +1,5 @@
 // The reference model of simple mode: a deliberately plain sequential state
-// machine that follows CONTRACT.md point by point. It is the oracle that the
+// machine that follows docs/protocol.md point by point. It is the oracle that the
 // engine, the vectors and the simulator are judged against, so it is written
 // for a reader, not for speed: ordered maps, deques, whole-state scans, and
 // its own request parser (so that a bug in the engine's codec shows up as a
@@ -31,7 +31,7 @@ class Model {
     friend bool operator==(const Waiter&, const Waiter&) = default;
   };
   struct Key {
-    std::string holder;  // the owner the key was granted to (no special treatment: CONTRACT 9)
+    std::string holder;  // the owner the key was granted to (no special treatment: simple mode 9)
     Token token;
     TimeMs granted_at;
     TimeMs expiry;             // granted_at + lease; expired when now >= expiry
@@ -52,6 +52,8 @@ class Model {
   const std::map<std::string, Key>& keys() const { return keys_; }
   TimeMs now() const { return now_; }
   Token next_token() const { return next_token_; }
+  // The last token, 2^64 - 1, was issued (docs/protocol.md, "Tokens").
+  bool tokens_exhausted() const { return tokens_exhausted_; }
   const Limits& limits() const { return limits_; }
   std::size_t waiter_count() const;
 
@@ -70,6 +72,7 @@ class Model {
   InjectedBug bug_;
   TimeMs now_{0};
   Token next_token_;
+  bool tokens_exhausted_ = false;
   std::uint64_t next_queued_order_ = 0;
   std::map<std::string, Key> keys_;
 };

@@ -85,16 +85,21 @@ class ClusterModelService final : public LockService {
   explicit ClusterModelService(const Limits& limits) : model_(limits) {}
   LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
     advance(now, out);
-    auto parsed = parse_request(line, model_.limits());
+    auto parsed = parse_session_request(line, model_.limits());
     if (auto* bad = std::get_if<Malformed>(&parsed)) {
       out.push_back({c, Response::error(bad->reason)});
       return line.size() > model_.limits().max_line_bytes ? LineOutcome::close_connection : LineOutcome::keep_open;
     }
-    if (const auto* a = std::get_if<AcquireRequest>(&std::get<Request>(parsed))) {
-      commit(cluster::Acquire{{}, c, std::string(a->key), std::string(a->owner), a->lease_ms, a->wait_ms, now}, out);
+    const auto& request = std::get<SessionRequest>(parsed);
+    const auto session = request.session
+                             ? cluster::Session{std::string(request.session->client), request.session->sequence}
+                             : cluster::Session{};
+    if (const auto* a = std::get_if<AcquireRequest>(&request.request)) {
+      commit(cluster::Acquire{session, c, std::string(a->key), std::string(a->owner), a->lease_ms, a->wait_ms, now},
+             out);
     } else {
-      const auto& r = std::get<ReleaseRequest>(std::get<Request>(parsed));
-      commit(cluster::Release{{}, c, std::string(r.key), r.token, now}, out);
+      const auto& r = std::get<ReleaseRequest>(request.request);
+      commit(cluster::Release{session, c, std::string(r.key), r.token, now}, out);
     }
     return LineOutcome::keep_open;
   }

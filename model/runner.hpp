@@ -32,11 +32,11 @@ enum class ServiceKind { engine, model };
 std::unique_ptr<LockService> make_service(ServiceKind kind, const Limits& limits,
                                           InjectedBug bug = InjectedBug::none);
 // A fresh one-node cluster that commits each command at the instant it is
-// proposed (CONTRACT.md, "Cluster semantics in conformance vectors"), for
-// `config mode=cluster` vectors: `engine` is the cluster's own lock table and
-// deadline heap (cluster::OneNodeCluster, invariants checked after every
-// call), `model` the reference model::ClusterModel with a deadline scan of
-// its own.
+// proposed (docs/protocol.md, "Cluster semantics in conformance vectors"), for
+// `config mode=cluster` vectors: `engine` is the cluster node itself, with
+// its lock table and deadline heap, on its test clock
+// (cluster::OneNodeCluster, invariants checked after every call), `model`
+// the reference model::ClusterModel with a deadline scan of its own.
 std::unique_ptr<LockService> make_cluster_service(ServiceKind kind, const Limits& limits);
 
 struct VectorVerdict {

@@ -166,6 +166,12 @@ int line_at_or_before(const Vector& vector, TimeMs instant) {
   return line;
 }
 
+std::string_view comment_of(std::string_view line) {
+  const auto code = strip_comment(line);
+  if (code.size() == line.size()) return {};
+  return trim(line.substr(code.size() + 1));
+}
+
 std::variant<Vector, VectorError> read_vector_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return VectorError{0, "cannot read the file"};

@@ -1,4 +1,4 @@
-// The conformance vector format (VECTORS.md): parsing a `.vec` file into the
+// The conformance vector format (docs/protocol.md, "Conformance vectors"): parsing a `.vec` file into the
 // steps a runner replays. Parsing checks the file itself (known directives,
 // times that never decrease, a valid config); what the service answers is
 // judged elsewhere (model/judge.hpp).
@@ -47,6 +47,10 @@ std::vector<TimeMs> named_instants(const Vector& vector);
 // The last line of the file whose step lies at or before `instant`: where a
 // failure at that instant is reported when no expect line is to blame.
 int line_at_or_before(const Vector& vector, TimeMs instant);
+
+// The comment on one line of a vector file (after a `#` that starts one),
+// trimmed; empty when the line has none.
+std::string_view comment_of(std::string_view line);
 
 // Reads and parses a file; an unreadable file is an error at line 0.
 std::variant<Vector, VectorError> read_vector_file(const std::string& path);

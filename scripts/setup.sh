@@ -9,8 +9,10 @@ packages=(
   googletest libgtest-dev librapidcheck-dev
   libhiredis-dev redis-server
   chromium  # headless, renders the HTML report in tests/report
-  python3   # tests/history/other_server.py, a second server the fuzzer is tested against
+  python3   # tests/history/other_server.py, a second server the fuzzer is tested against; tests/cli
+  procps    # ps and pkill: tests/cli checks that no process is left in a test's session
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
+  emscripten  # the web preset: the playground page in WebAssembly (web/)
 )
 
 missing=()

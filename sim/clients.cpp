@@ -35,7 +35,7 @@ void World::start_client(std::uint32_t c) {
   const Workload& w = params_.workload;
   if (w.owner_pool > 0) {
     // Owner names shared between clients: the same owner may ask from
-    // several connections at once (CONTRACT 9: no special treatment).
+    // several connections at once (simple mode 9: no special treatment).
     std::vector<std::uint32_t> pool(w.owner_pool);
     for (std::uint32_t i = 0; i < w.owner_pool; ++i) pool[i] = i;
     const auto count = std::min(w.owners_per_client, w.owner_pool);

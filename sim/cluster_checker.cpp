@@ -14,14 +14,21 @@ const cluster::Session* command_session(const cluster::Command& command) {
   return nullptr;
 }
 
-std::uint64_t fnv(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
+// 64-bit FNV-1a over numbers (8 bytes each) and length-prefixed texts.
+struct Digest {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  void byte(unsigned char b) {
+    hash ^= b;
+    hash *= 0x100000001b3ULL;
   }
-  return h;
-}
+  void number(std::uint64_t value) {
+    for (int shift = 0; shift < 64; shift += 8) byte(static_cast<unsigned char>(value >> shift));
+  }
+  void text(std::string_view value) {
+    number(value.size());
+    for (const char c : value) byte(static_cast<unsigned char>(c));
+  }
+};
 
 std::string show(const Outputs& outputs) {
   if (outputs.empty()) return "nothing";
@@ -35,9 +42,17 @@ std::string show(const Outputs& outputs) {
 
 constexpr std::size_t digests_kept = std::size_t{1} << 18;
 
+cluster::Command without_session(cluster::Command command) {
+  if (auto* a = std::get_if<cluster::Acquire>(&command)) a->session = {};
+  if (auto* r = std::get_if<cluster::Release>(&command)) r->session = {};
+  return command;
+}
+
 }  // namespace
 
-std::string session_owner(cluster::Session session) { return fmt::format("c{}s{}", session.client, session.sequence); }
+std::string session_owner(const cluster::Session& session) {
+  return fmt::format("c{}s{}", session.client, session.sequence);
+}
 
 std::optional<cluster::Session> owner_session(std::string_view owner) {
   const auto s = owner.find('s');
@@ -47,7 +62,9 @@ std::optional<cluster::Session> owner_session(std::string_view owner) {
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     return error == std::errc{} && end == digits.data() + digits.size() && !digits.empty();
   };
-  if (!parse(owner.substr(1, s - 1), session.client) || !parse(owner.substr(s + 1), session.sequence)) return std::nullopt;
+  std::uint64_t client = 0;
+  if (!parse(owner.substr(1, s - 1), client) || !parse(owner.substr(s + 1), session.sequence)) return std::nullopt;
+  session.client = owner.substr(1, s - 1);
   return session;
 }
 
@@ -57,7 +74,7 @@ ClusterChecker::ClusterChecker(RaftChecker& raft, Limits limits, cluster::Sessio
 
 void ClusterChecker::fail(const char* checker, std::string what) { raft_.fail(checker, std::move(what)); }
 
-void ClusterChecker::on_send(cluster::Session session, DurationMs lease_ms, TimeMs at) {
+void ClusterChecker::on_send(const cluster::Session& session, DurationMs lease_ms, TimeMs at) {
   auto& si = info(session);
   if (si.lease_ms.value == 0) {
     si.first_sent = at;
@@ -66,25 +83,34 @@ void ClusterChecker::on_send(cluster::Session session, DurationMs lease_ms, Time
 }
 
 std::uint64_t ClusterChecker::key_digest(const cluster::LockMachine& machine, const std::string& key) const {
-  std::string text = fmt::format("{}|{}|", machine.next_token().value, machine.clock().value);
+  // Every field of the key's state, hashed as it is read (no text built:
+  // this runs at every apply on every node).
+  Digest d;
+  d.number(machine.next_token().value);
+  d.number(static_cast<std::uint64_t>(machine.clock().value));
   const auto found = machine.keys().find(key);
   if (found != machine.keys().end()) {
     const auto& k = found->second;
-    fmt::format_to(std::back_inserter(text), "{} {} {} {}", k.owner, k.token.value, k.granted_at.value, k.expiry.value);
+    d.text(k.owner);
+    d.number(k.token.value);
+    d.number(static_cast<std::uint64_t>(k.granted_at.value));
+    d.number(static_cast<std::uint64_t>(k.expiry.value));
     for (const auto& [id, w] : k.queue) {
-      fmt::format_to(std::back_inserter(text), ";{} {} {} {} {} {}.{}", id.value, w.owner, w.lease_ms.value,
-                     w.deadline.value, w.connection.value, w.session.client, w.session.sequence);
+      d.number(id.value);
+      d.text(w.owner);
+      d.number(static_cast<std::uint64_t>(w.lease_ms.value));
+      d.number(static_cast<std::uint64_t>(w.deadline.value));
+      d.number(w.connection.value);
+      d.text(w.session.client);
+      d.number(w.session.sequence);
     }
   }
-  return fnv(text);
+  return d.hash;
 }
 
-void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const cluster::LockMachine& machine) {
+void ClusterChecker::before_command(raft::NodeId, raft::Index, const cluster::Command& command,
+                                    const cluster::LockMachine& machine) {
   before_.reset();
-  if (entry.kind == raft::EntryKind::noop) return;
-  auto decoded = cluster::decode(entry.data);
-  if (!std::holds_alternative<cluster::Command>(decoded)) return;
-  const auto& command = std::get<cluster::Command>(decoded);
   const auto* key = cluster::command_key(command);
   if (key == nullptr) return;
   KeyBefore b;
@@ -106,29 +132,33 @@ void ClusterChecker::before_apply(raft::NodeId, const raft::Entry& entry, const 
   before_ = std::move(b);
 }
 
-void ClusterChecker::after_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
-                                 const cluster::Applied& applied, TimeMs now) {
-  const bool first = entry.index == model_index_ + 1;
-  if (entry.index > model_index_ + 1) {
-    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, entry.index,
+void ClusterChecker::after_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                                   const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now) {
+  // The first node to apply an index is the one that moves model_index_ on
+  // when the entry is done (entry_applied), so every command of that entry
+  // counts as a first application.
+  const bool first = index == model_index_ + 1;
+  if (index > model_index_ + 1) {
+    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, index,
                                         model_index_ + 1));
     return;
   }
-  std::optional<cluster::Command> command;
-  if (entry.kind != raft::EntryKind::noop) {
-    auto decoded = cluster::decode(entry.data);
-    if (std::holds_alternative<cluster::Command>(decoded)) command = std::move(std::get<cluster::Command>(decoded));
+  // The rules first, each on what the table did; then the model, which
+  // would also see most of these, but only as answers that differ.
+  if (const auto* key = cluster::command_key(command)) {
+    const Apply apply{node, index, command, *key, first, now};
+    if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
   }
-  if (command) {
-    // The rules first, each on what the table did; then the model, which
-    // would also see most of these, but only as answers that differ.
-    if (const auto* key = cluster::command_key(*command)) {
-      const Apply apply{node, entry.index, *command, *key, first, now};
-      if (agrees_with_first(apply, machine) && before_) check_transition(apply, *before_, machine, applied);
-    }
-    if (first) first_application(*command, entry.index, applied);
+  if (first) first_application(command, index, applied);
+}
+
+void ClusterChecker::entry_applied(raft::NodeId node, raft::Index index) {
+  if (index > model_index_ + 1) {
+    fail("model-agreement", fmt::format("node {} applied index {} before any node applied {}", node, index,
+                                        model_index_ + 1));
+    return;
   }
-  if (first) model_index_ = entry.index;
+  if (index == model_index_ + 1) model_index_ = index;
 }
 
 bool ClusterChecker::agrees_with_first(const Apply& apply, const cluster::LockMachine& machine) {
@@ -151,25 +181,26 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   const auto after = machine.keys().find(apply.key);
   const bool held_after = after != machine.keys().end();
   const bool ended = b.held && (!held_after || after->second.token != b.token);
-  const std::string where = fmt::format("node {}, index {}, {}", apply.node, apply.index, cluster::describe(apply.command));
+  // Only a failure needs the words.
+  const auto where = [&] { return fmt::format("node {}, index {}, {}", apply.node, apply.index, cluster::describe(apply.command)); };
   if (ended) {
     // The grant of b.token ended here: only its Release or a valid Expire may end it.
     if (const auto* e = std::get_if<cluster::Expire>(&apply.command)) {
       if (e->token != b.token) {
-        fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where,
+        fail("expire-valid", fmt::format("{}: an Expire of token {} ended the grant of token {}", where(),
                                          e->token.value, b.token.value));
         return;
       }
       if (e->now < b.expiry) {
         fail("expire-valid", fmt::format("{}: Expire stamped {} ms on its leader's clock ended a lease that ends at {} ms",
-                                         where, e->now.value, b.expiry.value));
+                                         where(), e->now.value, b.expiry.value));
         return;
       }
       if (apply.first) ++expires_applied_;
     } else {
       const auto* r = std::get_if<cluster::Release>(&apply.command);
       if (r == nullptr || r->token != b.token) {
-        fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where,
+        fail("no-lost-grant", fmt::format("{}: the grant of token {} to `{}` ended without its Release or Expire", where(),
                                           b.token.value, b.owner));
         return;
       }
@@ -183,7 +214,7 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   if (ended && held_after) {
     // A hand-off: the oldest waiter not yet due must get the key.
     if (!b.head_owner || *b.head_owner != after->second.owner) {
-      fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where,
+      fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where(),
                                after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
       return;
     }
@@ -256,7 +287,9 @@ std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& comma
       trim_sessions(session->client, highest);
     }
   }
-  Outputs outs = model_.apply(command);
+  // The model answers the request itself; sessions are this checker's
+  // business (it follows which connection each client last asked on).
+  Outputs outs = model_.apply(without_session(command));
   for (auto& out : outs) {
     std::optional<cluster::Session> answered;
     if (out.response.kind == ResponseKind::released || out.response.kind == ResponseKind::not_held ||
@@ -276,7 +309,7 @@ std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& comma
   return outs;
 }
 
-void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) {
+void ClusterChecker::trim_sessions(const std::string& client, std::uint64_t highest) {
   // Sessions at or below highest - window are stale from now on, whatever
   // was recorded of them; keep one window more for the messages.
   const auto keep_from = highest > 2 * session_limits_.window ? highest - 2 * session_limits_.window : 0;
@@ -284,7 +317,7 @@ void ClusterChecker::trim_sessions(std::uint64_t client, std::uint64_t highest) 
   while (it != sessions_.end() && it->first.client == client && it->first.sequence < keep_from) it = sessions_.erase(it);
 }
 
-bool ClusterChecker::on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
+bool ClusterChecker::on_response(const cluster::Session& outstanding, bool outstanding_is_release, Token release_token,
                                  const Response& response, TimeMs) {
   std::optional<cluster::Session> answers;
   if (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||

@@ -50,7 +50,7 @@ namespace lockstep::sim {
 
 // Owners name their request in cluster mode, so any A, T or B names the
 // session it answers: `c<client>s<sequence>`.
-std::string session_owner(cluster::Session session);
+std::string session_owner(const cluster::Session& session);
 std::optional<cluster::Session> owner_session(std::string_view owner);
 
 class ClusterChecker {
@@ -58,16 +58,20 @@ class ClusterChecker {
   ClusterChecker(RaftChecker& raft, Limits limits, cluster::SessionLimits sessions, DurationMs skew_bound_ms);
 
   // A client sent (or re-sent) a request at global time `at`.
-  void on_send(cluster::Session session, DurationMs lease_ms, TimeMs at);
-  // Around one node's apply of one entry. `now` is global time.
-  void before_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine);
-  void after_apply(raft::NodeId node, const raft::Entry& entry, const cluster::LockMachine& machine,
-                   const cluster::Applied& applied, TimeMs now);
+  void on_send(const cluster::Session& session, DurationMs lease_ms, TimeMs at);
+  // Around one node's apply of one command of log entry `index`
+  // (cluster::ApplyObserver's calls). `now` is global time.
+  void before_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                      const cluster::LockMachine& machine);
+  void after_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                     const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now);
+  // After one node applied the whole entry `index` (a no-op included).
+  void entry_applied(raft::NodeId node, raft::Index index);
   // A node restored a snapshot (or restarted from one).
   void on_restore(raft::NodeId node) { (void)node; }
   // A client received `response` on its current connection while waiting
   // for `outstanding`; returns true when it answers that request.
-  bool on_response(cluster::Session outstanding, bool outstanding_is_release, Token release_token,
+  bool on_response(const cluster::Session& outstanding, bool outstanding_is_release, Token release_token,
                    const Response& response, TimeMs now);
   // At the end: the model's whole table against a node's, if that node
   // applied the same prefix (else nothing is compared).
@@ -124,8 +128,8 @@ class ClusterChecker {
   // model-agreement: the first application of an entry against the model.
   void first_application(const cluster::Command& command, raft::Index index, const cluster::Applied& applied);
   std::vector<Outbound> expected_for(const cluster::Command& command, raft::Index index);
-  SessionInfo& info(cluster::Session session) { return sessions_[session]; }
-  void trim_sessions(std::uint64_t client, std::uint64_t sequence);
+  SessionInfo& info(const cluster::Session& session) { return sessions_[session]; }
+  void trim_sessions(const std::string& client, std::uint64_t sequence);
 
   RaftChecker& raft_;
   cluster::SessionLimits session_limits_;
@@ -135,7 +139,7 @@ class ClusterChecker {
   Token max_granted_{0};
   std::map<raft::Index, std::uint64_t> digests_;  // index -> digest of the touched key's state
   std::map<cluster::Session, SessionInfo> sessions_;
-  std::map<std::uint64_t, std::uint64_t> highest_applied_;  // client -> highest sequence applied
+  std::map<std::string, std::uint64_t> highest_applied_;  // client -> highest sequence applied
   std::map<std::string, Grant> last_grant_;
   std::optional<KeyBefore> before_;
   std::uint64_t expires_applied_ = 0, timeouts_applied_ = 0;

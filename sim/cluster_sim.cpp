@@ -1,14 +1,20 @@
-// The lock workload on the Raft harness: each node serves client
-// connections in front of its LockMachine and, while it leads, proposes the
-// due Expires and Timeouts of its DeadlineHeap; clients send one request at
-// a time, follow redirects, and retry on timeout with backoff, each attempt
-// on a new connection (the old one is given up, as a client that reconnects
-// does), keeping its session so a retry is applied at most once. Nodes are
-// not told that a connection was given up, so no Close is proposed: a
-// waiter stays queued until answered or moved by its retry. Close is
-// covered by the unit tests and the cluster vectors, not here: the checker
-// would first need to expect the T that a dropped waiter's retry gets, and
-// the model to follow a retry's move to a new connection.
+// The lock workload on the Raft harness. Each simulated node is one
+// cluster::Node (impl/cluster/node.hpp), which does everything a node does:
+// this file only drives it over our Raft, with the term as its epoch:
+// client lines in, committed entries in (through NodeReplica), leadership
+// and the leader's address in, ticks on the node's own clock; proposals out
+// to Raft while their epoch is the node's current term (any other is
+// reported failed to the node, as a fenced write would be), responses and
+// closes out to the clients, snapshots out to Raft's compaction. The rest
+// is clients, faults and checking: clients send one request at a time
+// (with their session: `A ... <client> <seq>`), follow `E not-leader`
+// redirects, and retry with backoff on a new connection after a timeout or
+// when the node closes the connection (it could not tell whether the
+// request would commit), so a retry is applied at most once. Nodes are not
+// told that a connection was given up, so no Close is proposed: a waiter
+// stays queued until answered or moved by its retry. Close is covered by
+// the node's unit tests and the cluster vectors, not here: the checker
+// would first need to expect the T that a dropped waiter's retry gets.
 #include "sim/cluster_sim.hpp"
 
 #include <algorithm>
@@ -18,8 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "impl/cluster/deadlines.hpp"
-#include "impl/cluster/lock_machine.hpp"
+#include "impl/cluster/node.hpp"
 #include "sim/cluster_checker.hpp"
 #include "sim/cluster_timeline.hpp"
 #include "sim/network.hpp"
@@ -87,57 +92,105 @@ using raft::NodeId;
 
 // What travels between clients and nodes (not through the Raft network).
 struct ClientMessage {
-  enum class Kind : std::uint8_t { request, response, redirect };
+  enum class Kind : std::uint8_t { request, response, closed };
   Kind kind = Kind::request;
   NodeId node = 0;
   std::uint32_t client = 0;
   ConnectionId connection;
-  cluster::Command command;  // request: the command, unstamped
-  Response response;         // response
-  NodeId hint = 0;           // redirect: the leader the node knows, or 0
+  std::string line;   // request
+  Response response;  // response
 };
 
 // Workload events: HarnessEvent.slot is the kind, .node the client (act,
 // timeout) and .generation the timer generation or the message's pool slot.
 enum class WorkEvent : std::uint32_t { act, timeout, to_node, to_client };
 
-// Connection ids carry their node (so a node answers only its own) and are
-// unique across the run.
-constexpr NodeId connection_node(ConnectionId c) { return static_cast<NodeId>(c.value >> 56); }
+// Connection ids carry their node and client, and are unique across the run.
+constexpr std::uint32_t connection_client(ConnectionId c) { return static_cast<std::uint32_t>((c.value >> 24) & 0xffffffu); }
+
+// The client address a node advertises, as `E not-leader` names it.
+std::string node_address(NodeId id) { return fmt::format("node{}:7878", id); }
+std::optional<NodeId> address_node(std::string_view address) {
+  if (!address.starts_with("node")) return std::nullopt;
+  const auto colon = address.find(':');
+  NodeId id = 0;
+  for (const char c : address.substr(4, colon - 4)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    id = id * 10 + static_cast<NodeId>(c - '0');
+  }
+  return id;
+}
+
+// The wire line of a client's request, with its session fields.
+std::string request_line(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) {
+    return fmt::format("A {} {} {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value, a->session.client,
+                       a->session.sequence);
+  }
+  const auto& r = std::get<cluster::Release>(command);
+  return fmt::format("R {} {} {} {}", r.key, r.token.value, r.session.client, r.session.sequence);
+}
+
+class LockWorkload;
+
+// Hands the checkers every command a node applies (cluster::ApplyObserver).
+struct NodeWatch final : cluster::ApplyObserver {
+  NodeId id = 0;
+  ClusterChecker* checker = nullptr;
+  ClusterTimelineRecorder* timeline = nullptr;
+  TimeMs now;  // global time of the apply
+
+  void before_command(cluster::LogIndex index, const cluster::Command& command,
+                      const cluster::LockMachine& machine) override {
+    checker->before_command(id, index, command, machine);
+  }
+  void after_command(cluster::LogIndex index, const cluster::Command& command, const cluster::LockMachine& machine,
+                     const cluster::Applied& applied) override {
+    checker->after_command(id, index, command, machine, applied, now);
+    if (timeline != nullptr) timeline->after_command(id, index, command, machine, applied, now);
+  }
+};
 
 class LockWorkload {
  public:
-  using Machine = cluster::LockMachine;
+  using Machine = NodeReplica;
   using Harness = RaftHarness<LockWorkload>;
 
   LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline)
       : p_(params),
         timeline_(timeline),
         pool_(1 << 20),
-        heaps_(params.raft.nodes + 1),
-        heap_term_(params.raft.nodes + 1, 0),
+        watches_(params.raft.nodes + 1),
+        known_leader_(params.raft.nodes + 1, 0),
         ticks_(params.raft.nodes + 1, 0),
-        stash_(params.raft.nodes + 1),
-        open_(params.raft.nodes + 1),
-        clients_(params.clients + 1) {
-    for (auto& heap : heaps_) heap = cluster::DeadlineHeap(heap_config());
-  }
+        clients_(params.clients + 1) {}
 
   Machine make_machine() const {
-    cluster::MachineConfig config;
+    cluster::NodeConfig config;
     config.limits = p_.limits;
     config.sessions = p_.sessions;
     config.bug = p_.bug;
+    config.snapshot_every_entries = p_.raft.compact_threshold;
+    config.log_keep_entries = p_.raft.log_keep;
     return Machine(config);
   }
 
   void start(Harness& h) {
     checker_.emplace(h.checker(), p_.limits, p_.sessions, p_.skew_bound_ms);
-    h.cluster().on_before_apply = [this](NodeId id, const raft::Entry& entry, const Machine& machine) {
-      checker_->before_apply(id, entry, machine);
+    for (NodeId id = 1; id <= p_.raft.nodes; ++id) {
+      watches_[id].id = id;
+      watches_[id].checker = &*checker_;
+      watches_[id].timeline = timeline_;
+    }
+    // A restarted node is a new Node: it is (re)connected to its watch
+    // before each entry it applies.
+    h.cluster().on_before_apply = [this, &h](NodeId id, const raft::Entry&, const Machine&) {
+      watches_[id].now = h.now();
+      h.cluster().machine(id).node.set_observer(&watches_[id]);
     };
     for (std::uint32_t c = 1; c <= p_.clients; ++c) {
       clients_[c].id = c;
+      clients_[c].name = fmt::format("{}", c);
       clients_[c].target = static_cast<NodeId>(1 + c % p_.raft.nodes);
       schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
     }
@@ -161,31 +214,20 @@ class LockWorkload {
   }
 
   void on_apply(Harness& h, NodeId id, const raft::Entry& entry, Machine& machine) {
-    auto applied = machine.take_applied();
-    checker_->after_apply(id, entry, machine, applied, h.now());
-    if (timeline_ != nullptr) timeline_->after_apply(entry, machine, applied, h.now());
-    auto& heap = heaps_[id];
-    if (heap.leading()) heap.note_applied(applied, machine);
-    for (auto& out : applied.responses) {
-      if (connection_node(out.connection) != id || !open_[id].contains(out.connection)) continue;
-      if (h.workload_prng().chance(p_.response_loss) && !h.in_liveness()) continue;  // the connection broke
-      ClientMessage m;
-      m.kind = ClientMessage::Kind::response;
-      m.node = id;
-      m.client = static_cast<std::uint32_t>((out.connection.value >> 24) & 0xffffffu);
-      m.connection = out.connection;
-      m.response = std::move(out.response);
-      to_client(h, std::move(m));
-    }
+    checker_->entry_applied(id, entry.index);
+    dispatch(h, id, std::exchange(machine.outputs, {}));
   }
 
   void on_tick(Harness& h, NodeId id) {
-    auto& heap = heaps_[id];
+    sync_leadership(h, id);
     auto& cluster = h.cluster();
-    if (heap.leading()) {
-      const auto& machine = cluster.machine(id);
-      for (const auto& deadline : machine.deadlines()) {
-        if (heap.tracks(deadline)) continue;
+    if (!cluster.alive(id)) return;
+    const auto& node = cluster.machine(id).node;
+    if (node.leading()) {
+      // The checker outside the heap: every deadline of the leader's
+      // applied table is in its heap or in flight.
+      for (const auto& deadline : node.machine().deadlines()) {
+        if (node.heap().tracks(deadline)) continue;
         h.checker().fail("deadline-heap",
                          fmt::format("leader {} (term {}) does not track the {} of `{}` (id {}) at {} ms of its applied "
                                      "state",
@@ -194,22 +236,13 @@ class LockWorkload {
                                      deadline.target.key, deadline.target.id, deadline.at.value));
         return;
       }
-      heap.check_invariants(machine);
-      for (auto& command : heap.due(h.local(id), machine)) {
-        if (std::holds_alternative<cluster::Expire>(command)) {
-          ++lock_.expires_proposed;
-        } else {
-          ++lock_.timeouts_proposed;
-        }
-        auto out = cluster.propose(id, cluster::encode(command), h.local(id));
-        h.route(std::move(out.messages));
-        if (!cluster.alive(id)) return;
-      }
     }
-    // The table's own invariants, on every node now and then: a full check
+    cluster::NodeOutputs out;
+    cluster.machine(id).node.on_tick(h.local(id), out);
+    dispatch(h, id, std::move(out));
+    // The node's own invariants, on every node now and then: a full check
     // costs as much as hundreds of applies.
-    if (++ticks_[id] % table_check_ticks == 0) cluster.machine(id).check_invariants();
-    compact(h, id);
+    if (cluster.alive(id) && ++ticks_[id] % table_check_ticks == 0) cluster.machine(id).node.check_invariants();
   }
 
   void after_event(Harness& h) {
@@ -219,31 +252,20 @@ class LockWorkload {
         if (timeline_ != nullptr) timeline_->node_state(id, false, 0, h.now());
         continue;
       }
-      const auto& node = cluster.node(id);
-      auto& heap = heaps_[id];
-      const bool leads = node.role() == raft::Role::leader;
-      if (timeline_ != nullptr) timeline_->node_state(id, true, leads ? node.term() : 0, h.now());
-      if (leads && (!heap.leading() || heap_term_[id] != node.term())) {
-        // The heap of a new leader comes from its applied state.
-        if (heap.leading()) heap.step_down();
-        heap.become_leader(cluster.machine(id));
-        heap_term_[id] = node.term();
-      } else if (!leads && heap.leading()) {
-        heap.step_down();
+      sync_leadership(h, id);
+      if (timeline_ != nullptr) {
+        const auto& node = cluster.node(id);
+        timeline_->node_state(id, true, node.role() == raft::Role::leader ? node.term() : 0, h.now());
       }
     }
   }
 
-  void on_down(Harness&, NodeId id) {
-    open_[id].clear();  // its connections died with it
-    stash_[id].reset();
-    heaps_[id].step_down();
+  void on_down(Harness& h, NodeId id) {
+    // Its connections died with it; its Node is replaced at the restart.
+    add_node_stats(h.cluster().machine(id).node.stats());
   }
 
-  void on_restart(Harness&, NodeId id) {
-    heaps_[id] = cluster::DeadlineHeap(heap_config());
-    heap_term_[id] = 0;
-  }
+  void on_restart(Harness&, NodeId id) { known_leader_[id] = 0; }
 
   void start_liveness(Harness&) {}
   DurationMs liveness_ms() const { return cluster_liveness_ms(p_); }
@@ -265,7 +287,7 @@ class LockWorkload {
       h.checker().fail("liveness", "no leader at the end");
       return;
     }
-    const auto& machine = cluster.machine(leader);
+    const auto& machine = cluster.machine(leader).node.machine();
     const auto limit = TimeMs{h.local(leader).value - p_.expire_bound_ms.value};
     for (const auto& [key, state] : machine.keys()) {
       if (state.expiry < limit) {
@@ -284,14 +306,18 @@ class LockWorkload {
     }
     // Every node that applied the whole log holds the model's table.
     for (NodeId id = 1; id <= p_.raft.nodes; ++id) {
-      if (cluster.alive(id)) checker_->compare_final(id, cluster.machine(id));
+      if (cluster.alive(id)) checker_->compare_final(id, cluster.machine(id).node.machine());
     }
   }
 
-  const ClusterLockStats& lock_stats() {
-    lock_.expires_applied = checker_->expires_applied();
-    lock_.timeouts_applied = checker_->timeouts_applied();
-    return lock_;
+  ClusterLockStats lock_stats(Harness& h) {
+    ClusterLockStats stats = lock_;
+    for (NodeId id = 1; id <= p_.raft.nodes; ++id) {
+      if (h.cluster().alive(id)) add_node_stats(h.cluster().machine(id).node.stats(), stats);
+    }
+    stats.expires_applied = checker_->expires_applied();
+    stats.timeouts_applied = checker_->timeouts_applied();
+    return stats;
   }
 
  private:
@@ -302,10 +328,12 @@ class LockWorkload {
   };
   struct Client {
     std::uint32_t id = 0;
+    std::string name;  // its session's client id
     std::uint64_t sequence = 0;
     bool waiting = false;
     cluster::Session session;
     cluster::Command command;  // the outstanding request, unstamped
+    std::string line;          // and its wire line
     ConnectionId connection;   // the current attempt's
     NodeId target = 1;
     std::uint32_t attempts = 0;
@@ -315,10 +343,89 @@ class LockWorkload {
     std::vector<Token> past_tokens;  // for stale releases; the last few
   };
 
-  cluster::DeadlineConfig heap_config() const {
-    cluster::DeadlineConfig config;
-    config.bug = p_.bug;
-    return config;
+  void add_node_stats(const cluster::NodeStats& s) { add_node_stats(s, lock_); }
+  static void add_node_stats(const cluster::NodeStats& s, ClusterLockStats& into) {
+    into.expires_proposed += s.expires_proposed;
+    into.timeouts_proposed += s.timeouts_proposed;
+    into.snapshots += s.snapshots;
+    into.closed_unknown += s.connections_closed_unknown;
+  }
+
+  // Tells the node what Raft says of its leadership: gained with the term
+  // as the epoch, lost, and who leads (for its redirects).
+  void sync_leadership(Harness& h, NodeId id) {
+    auto& cluster = h.cluster();
+    if (!cluster.alive(id)) return;
+    const auto& raft = cluster.node(id);
+    auto& node = cluster.machine(id).node;
+    const bool leads = raft.role() == raft::Role::leader;
+    const NodeId leader = leads ? id : raft.leader();
+    // Called after every event for every node: most calls change nothing.
+    if (leader == known_leader_[id] && leads == node.leading() &&
+        (!leads || node.epoch() == cluster::Epoch{raft.term()})) {
+      return;
+    }
+    if (leader != known_leader_[id]) {
+      known_leader_[id] = leader;
+      node.on_leader_address(leader != raft::node_none ? node_address(leader) : std::string());
+    }
+    cluster::NodeOutputs out;
+    if (leads && (!node.leading() || node.epoch() != cluster::Epoch{raft.term()})) {
+      node.on_leadership_gained(cluster::Epoch{raft.term()}, h.local(id), out);
+    } else if (!leads && node.leading()) {
+      node.on_leadership_lost(out);
+    }
+    dispatch(h, id, std::move(out));
+  }
+
+  // What a node output, in the order the node asks: proposals to Raft, then
+  // lines and closes to clients, then compaction.
+  void dispatch(Harness& h, NodeId id, cluster::NodeOutputs out) {
+    if (out.proposals.empty() && out.to_clients.empty() && !out.compaction) return;
+    auto& cluster = h.cluster();
+    if (!cluster.alive(id)) return;
+    cluster::NodeOutputs failed;
+    for (auto& proposal : out.proposals) {
+      if (propose(h, id, std::move(proposal.bytes), proposal.epoch)) continue;
+      if (!cluster.alive(id)) return;  // crashed while writing: its outputs die with it
+      cluster.machine(id).node.on_proposal_failed(proposal.id, failed);
+    }
+    if (!cluster.alive(id)) return;
+    for (auto& message : out.to_clients) {
+      if (message.kind == cluster::ToClient::Kind::clock_marker) continue;  // no test clock here
+      ClientMessage m;
+      m.node = id;
+      m.client = connection_client(message.connection);
+      m.connection = message.connection;
+      if (message.kind == cluster::ToClient::Kind::close) {
+        m.kind = ClientMessage::Kind::closed;
+      } else {
+        if (h.workload_prng().chance(p_.response_loss) && !h.in_liveness()) continue;  // the connection broke
+        m.kind = ClientMessage::Kind::response;
+        m.response = std::move(message.response);
+      }
+      to_client(h, std::move(m));
+    }
+    if (out.compaction) h.route(cluster.compact_with(id, out.compaction->index, std::move(out.compaction->bytes)));
+    dispatch(h, id, std::move(failed));
+  }
+
+  // Raft takes a proposal only from the leader of the term it was made in:
+  // a deposed leader's proposal is refused here, as etcd refuses a write
+  // fenced on an old election revision.
+  bool propose(Harness& h, NodeId id, std::string bytes, cluster::Epoch epoch) {
+    auto& cluster = h.cluster();
+    if (!cluster.alive(id)) return false;
+    const auto& raft = cluster.node(id);
+    if (raft.role() != raft::Role::leader || raft.term() != epoch.value) return false;
+    auto out = cluster.propose(id, std::move(bytes), h.local(id));
+    h.route(std::move(out.messages));
+    if (out.kind == raft::ProposeResult::Kind::accepted) {
+      ++h.stats().proposed;
+      return true;
+    }
+    if (out.kind == raft::ProposeResult::Kind::too_many_uncommitted) ++h.stats().refused;
+    return false;
   }
 
   void schedule_act(Harness& h, std::uint32_t client, DurationMs after) {
@@ -330,7 +437,7 @@ class LockWorkload {
     auto& client = clients_[c];
     if (client.waiting || h.in_liveness()) return;
     auto& prng = h.workload_prng();
-    client.session = cluster::Session{c, ++client.sequence};
+    client.session = cluster::Session{client.name, ++client.sequence};
     if (client.held && client.held->releases) {
       Token token = client.held->token;
       if (prng.chance(p_.stale_release) && !client.past_tokens.empty()) {
@@ -347,6 +454,7 @@ class LockWorkload {
       client.command =
           cluster::Acquire{client.session, ConnectionId{}, key, session_owner(client.session), lease, wait, TimeMs{0}};
     }
+    client.line = request_line(client.command);
     ++lock_.requests;
     client.waiting = true;
     client.attempts = 0;
@@ -375,7 +483,7 @@ class LockWorkload {
     m.node = client.target;
     m.client = c;
     m.connection = client.connection;
-    m.command = client.command;
+    m.line = client.line;
     const auto delay = latency(h);
     const auto slot = pool_.put(std::move(m));
     h.push(h.now() + delay, HarnessEvent{HarnessEventKind::workload, 0, static_cast<std::uint32_t>(WorkEvent::to_node), slot});
@@ -414,48 +522,11 @@ class LockWorkload {
     auto& cluster = h.cluster();
     const NodeId id = m.node;
     if (!cluster.alive(id)) return;  // the connection never opens
-    open_[id].insert(m.connection);
-    auto command = m.command;
-    const auto now = h.local(id);
-    if (auto* a = std::get_if<cluster::Acquire>(&command)) {
-      a->connection = m.connection;
-      a->now = now;
-    } else if (auto* r = std::get_if<cluster::Release>(&command)) {
-      r->connection = m.connection;
-      r->now = now;
-    }
-    auto out = cluster.propose(id, cluster::encode(command), now);
-    h.route(std::move(out.messages));
-    if (out.kind == raft::ProposeResult::Kind::accepted) {
-      ++h.stats().proposed;
-      if (p_.bug == cluster::ClusterBug::answer_before_commit) answer_before_commit(h, m, command);
-      return;  // answered once applied
-    }
-    if (out.kind == raft::ProposeResult::Kind::too_many_uncommitted) ++h.stats().refused;
-    ++lock_.redirects;
-    ClientMessage back;
-    back.kind = ClientMessage::Kind::redirect;
-    back.node = id;
-    back.client = m.client;
-    back.connection = m.connection;
-    back.hint = out.kind == raft::ProposeResult::Kind::not_leader ? out.leader_hint : id;
-    to_client(h, std::move(back));
-  }
-
-  // The answer-before-commit bug: the leader grants at once an Acquire of a
-  // key its applied table shows free, with the token it expects to issue,
-  // as if the entry could not be lost or overtaken before it commits.
-  void answer_before_commit(Harness& h, const ClientMessage& request, const cluster::Command& command) {
-    const auto* a = std::get_if<cluster::Acquire>(&command);
-    const auto& machine = h.cluster().machine(request.node);
-    if (a == nullptr || machine.keys().contains(a->key)) return;
-    ClientMessage m;
-    m.kind = ClientMessage::Kind::response;
-    m.node = request.node;
-    m.client = request.client;
-    m.connection = request.connection;
-    m.response = Response::granted(machine.next_token(), a->owner, a->key);
-    to_client(h, std::move(m));
+    sync_leadership(h, id);
+    if (!cluster.alive(id)) return;
+    cluster::NodeOutputs out;
+    cluster.machine(id).node.on_line(m.connection, m.line, h.local(id), out);
+    dispatch(h, id, std::move(out));
   }
 
   void to_client(Harness& h, ClientMessage m) {
@@ -467,8 +538,20 @@ class LockWorkload {
   void at_client(Harness& h, ClientMessage m) {
     auto& client = clients_[m.client];
     if (!client.waiting || m.connection != client.connection) return;  // a connection given up
-    if (m.kind == ClientMessage::Kind::redirect) {
-      retry(h, m.client, m.hint);
+    if (m.kind == ClientMessage::Kind::closed) {
+      // The node could not tell whether the request would commit: ask again.
+      retry(h, m.client, 0);
+      return;
+    }
+    if (m.response.kind == ResponseKind::error && m.response.reason.starts_with("not-leader")) {
+      ++lock_.redirects;
+      const auto hint = m.response.reason.size() > 11 ? address_node(std::string_view(m.response.reason).substr(11))
+                                                      : std::nullopt;
+      retry(h, m.client, hint.value_or(0));
+      return;
+    }
+    if (m.response.kind == ResponseKind::error && m.response.reason == "too many requests in flight") {
+      retry(h, m.client, 0);
       return;
     }
     const auto* release = std::get_if<cluster::Release>(&client.command);
@@ -501,24 +584,6 @@ class LockWorkload {
     }
   }
 
-  // The lock table can snapshot only its current state: a node takes one
-  // when enough entries applied and compacts with it once log_keep more
-  // applied, so slow followers still find those entries in the log.
-  void compact(Harness& h, NodeId id) {
-    auto& cluster = h.cluster();
-    const auto& node = cluster.node(id);
-    auto& stash = stash_[id];
-    const auto upto = std::min(node.applied(), node.commit());
-    if (!stash && upto >= node.snapshot().index + p_.raft.compact_threshold && upto == cluster.machine(id).applied()) {
-      stash = Stash{upto, cluster.machine(id).snapshot_through(upto)};
-    }
-    if (stash && upto >= stash->index + p_.raft.log_keep) {
-      ++lock_.snapshots;
-      h.route(cluster.compact_with(id, stash->index, std::move(stash->data)));
-      stash.reset();
-    }
-  }
-
   // The timer event is both the attempt's timeout and a backoff's end,
   // which resend_bit marks; a timer the client has since replaced is stale.
   static constexpr std::uint64_t resend_bit = std::uint64_t{1} << 62;
@@ -532,25 +597,17 @@ class LockWorkload {
     }
   }
 
-  struct Stash {
-    raft::Index index = 0;
-    std::string data;
-  };
-
   ClusterSimParams p_;
   ClusterTimelineRecorder* timeline_;  // or nullptr
   std::optional<ClusterChecker> checker_;  // made in start(): it reports to the harness's Raft checker
   InFlightPool<ClientMessage> pool_;
-  std::vector<cluster::DeadlineHeap> heaps_;
-  std::vector<raft::Term> heap_term_;
+  std::vector<NodeWatch> watches_;
+  std::vector<NodeId> known_leader_;  // the leader each node was last told of
   static constexpr std::uint64_t table_check_ticks = 50;
   std::vector<std::uint64_t> ticks_;
-  std::vector<std::optional<Stash>> stash_;
-  std::vector<std::set<ConnectionId>> open_;
   std::vector<Client> clients_;
   std::uint64_t timers_ = 0;
   ClusterLockStats lock_;
-
 };
 
 }  // namespace
@@ -574,7 +631,7 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterT
   RaftHarness<LockWorkload> harness(p.raft, workload);
   ClusterRunResult result;
   result.raft = harness.run();
-  result.lock = workload.lock_stats();
+  result.lock = workload.lock_stats(harness);
   if (timeline != nullptr) timeline->finish(result.raft.stats.simulated_until);
   return result;
 }

@@ -73,6 +73,7 @@ struct ClusterLockStats {
   std::uint64_t expires_applied = 0;   // Expire entries that ended a grant (first application)
   std::uint64_t timeouts_applied = 0;  // Timeout entries that answered a waiter
   std::uint64_t snapshots = 0;
+  std::uint64_t closed_unknown = 0;  // connections a node closed: a request's fate unknown
 };
 
 struct ClusterRunResult {

@@ -28,14 +28,15 @@ bool answered(const cluster::Applied& applied, ResponseKind kind, const std::str
 
 ClusterTimelineRecorder::ClusterTimelineRecorder(std::uint32_t nodes) : nodes_(nodes), node_tracks_(nodes + 1) {}
 
-void ClusterTimelineRecorder::after_apply(const raft::Entry& entry, const cluster::LockMachine& machine,
-                                          const cluster::Applied& applied, TimeMs now) {
-  if (entry.index != applied_ + 1) return;  // applied before elsewhere: drawn then
-  applied_ = entry.index;
-  if (entry.kind == raft::EntryKind::noop) return;
-  const auto decoded = cluster::decode(entry.data);
-  if (!std::holds_alternative<cluster::Command>(decoded)) return;
-  const auto& command = std::get<cluster::Command>(decoded);
+void ClusterTimelineRecorder::after_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                                            const cluster::LockMachine& machine, const cluster::Applied& applied,
+                                            TimeMs now) {
+  if (index > applied_) {
+    applied_ = index;
+    first_ = node;
+  } else if (index < applied_ || node != first_) {
+    return;  // applied before elsewhere: drawn then
+  }
   if (const auto* key = cluster::command_key(command)) {
     update_key(*key, command, machine, applied, now);
     return;

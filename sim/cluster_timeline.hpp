@@ -39,10 +39,10 @@ class ClusterTimelineRecorder {
  public:
   explicit ClusterTimelineRecorder(std::uint32_t nodes);
 
-  // After every apply on every node; only an entry's first application is
-  // drawn. `now` is global time.
-  void after_apply(const raft::Entry& entry, const cluster::LockMachine& machine, const cluster::Applied& applied,
-                   TimeMs now);
+  // After every command every node applies; only an entry's first
+  // application is drawn. `now` is global time.
+  void after_command(raft::NodeId node, raft::Index index, const cluster::Command& command,
+                     const cluster::LockMachine& machine, const cluster::Applied& applied, TimeMs now);
   // After every event: whether node `id` runs, and the term it leads (0: it
   // does not lead).
   void node_state(raft::NodeId id, bool alive, raft::Term leads, TimeMs now);
@@ -83,6 +83,7 @@ class ClusterTimelineRecorder {
 
   std::uint32_t nodes_;
   raft::Index applied_ = 0;  // the highest index applied anywhere
+  raft::NodeId first_ = 0;   // the node that applied it first (an entry may hold several commands)
   std::map<std::string, Track> tracks_;
   std::vector<NodeTrack> node_tracks_;
   std::vector<TimelineBar> bars_;

@@ -147,6 +147,6 @@ void RaftClusterOf<Machine>::check(TimeMs at) {
 }
 
 template class RaftClusterOf<raft::AppendOnlyRegister>;
-template class RaftClusterOf<cluster::LockMachine>;
+template class RaftClusterOf<NodeReplica>;
 
 }  // namespace lockstep::sim

@@ -2,7 +2,7 @@
 // a Ready is handled: write, sync, check that nothing is unsynced, send,
 // then apply. The random simulator (raft_sim) and the scenario interpreter
 // (raft_scenario) drive it with the append-only register, the cluster
-// simulator (cluster_sim) with the lock table; all pass each node's local
+// simulator (cluster_sim) with the lock service's node; all pass each node's local
 // time and route the returned messages themselves.
 #pragma once
 
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "impl/raft/node.hpp"
-#include "impl/cluster/lock_machine.hpp"
 #include "impl/raft/register.hpp"
+#include "sim/cluster_replica.hpp"
 #include "sim/raft_checker.hpp"
 #include "sim/raft_storage.hpp"
 
@@ -94,8 +94,8 @@ class RaftClusterOf {
 };
 
 using RaftCluster = RaftClusterOf<raft::AppendOnlyRegister>;
-using LockRaftCluster = RaftClusterOf<cluster::LockMachine>;
+using LockRaftCluster = RaftClusterOf<NodeReplica>;
 extern template class RaftClusterOf<raft::AppendOnlyRegister>;
-extern template class RaftClusterOf<cluster::LockMachine>;
+extern template class RaftClusterOf<NodeReplica>;
 
 }  // namespace lockstep::sim

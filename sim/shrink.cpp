@@ -41,8 +41,12 @@ class VectorBuilder {
         const std::string key = line_key(line);
         if (found != granted_.end()) {
           line = fmt::format("R {} {}", key, found->second.first.value);
-          // A name bound at an earlier instant; at its own instant, the number.
-          shown = found->second.second < input.at ? fmt::format("R {} $t{}", key, found->second.first.value) : line;
+          // A name bound at an earlier instant. At the grant's own instant
+          // the name is not bound yet (names bind when an instant is
+          // judged), and the token's value holds only against a server
+          // whose tokens are the model's: such inputs have no vector.
+          shown = fmt::format("R {} $t{}", key, found->second.first.value);
+          if (found->second.second == input.at) expressible_ = false;
         } else {
           line = fmt::format("R {} {}", key, unissued_token_base + index);
           shown = line;
@@ -57,6 +61,7 @@ class VectorBuilder {
   }
 
   std::string finish(TimeMs end, const std::string& comment) {
+    if (!expressible_) return {};
     advance_to(end);
     Outputs out;
     model_.advance(end, out);
@@ -98,10 +103,22 @@ class VectorBuilder {
   }
 
   void expect(TimeMs at, const Outputs& out) {
+    // A token the vector's model granted is written by its name wherever a
+    // response carries it (A, and the R or N that echo it), so that the
+    // vector holds against a server whose tokens are not the model's: the
+    // name binds to whatever token the server issued. Grants of this
+    // instant first: a response may echo a token granted beside it.
+    for (const auto& o : out) {
+      if (o.response.kind == ResponseKind::granted) named_tokens_.insert(o.response.token.value);
+    }
     for (const auto& o : out) {
       const Response& r = o.response;
       std::string shown = format_response(r);
       if (r.kind == ResponseKind::granted) shown = fmt::format("A $t{} {} {}", r.token.value, r.owner, r.key);
+      const bool echoes_token = r.kind == ResponseKind::released || r.kind == ResponseKind::not_held;
+      if (echoes_token && named_tokens_.contains(r.token.value)) {
+        shown = fmt::format("{} $t{} {}", static_cast<char>(r.kind), r.token.value, r.key);
+      }
       lines_.push_back(fmt::format("expect {} c{} {}", time(at), o.connection.value, shown));
       if (r.kind != ResponseKind::granted && r.kind != ResponseKind::timed_out && r.kind != ResponseKind::busy) continue;
       // The acquire it answers: the oldest in flight of that owner and key.
@@ -120,6 +137,8 @@ class VectorBuilder {
   std::vector<std::string> lines_;
   std::vector<Pending> pending_;
   std::map<RequestId, std::pair<Token, TimeMs>> granted_;
+  std::set<std::uint64_t> named_tokens_;  // every token granted so far, written as $t<value>
+  bool expressible_ = true;  // no release needs a token granted at its own instant
 };
 
 }  // namespace
@@ -138,6 +157,7 @@ std::string vector_for_inputs(const std::vector<InputRecord>& inputs, const Limi
 }
 
 bool vector_fails(const std::string& vector_text, InjectedBug bug) {
+  if (vector_text.empty()) return false;  // inputs no vector can express
   auto parsed = parse_vector(vector_text);
   if (std::holds_alternative<VectorError>(parsed)) return false;
   return run_vector(std::get<Vector>(parsed), ServiceKind::engine, bug).status == VectorVerdict::Status::fail;

@@ -24,7 +24,10 @@
 
 namespace lockstep::sim {
 
-// The vector text for `inputs` (no restarts), ending at `end`.
+// The vector text for `inputs` (no restarts), ending at `end`. Every token
+// is written by its `$name`, so the vector holds against any server's
+// tokens; empty when that is impossible (a release of a token granted at
+// the same instant, whose name is not bound yet when the release is sent).
 std::string vector_for_inputs(const std::vector<InputRecord>& inputs, const Limits& limits, TimeMs end,
                               const std::string& comment);
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,5 +73,13 @@ class TimelineRecorder final : public Observer {
 // At most `keys_max` keys are drawn: the busiest, in key order.
 std::string render_svg(const TimelineRecorder& recorder, const SimParams& params, TimeMs end,
                        std::size_t keys_max = 12);
+
+// What render_svg draws, from bars and marks recorded by any driver of simple
+// mode (the playground page records its own): the key rows, the sweep
+// instants and the legend. `title` is given how many keys were drawn and how
+// many were seen.
+std::string render_key_timeline(const std::vector<TimelineBar>& bars, const std::vector<TimelineMark>& marks,
+                                DurationMs sweep_ms, TimeMs end, std::size_t keys_max,
+                                const std::function<std::string(std::size_t drawn, std::size_t seen)>& title);
 
 }  // namespace lockstep::sim

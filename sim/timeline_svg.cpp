@@ -221,18 +221,27 @@ std::string TimelineCanvas::finish(std::string_view extra_style) const {
 }  // namespace svg
 
 std::string render_svg(const TimelineRecorder& recorder, const SimParams& params, TimeMs end, std::size_t keys_max) {
+  return render_key_timeline(recorder.bars(), recorder.marks(), params.limits.sweep_ms, end, keys_max,
+                             [&](std::size_t drawn, std::size_t seen) {
+                               return fmt::format("lockstep sim, seed {}: {} of {} keys, sweep every {} ms, bug {}",
+                                                  params.seed, drawn, seen, params.limits.sweep_ms.value,
+                                                  bug_name(params.bug));
+                             });
+}
+
+std::string render_key_timeline(const std::vector<TimelineBar>& bars, const std::vector<TimelineMark>& marks,
+                                DurationMs sweep_ms, TimeMs end, std::size_t keys_max,
+                                const std::function<std::string(std::size_t drawn, std::size_t seen)>& title) {
   svg::TimelineCanvas canvas(end);
   canvas.axis();
-  const double rows_end = canvas.key_rows(recorder.bars(), recorder.marks(), keys_max, svg::TimelineCanvas::top_px);
-  canvas.title(fmt::format("lockstep sim, seed {}: {} of {} keys, sweep every {} ms, bug {}", params.seed,
-                           canvas.keys_drawn(), canvas.keys_seen(), params.limits.sweep_ms.value,
-                           bug_name(params.bug)));
+  const double rows_end = canvas.key_rows(bars, marks, keys_max, svg::TimelineCanvas::top_px);
+  canvas.title(title(canvas.keys_drawn(), canvas.keys_seen()));
   const double axis_y = svg::TimelineCanvas::top_px - 10;
-  const auto sweep = params.limits.sweep_ms.value;
+  const auto sweep = sweep_ms.value;
   if (end.value / sweep <= 200) {
     for (std::int64_t t = sweep; t <= end.value; t += sweep) canvas.instant("sweep-instant", TimeMs{t}, axis_y, rows_end);
   }
-  for (const auto& mark : recorder.marks()) {
+  for (const auto& mark : marks) {
     if (!mark.key.empty()) continue;
     canvas.instant("restart", mark.at, axis_y, rows_end, fmt::format("server restart at {} ms", mark.at.value));
   }

@@ -1,6 +1,6 @@
 ----------------------------- MODULE LockServer -----------------------------
 (***************************************************************************)
-(* Simple mode of the lockstep lock service (CONTRACT.md, "Simple mode",   *)
+(* Simple mode of the lockstep lock service (docs/protocol.md, "Simple mode",   *)
 (* "Time", "Tokens"), one server, in virtual time.                         *)
 (*                                                                         *)
 (* The state is the one the reference model (model/model.hpp) keeps, cut   *)
@@ -89,7 +89,7 @@ Timeouts(t, w) ==
   IN [waiters |-> SelectSeq(w, LAMBDA x : x.deadline > t),
       out |-> [i \in 1..Len(due) |-> Response("T", due[i].conn, due[i].owner, due[i].key, NoToken)]]
 
-\* CONTRACT 8: at nextSweep, every expired key without waiters is deleted and
+\* simple mode 8: at nextSweep, every expired key without waiters is deleted and
 \* every expired key with waiters goes to its head waiter, keys visited in the
 \* order of their holders' tokens (so the new tokens follow that order).
 Sweep(t, ks, w, next) ==
@@ -110,7 +110,7 @@ Sweep(t, ks, w, next) ==
                    Response("A", head(order[r]).conn, head(order[r]).owner, order[r], next + r - 1)]]
 
 \* The clock moves to the next instant and fires what is due there:
-\* timeouts, then the sweep (the order CONTRACT.md, "Time", fixes).
+\* timeouts, then the sweep (the order docs/protocol.md, "Time", fixes).
 Tick ==
   /\ clock < MaxTime
   /\ clock' = clock + 1
@@ -322,7 +322,7 @@ AnsweredInTimeStep ==
              \cup {<<x.conn, x.owner, x.key>> : x \in Range(timedOut)} :
        CountAnswers(timedOut, {"T"}, t[1], t[2], t[3]) = CountWaiting(due, t[1], t[2], t[3])
 
-\* B only when a limit is reached (CONTRACT 5).
+\* B only when a limit is reached (simple mode 5).
 BusyOnlyAtLimitStep ==
   \A i \in 1..Len(sent') :
     sent'[i].kind = "B" =>

@@ -24,7 +24,7 @@
 (* LockServer step explains ("trace-stuck" with that event's number).      *)
 (*                                                                         *)
 (* One step is not a LockServer action: Restart.  The server process died *)
-(* and a fresh one started from its durable token mark (CONTRACT.md,       *)
+(* and a fresh one started from its durable token mark (docs/protocol.md,       *)
 (* "Tokens").  All lock state is gone; the clock of the world goes on, and *)
 (* so do the sweep instants; tokens must go on increasing.                 *)
 (***************************************************************************)

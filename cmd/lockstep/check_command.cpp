@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validators.hpp"
 #include "impl/bugs.hpp"
 #include "model/explorer.hpp"
 
@@ -69,6 +71,23 @@ int emit_vectors(const Explorer& explorer, const CheckOptions& options, const st
   return 0;
 }
 
+// A config of spec/LockCluster.tla: it names the cluster's nodes, or its
+// module extends the cluster spec.
+bool is_cluster_config(const std::string& config_text, const std::string& module_text) {
+  const auto names_nodes = [](const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      const auto start = line.find_first_not_of(" \t");
+      if (start != std::string::npos && line.compare(start, 5, "Nodes") == 0 &&
+          line.find_first_of("=<", start) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  return names_nodes(config_text) || module_text.find("EXTENDS LockCluster") != std::string::npos;
+}
+
 int run_check(const CheckOptions& options) {
   const std::filesystem::path config_path(options.config_path);
   const auto config_text = read_file(config_path);
@@ -80,6 +99,14 @@ int run_check(const CheckOptions& options) {
   auto module_path = config_path;
   module_path.replace_extension(".tla");
   const auto module_text = read_file(module_path).value_or("");
+  if (is_cluster_config(*config_text, module_text)) {
+    fmt::print(stderr,
+               "check: {} is a config of the cluster spec (LockCluster.tla): the explorer covers simple mode "
+               "only (LockServer.tla: MCsweep, MCcapacity, MCliveness, Bug*.cfg); the cluster configs "
+               "(ClusterMC*.cfg, ClusterBug*.cfg) are checked by TLC, see spec/README.md\n",
+               options.config_path);
+    return 2;
+  }
   auto parsed = parse_spec_config(*config_text, module_text);
   if (auto* error = std::get_if<std::string>(&parsed)) {
     fmt::print(stderr, "check: {}: {}\n", options.config_path, *error);
@@ -88,14 +115,7 @@ int run_check(const CheckOptions& options) {
   const auto& config = std::get<SpecConfig>(parsed);
 
   std::optional<InjectedBug> bug;
-  if (!options.bug.empty()) {
-    bug = bug_from_name(options.bug);
-    if (bug != InjectedBug::none && bug != InjectedBug::lifo_handoff &&
-        bug != InjectedBug::sweep_before_timeouts) {
-      fmt::print(stderr, "check: the model injects only lifo-handoff and sweep-before-timeouts\n");
-      return 2;
-    }
-  }
+  if (!options.bug.empty()) bug = bug_from_name(options.bug);  // one the model injects: checked when parsed
   Explorer explorer(config.bounds, bug);
   const auto& b = explorer.bounds();
   fmt::print("check {} ({}): {} keys, {} owners, {} connections, MaxTime {}, MaxToken {}, bug {}\n",
@@ -127,6 +147,7 @@ int run_check(const CheckOptions& options) {
     fmt::print("as a vector:\n{}", vec);
     if (!options.counterexample_path.empty() && !write_file(options.counterexample_path, vec)) {
       fmt::print(stderr, "check: cannot write {}\n", options.counterexample_path);
+      return 2;
     }
     return 1;
   }
@@ -145,18 +166,25 @@ void add_check_command(CLI::App& app, std::function<int()>& run) {
       "of spec/LockServer.tla, checking the spec's invariants and step properties. Prints the\n"
       "distinct-state count, which must equal TLC's on the same config. Exits 1 on a violation,\n"
       "after printing the shortest counter-example as a trace and as a .vec.");
-  command->add_option("--cfg", options->config_path, "a TLC config, e.g. spec/MCsweep.cfg")
-      ->required();
+  command->add_option("--cfg", options->config_path,
+                      "a TLC config of the simple-mode spec, e.g. spec/MCsweep.cfg (the cluster configs are "
+                      "TLC's only)")
+      ->required()
+      ->check(readable_file());
   command->add_option("--depth", options->steps_max,
                       "explore behaviours of at most this many steps (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole(0, std::numeric_limits<int>::max()));
   command->add_option("--emit-vectors", options->emit_directory,
-                      "write the first behaviour found to every distinct state as a .vec here");
+                      "write the first behaviour found to every distinct state as a .vec here")
+      ->check(writable_folder());
   command->add_option("--inject-bug", options->bug,
                       "explore a broken model instead of the config's: none, lifo-handoff or "
-                      "sweep-before-timeouts");
+                      "sweep-before-timeouts")
+      ->check(one_of({"none", "lifo-handoff", "sweep-before-timeouts"}, "the bugs the model injects",
+                     "none, lifo-handoff, sweep-before-timeouts"));
   command->add_option("--counterexample", options->counterexample_path,
-                      "also write the counter-example's .vec to this file");
+                      "also write the counter-example's .vec to this file")
+      ->check(writable_file());
   command->callback([options, &run] { run = [options] { return run_check(*options); }; });
 }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validators.hpp"
 #include "impl/bugs.hpp"
 #include "live/live_runner.hpp"
 #include "model/history/report.hpp"
@@ -143,11 +144,7 @@ std::string conform_junit(const std::vector<FileResult>& results, const std::str
 
 int run_conform(const ConformOptions& options) {
   const auto kind = options.against == "model" ? ServiceKind::model : ServiceKind::engine;
-  const auto bug = bug_from_name(options.bug);
-  if (!bug) {
-    fmt::print(stderr, "conform: unknown bug '{}' (see `lockstep bench --help`)\n", options.bug);
-    return 2;
-  }
+  const auto bug = bug_from_name(options.bug);  // a catalogue name: checked when parsed
   const auto files = expand(options.paths);
   if (files.empty()) {
     fmt::print(stderr, "conform: no vector files found\n");
@@ -192,26 +189,36 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   auto options = std::make_shared<ConformOptions>();
   auto* command = app.add_subcommand(
       "conform",
-      "Replay conformance vectors (.vec files, see VECTORS.md) against the engine or the\n"
-      "reference model; prints `ok FILE` or `FAIL FILE:LINE: ...` per file and exits 1 if any\n"
-      "failed. Folders are searched for .vec files.");
-  command->add_option("files", options->paths, "vector files or folders")->required();
-  command->add_option("--against", options->against, "the service to run the vectors against")
-      ->check(CLI::IsMember({"engine", "model"}))
-      ->capture_default_str();
-  command->add_option("--inject-bug", options->bug,
-                      "run a deliberately broken engine (a name from the bug catalogue); the bugs are\n"
-                      "simple-mode ones, so mode=cluster vectors run without it")
-      ->capture_default_str();
+      "Replay conformance vectors (.vec files, format in docs/protocol.md, \"Conformance vectors\")\n"
+      "against the engine or the reference model, or exactly against a live server with --exec;\n"
+      "prints `ok FILE` or `FAIL FILE:LINE: ...` per file and exits 1 if any failed. Folders are\n"
+      "searched for .vec files.");
+  command->add_option("files", options->paths, "vector files or folders")->required()->check(readable_path());
+  auto* against = command->add_option("--against", options->against, "the service to run the vectors against")
+                      ->check(one_of({"engine", "model"}, "the in-process services", "engine or model"))
+                      ->capture_default_str();
+  std::vector<std::string> bugs{"none"};
+  for (const auto& entry : bug_catalogue()) bugs.emplace_back(entry.name);
+  auto* bug = command->add_option("--inject-bug", options->bug,
+                                  "run a deliberately broken engine (a name from the engine's catalogue, listed by\n"
+                                  "`lockstep serve --list-bugs`); the bugs are simple-mode ones, so mode=cluster\n"
+                                  "vectors run without it")
+                  ->check(one_of(bugs, "the engine's bug catalogue", "lockstep serve --list-bugs lists it"))
+                  ->capture_default_str();
   command->add_option("--exec", options->exec,
                       "replay against a live server with a test clock, one fresh server per vector, started by\n"
                       "this shell command; {port} (a free port), {max_keys}, {max_waiters_per_key},\n"
-                      "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms} are filled from the vector");
+                      "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms} are filled from the vector\n"
+                      "(the server runs as it is: --against and --inject-bug do not apply)")
+      ->excludes(against)
+      ->excludes(bug);
   command->add_option("--patience-ms", options->patience_ms,
                       "how long to wait for a live server's answer to a barrier")
+      ->check(whole_signed(1, 3'600'000))
       ->capture_default_str();
   command->add_option("--junit", options->junit_path,
-                      "also write JUnit XML here: one test case per vector file, failed or skipped as it was");
+                      "also write JUnit XML here: one test case per vector file, failed or skipped as it was")
+      ->check(writable_file());
   command->callback([options, &run] { run = [options] { return run_conform(*options); }; });
 }
 

@@ -18,6 +18,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
+#include "cmd/lockstep/validators.hpp"
 #include "impl/decimal.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
@@ -36,19 +37,23 @@ struct Outputs {
 };
 
 void add_output_options(CLI::App& command, Outputs& outputs) {
-  command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run");
-  command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check");
+  command.add_option("--report", outputs.report_path, "write a self-contained HTML report of the run")
+      ->check(writable_file());
+  command.add_option("--junit", outputs.junit_path, "write JUnit XML: one test case per key and check")
+      ->check(writable_file());
   command.add_option("--budget-states", outputs.budget_states, "configurations the checker may step before saying unknown")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+      ->check(whole(1))
+      ->capture_default_str();
   command.add_option("--budget-memory-mb", outputs.budget_memory_mb,
                      "MiB the configurations of one instant may take before the checker says unknown")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{16}, std::uint64_t{1} << 20));
+      ->check(whole(16, std::uint64_t{1} << 20))
+      ->capture_default_str();
   command.add_option("--vectors", outputs.vectors_dir,
-                     "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`");
+                     "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`")
+      ->check(writable_folder());
   command.add_option("--explain", outputs.explain_key,
-                     "print the explanation found for this key: the instant of each step of the server");
+                     "print the explanation found for this key: the instant of each step of the server")
+      ->check(protocol_name());
 }
 
 // A file name for a key's vector: the key's bytes that are safe in a path.
@@ -84,7 +89,24 @@ bool write_vectors(const history::History& recorded, const history::CheckResult&
   return true;
 }
 
+// Whether a request of the history names `key` (the second field of `A`
+// and `R` lines).
+bool history_names_key(const history::History& recorded, const std::string& key) {
+  for (const auto& event : recorded.events) {
+    if (event.kind != history::EventKind::send || event.line.size() < 2 || event.line[1] != ' ') continue;
+    if (event.line.compare(2, key.size(), key) == 0 &&
+        (event.line.size() == 2 + key.size() || event.line[2 + key.size()] == ' ')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int judge(const history::History& recorded, const Outputs& outputs, const std::string& suite) {
+  if (!outputs.explain_key.empty() && !history_names_key(recorded, outputs.explain_key)) {
+    fmt::print("explain: no request of the history names key `{}`: nothing to explain (the verdict follows)\n",
+               outputs.explain_key);
+  }
   history::CheckOptions options;
   options.budget_states = outputs.budget_states;
   options.memory_max_bytes = outputs.budget_memory_mb << 20;
@@ -120,7 +142,7 @@ struct FuzzCommand {
   std::string target;
   std::string lease_range, wait_range;
   // Which limits were given on the command line (the others take the
-  // defaults of the mode: CONTRACT.md's for --target, the edge-seeking ones
+  // defaults of the mode: the protocol's for --target, the edge-seeking ones
   // for --exec).
   std::vector<std::string> limits_given;
   Outputs outputs;
@@ -178,8 +200,8 @@ std::string settle_limits(FuzzCommand& options) {
     return (given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
                       : "the fuzzer's edge-seeking defaults, filled into the command") + unlimited;
   }
-  return (given_any ? "given, the others CONTRACT.md's defaults"
-                    : "CONTRACT.md's defaults, what a server started without options has; if the target was started "
+  return (given_any ? "given, the others the protocol's defaults (docs/protocol.md, \"Limits\")"
+                    : "the protocol's defaults (docs/protocol.md, \"Limits\"), what a server started without options has; if the target was started "
                       "with others, give them (--max-keys, --sweep-ms ...)") + unlimited;
 }
 
@@ -239,10 +261,6 @@ int run_fuzz_command(FuzzCommand& options) {
     std::tie(options.fuzz.wait_min_ms, options.fuzz.wait_max_ms) = *range;
   }
   live::default_ranges(options.fuzz);
-  if (options.fuzz.clients == 0 || options.fuzz.keys == 0 || options.fuzz.clients > 1000) {
-    fmt::print(stderr, "fuzz: --clients must be 1 to 1000 and --keys at least 1\n");
-    return 2;
-  }
   fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms, leases {}..{} ms, waits {}..{} ms{}{}\n",
              options.fuzz.seed, options.fuzz.clients, options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
              options.fuzz.lease_min_ms, options.fuzz.lease_max_ms, options.fuzz.wait_min_ms, options.fuzz.wait_max_ms,
@@ -283,16 +301,16 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   auto* fuzz = app.add_subcommand(
       "fuzz",
       "Black-box fuzzing of a live server in real time: a random concurrent workload from --seed,\n"
-      "recorded as a history and checked against the contract (CONTRACT.md, \"Black box, in real\n"
-      "time\"). Exit 0 conforms, 1 a violation, 2 unknown.\n"
+      "recorded as a history and checked against the protocol (docs/protocol.md, \"Black box, in\n"
+      "real time\"). Exit 0 conforms, 1 a violation, 2 unknown.\n"
       "Fitting it to a service: the limits assumed must be the target's. With --target, those not\n"
-      "given are CONTRACT.md's defaults (a lockstep serve started without options); with --exec,\n"
+      "given are the protocol's defaults (a lockstep serve started without options); with --exec,\n"
       "the fuzzer's edge-seeking defaults (6 keys, 3 waiters per key, 24 waiters, sweep 1000 ms,\n"
       "leases and waits up to 10 s), filled into the command. --lease-ms and --wait-ms keep the\n"
       "workload's leases and waits in a range the service accepts; --no-limits is for a service\n"
       "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
       "is sent); --tolerance-ms is how late its timers may fire.");
-  fuzz->add_option("--target", options->target, "HOST:PORT of a running server");
+  fuzz->add_option("--target", options->target, "HOST:PORT of a running server")->check(host_and_port());
   fuzz->add_option("--exec", options->fuzz.command,
                    "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
                    "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
@@ -300,28 +318,38 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   add_limit_options(*fuzz, options->fuzz.limits);
   fuzz->add_option("--lease-ms", options->lease_range,
                    "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"
-                   "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)");
+                   "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)")
+      ->check(ms_range(1));
   fuzz->add_option("--wait-ms", options->wait_range,
-                   "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500");
+                   "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500")
+      ->check(ms_range(0));
   fuzz->add_flag("--no-limits", options->fuzz.clear_of_limits,
                  "the target has no limit on keys and waiters: assume none (any B is a violation), and send no\n"
                  "over-long line and no lease past max_lease_ms");
-  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")->capture_default_str();
-  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->capture_default_str();
-  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")->capture_default_str();
-  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->capture_default_str();
+  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")
+      ->check(whole(1, 1'000))
+      ->capture_default_str();
+  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->check(whole(1, 1'000'000))->capture_default_str();
+  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")
+      ->check(decimal(1, 86'400))
+      ->capture_default_str();
+  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->check(whole(0))->capture_default_str();
   fuzz->add_option("--tolerance-ms", options->fuzz.tolerance_ms,
                    "how late an answer caused by time or another request may arrive")
+      ->check(whole_signed(0, 60'000))
       ->capture_default_str();
   fuzz->add_option("--restart-every-s", options->fuzz.restart_every_s,
                    "kill and restart the target this often (with --exec): tokens must keep increasing")
+      ->check(decimal(0, 86'400))
       ->capture_default_str();
   fuzz->add_option("--mean-gap-ms", options->fuzz.mean_gap_ms,
                    "mean time between one client's requests (0: from --clients)")
+      ->check(decimal(0, 60'000))
       ->capture_default_str();
   fuzz->add_flag("--strict-syntax", options->fuzz.strict_syntax,
                  "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
-  fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here");
+  fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here")
+      ->check(writable_file());
   add_output_options(*fuzz, options->outputs);
   fuzz->callback([options, fuzz, &run] {
     for (const auto name : limit_names) {
@@ -335,10 +363,10 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   auto check = std::make_shared<std::pair<std::string, Outputs>>();
   auto* command = app.add_subcommand(
       "check-history",
-      "Check a recorded history (NDJSON, schema lockstep.history/1, see README) against the contract;\n"
-      "its first line gives the target's limits and the tolerance. Exit 0 conforms, 1 a violation,\n"
-      "2 unknown or unreadable.");
-  command->add_option("file", check->first, "the history file")->required();
+      "Check a recorded history (NDJSON, schema lockstep.history/1, docs/protocol.md) against the\n"
+      "protocol; its first line gives the target's limits and the tolerance. Exit 0 conforms,\n"
+      "1 a violation, 2 unknown or unreadable.");
+  command->add_option("file", check->first, "the history file")->required()->check(readable_file());
   add_output_options(*command, check->second);
   command->callback([check, &run] {
     run = [check] {

@@ -1,9 +1,18 @@
 // lockstep: the reference lock service, its oracle and its test tools.
+//
+// Exit codes, the same for every command (docs/protocol.md, "Exit codes"):
+// 0 success or conforms, 1 a violation or a failed check, 2 bad usage, bad
+// input or an environment that does not allow the run (a command line the
+// parser refuses included). Every refusal is one line on stderr that names
+// the option or the file at fault.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
 
@@ -24,13 +33,69 @@ void restart_with_huge_pages(int argc, char** argv) {
   ::unsetenv("GLIBC_TUNABLES");  // could not restart: go on as we are
 }
 
+bool every(const CLI::App*) { return true; }
+
+// The names of a command's subcommands, for "unknown command" messages.
+std::string subcommand_names(const CLI::App& app) {
+  std::string names;
+  for (const auto* sub : app.get_subcommands(every)) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// The command line's words that name commands, as far as they are known,
+// and the first word where a command was expected but none is known.
+struct CommandPath {
+  const CLI::App* deepest;
+  std::string words = "lockstep";
+  std::string unknown;
+};
+
+CommandPath command_path(const CLI::App& app, int argc, char** argv) {
+  CommandPath path{&app, "lockstep", ""};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word.starts_with('-')) break;
+    const CLI::App* next = nullptr;
+    for (const auto* sub : path.deepest->get_subcommands(every)) {
+      if (sub->check_name(std::string(word))) next = sub;
+    }
+    if (next == nullptr) {
+      if (path.deepest->get_require_subcommand_min() > 0) path.unknown = word;
+      break;
+    }
+    path.deepest = next;
+    path.words += " " + next->get_name();
+  }
+  return path;
+}
+
+// One line for a command line the parser refused: the command, what is
+// wrong (CLI11 names the option), and where to read more.
+int refuse(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
+  const auto path = command_path(app, argc, argv);
+  std::string what = error.what();
+  if (!path.unknown.empty()) {
+    what = fmt::format("unknown command '{}'; the commands are {}", path.unknown, subcommand_names(*path.deepest));
+  } else if (path.deepest->get_require_subcommand_min() > 0 && error.get_name() == "RequiredError" &&
+             what.find("subcommand") != std::string::npos) {
+    what = fmt::format("a command is required: {}", subcommand_names(*path.deepest));
+  }
+  for (auto& c : what) {
+    if (c == '\n') c = ' ';
+  }
+  fmt::print(stderr, "{}: {} (see {} --help)\n", path.words, what, path.words);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   restart_with_huge_pages(argc, argv);
   CLI::App app{
       "lockstep: a reference implementation of a lease-based lock service, and the tools to\n"
-      "check any implementation against it (conformance vectors, benchmarks)."};
+      "check any implementation against it. The protocol, the vector and history formats and\n"
+      "the exit codes are in docs/protocol.md. Exit codes: 0 success or conforms, 1 a violation\n"
+      "or a failed check, 2 bad usage, bad input or environment."};
   app.require_subcommand(1);
   std::function<int()> run;
   lockstep::cli::add_conform_command(app, run);
@@ -41,10 +106,15 @@ int main(int argc, char** argv) {
   lockstep::cli::add_trace_commands(app, run);
   lockstep::cli::add_fuzz_commands(app, run);
   lockstep::cli::add_miss_rate_command(app, run);
+  lockstep::cli::add_playground_command(app, run);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    return refuse(app, error, argc, argv);
   }
   return run();
 }

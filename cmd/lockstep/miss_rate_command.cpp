@@ -8,11 +8,16 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validators.hpp"
+#include "impl/decimal.hpp"
 #include "sim/miss_rate.hpp"
 
 namespace lockstep::cli {
@@ -32,34 +37,44 @@ std::string seed_list(const std::vector<std::uint64_t>& seeds) {
   return text;
 }
 
+// At most this many seeds in one run: a range past it is a typo, not a plan.
+constexpr std::uint64_t seeds_max = 100'000;
+
+// `A..B` or `A`, whole numbers with A <= B and at most seeds_max seeds.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seeds(const std::string& text) {
+  const auto dots = text.find("..");
+  const auto first = parse_decimal(text.substr(0, dots));
+  const auto last = dots == std::string::npos ? first : parse_decimal(text.substr(dots + 2));
+  if (!first || !last || *last < *first || *last - *first >= seeds_max) return std::nullopt;
+  return std::pair{*first, *last};
+}
+
+CLI::Validator seeds_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_seeds(text)) return {};
+        return fmt::format("'{}' is not A..B with A <= B and at most {} seeds", text, seeds_max);
+      },
+      "A..B", "seed range");
+}
+
+std::vector<std::string> bug_names() {
+  std::vector<std::string> names;
+  for (const auto& bug : sim::simple_mode_bugs()) names.push_back(bug.name);
+  return names;
+}
+
 int run_miss_rate(const MissRateCommand& command) {
   sim::MissRateOptions options;
-  const auto dots = command.seeds.find("..");
-  try {
-    options.first_seed = std::stoull(command.seeds.substr(0, dots));
-    options.last_seed = dots == std::string::npos ? options.first_seed : std::stoull(command.seeds.substr(dots + 2));
-  } catch (const std::exception&) {
-    fmt::print(stderr, "miss-rate: --seeds takes A..B, not '{}'\n", command.seeds);
-    return 2;
-  }
-  if (options.last_seed < options.first_seed || options.last_seed - options.first_seed >= 100'000) {
-    fmt::print(stderr, "miss-rate: --seeds takes A..B with A <= B and at most 100000 seeds\n");
-    return 2;
-  }
+  std::tie(options.first_seed, options.last_seed) = *parse_seeds(command.seeds);  // checked when parsed
   options.budget_states = command.budget_states;
   const auto all = sim::simple_mode_bugs();
   if (command.bugs.empty()) {
     options.bugs = all;
   } else {
-    for (const auto& name : command.bugs) {
-      const auto found = std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; });
-      if (found == all.end()) {
-        fmt::print(stderr, "miss-rate: unknown bug '{}'; known:", name);
-        for (const auto& bug : all) fmt::print(stderr, " {}", bug.name);
-        fmt::print(stderr, "\n");
-        return 2;
-      }
-      options.bugs.push_back(*found);
+    for (const auto& name : command.bugs) {  // each checked when parsed
+      options.bugs.push_back(
+          *std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; }));
     }
   }
   fmt::print("miss rate of the black-box checker on simulated histories: swarm seeds {}..{}, each run's clients' view\n"
@@ -136,11 +151,12 @@ void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
       "saw as a history and checks it with the black-box checker: prints, per bug, the seeds the\n"
       "simulator caught, those the checker caught too, and the miss rate. Exit 0 when every clean\n"
       "seed conforms and every bug real time can see is caught wherever the simulator caught it.");
-  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->capture_default_str();
-  command->add_option("--bug", options->bugs, "only this bug (repeatable; `none` for the clean runs)");
+  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->check(seeds_check())->capture_default_str();
+  command->add_option("--bug", options->bugs, "only this bug (repeatable; `none` for the clean runs)")
+      ->check(one_of(bug_names(), "the simple-mode bugs", "lockstep serve --list-bugs, and none and restart-forgets-tokens"));
   command->add_option("--budget-states", options->budget_states, "configurations the checker may step per history")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+      ->check(whole(1, std::uint64_t{1} << 40))
+      ->capture_default_str();
   command->callback([options, &run] { run = [options] { return run_miss_rate(*options); }; });
 }
 

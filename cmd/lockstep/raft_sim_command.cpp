@@ -37,6 +37,7 @@ void add(sim::ClusterLockStats& t, const sim::ClusterLockStats& s) {
   t.expires_applied += s.expires_applied;
   t.timeouts_applied += s.timeouts_applied;
   t.snapshots += s.snapshots;
+  t.closed_unknown += s.closed_unknown;
 }
 
 std::string reproduce_command(const RaftSimOptions& o, std::uint64_t seed) {
@@ -114,7 +115,10 @@ int run_raft_sim(const RaftSimOptions& o) {
     if (timeline) {
       std::ofstream svg(o.timeline, std::ios::binary);
       svg << sim::render_cluster_svg(*timeline, cluster_params(o, seed), r.stats.simulated_until);
-      if (!svg) fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+      if (!svg) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+        return 2;
+      }
     }
     if (o.check_determinism) {
       const auto again = run_seed(seed, nullptr);
@@ -196,6 +200,7 @@ int run_raft_sim(const RaftSimOptions& o) {
     row("Timeouts proposed", l.timeouts_proposed);
     row("Timeouts applied", l.timeouts_applied);
     row("lock snapshots", l.snapshots);
+    row("closed: fate unknown", l.closed_unknown);
   }
   row("simulated time (s)", fmt::format("{:.1f}", static_cast<double>(simulated_ms) / 1000));
   row("wall time (s)", fmt::format("{:.2f}", wall_s));

@@ -6,8 +6,10 @@
 // Wall time is read here only: the simulator itself never reads a clock.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -19,6 +21,9 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/raft_sim_command.hpp"
 #include "cmd/lockstep/validate_trace.hpp"
+#include "cmd/lockstep/validators.hpp"
+#include "impl/cluster/bugs.hpp"
+#include "impl/raft/bugs.hpp"
 #include "sim/history_recorder.hpp"
 #include "sim/shrink.hpp"
 #include "sim/simulation.hpp"
@@ -51,6 +56,9 @@ struct SimOptions {
 
 // The run when no seed is named: a swarm that ends within a minute.
 constexpr std::uint64_t default_first_seed = 1, default_last_seed = 1000;
+// Seeds are 0 .. 2^63 - 1: every tool that reads a trace or a reproduce
+// line can hold them, and a range never wraps around.
+constexpr std::uint64_t seed_max = (std::uint64_t{1} << 63) - 1;
 
 struct Totals {
   std::uint64_t seeds = 0, failed_seeds = 0, violations = 0, events = 0, simulated_ms = 0;
@@ -82,19 +90,98 @@ void add(Totals& t, const sim::RunResult& r) {
   t.engine.dropped_waiters += c.dropped_waiters;
 }
 
+std::optional<std::uint64_t> parse_seed(const std::string& text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > seed_max) return std::nullopt;
+  return value;
+}
+
+// `A..B` (A <= B) or a single seed `A`, each a seed in 0..seed_max.
 std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_range(const std::string& text) {
   const auto dots = text.find("..");
-  try {
-    if (dots == std::string::npos) {
-      const auto one = std::stoull(text);
-      return std::pair{one, one};
+  if (dots == std::string::npos) {
+    const auto one = parse_seed(text);
+    if (!one) return std::nullopt;
+    return std::pair{*one, *one};
+  }
+  const auto first = parse_seed(text.substr(0, dots));
+  const auto last = parse_seed(text.substr(dots + 2));
+  if (!first || !last || *last < *first) return std::nullopt;
+  return std::pair{*first, *last};
+}
+
+CLI::Validator seed_range_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_range(text)) return {};
+        return fmt::format("'{}' is not A..B with seeds A <= B in 0..{}", text, seed_max);
+      },
+      "A..B", "seed range");
+}
+
+// The bug names each mode takes, with where their catalogue is listed.
+std::vector<std::string> lock_bug_names() {
+  std::vector<std::string> names{"none", "restart-forgets-tokens"};
+  for (const auto& entry : bug_catalogue()) names.emplace_back(entry.name);
+  return names;
+}
+
+std::vector<std::string> raft_bug_names(bool cluster) {
+  std::vector<std::string> names{"none"};
+  for (const auto& entry : raft::raft_bug_catalogue()) names.emplace_back(entry.name);
+  if (cluster) {
+    for (const auto& entry : cluster::cluster_bug_catalogue()) names.emplace_back(entry.name);
+  }
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 1; i < names.size(); ++i) text += (i > 1 ? ", " : "") + names[i];
+  return text;
+}
+
+// What a mode cannot use is refused, not ignored: an option that changes
+// nothing would make the user believe the run is what it is not.
+void check_mode_options(const CLI::App& command, const SimOptions& o) {
+  const auto refuse_in = [&](const char* option, const char* modes) {
+    if (command.count(option) > 0) {
+      throw CLI::ValidationError(option, fmt::format("is not used by --mode {} (it applies to --mode {})", o.mode, modes));
     }
-    const auto first = std::stoull(text.substr(0, dots));
-    const auto last = std::stoull(text.substr(dots + 2));
-    if (last < first) return std::nullopt;
-    return std::pair{first, last};
-  } catch (const std::exception&) {
-    return std::nullopt;
+  };
+  if (o.mode == "lock") {
+    refuse_in("--nodes", "raft and cluster");
+    refuse_in("--skew-beyond-bound", "cluster");
+  } else {
+    refuse_in("--trace", "lock");
+    refuse_in("--validate-trace", "lock");
+    refuse_in("--no-model", "lock");
+    refuse_in("--shrink-dir", "lock");
+    if (o.mode == "raft") {
+      refuse_in("--clients", "lock and cluster");
+      refuse_in("--keys", "lock and cluster");
+      refuse_in("--timeline", "lock and cluster");
+      refuse_in("--skew-beyond-bound", "cluster");
+    }
+  }
+  const auto names = o.mode == "lock" ? lock_bug_names() : raft_bug_names(o.mode == "cluster");
+  if (std::find(names.begin(), names.end(), o.bug) == names.end()) {
+    const char* catalogue = o.mode == "lock"    ? "the engine's bugs (lockstep serve --list-bugs) and restart-forgets-tokens"
+                            : o.mode == "raft" ? "the Raft bugs"
+                                               : "the Raft and cluster bugs";
+    throw CLI::ValidationError("--inject-bug", fmt::format("'{}' is not a bug of --mode {}: {}: {}", o.bug, o.mode,
+                                                           catalogue, joined(names)));
+  }
+  const bool one_seed = o.seed.has_value() || (!o.seeds.empty() && parse_range(o.seeds)->first == parse_range(o.seeds)->second);
+  for (const char* option : {"--trace", "--timeline", "--validate-trace"}) {
+    if (command.count(option) > 0 && !one_seed) {
+      throw CLI::ValidationError(option, "takes one seed: use --seed N");
+    }
   }
 }
 
@@ -141,6 +228,8 @@ void report_failure(const SimOptions& o, const sim::RunResult& r, bool shrink) {
     return;
   }
   const auto path = fmt::format("{}/sim-seed-{}.vec", o.shrink_dir, r.params.seed);
+  std::error_code created;
+  std::filesystem::create_directories(o.shrink_dir, created);
   std::ofstream file(path, std::ios::binary);
   file << shrunk.vector_text;
   if (!file) {
@@ -156,7 +245,8 @@ class Progress {
   explicit Progress(std::uint64_t total) : total_(total), on_(isatty(STDOUT_FILENO) != 0) {}
   void show(std::uint64_t done, double fraction_of_current, std::uint64_t failed) {
     if (!on_) return;
-    const double share = (static_cast<double>(done) + fraction_of_current) / static_cast<double>(total_);
+    const double share = std::clamp(
+        (static_cast<double>(done) + std::clamp(fraction_of_current, 0.0, 1.0)) / static_cast<double>(total_), 0.0, 1.0);
     const int width = 40;
     const int filled = static_cast<int>(share * width);
     fmt::print("\r[{}{}] {}/{} seeds, {} failed ", std::string(static_cast<std::size_t>(filled), '#'),
@@ -236,12 +326,7 @@ int run_sim(const SimOptions& o) {
   if (o.seed) {
     first = last = *o.seed;
   } else if (!o.seeds.empty()) {
-    const auto range = parse_range(o.seeds);
-    if (!range) {
-      fmt::print(stderr, "sim: --seeds takes A..B with A <= B, not '{}'\n", o.seeds);
-      return 2;
-    }
-    std::tie(first, last) = *range;
+    std::tie(first, last) = *parse_range(o.seeds);  // checked when parsed
   } else {
     options.swarm = true;  // the default run is a swarm
   }
@@ -265,25 +350,12 @@ int run_sim(const SimOptions& o) {
     raft.check_determinism = o.check_determinism;
     return run_raft_sim(raft);
   }
+  // The bug name and the one-seed options were checked when parsed.
   auto bug = bug_from_name(o.bug);
   const auto fault = sim::server_fault_from_name(o.bug);
-  if (!bug && !fault) {
-    fmt::print(stderr, "sim: unknown bug '{}'; engine bugs:", o.bug);
-    for (const auto& entry : bug_catalogue()) fmt::print(stderr, " {}", entry.name);
-    fmt::print(stderr, "; server faults: restart-forgets-tokens\n");
-    return 2;
-  }
   if (!bug) bug = InjectedBug::none;
-  if ((!o.trace.empty() || !o.timeline.empty()) && first != last) {
-    fmt::print(stderr, "sim: --trace and --timeline draw one seed; use --seed N\n");
-    return 2;
-  }
   std::string jar, trace_dir;
   if (o.validate_trace) {
-    if (first != last) {
-      fmt::print(stderr, "sim: --validate-trace checks one seed; use --seed N\n");
-      return 2;
-    }
     const auto lookup = find_tla2tools_jar();
     if (!lookup.jar) {
       fmt::print(stderr, "sim: --validate-trace needs TLC: {}\n", lookup.problem);
@@ -291,7 +363,12 @@ int run_sim(const SimOptions& o) {
     }
     jar = *lookup.jar;
     if (options.trace.empty()) {
-      trace_dir = make_work_dir();
+      try {
+        trace_dir = make_work_dir();
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
+        return 2;
+      }
       options.trace = trace_dir + "/trace.ndjson";
     }
   }
@@ -299,7 +376,7 @@ int run_sim(const SimOptions& o) {
   sim::RunResult last_result;
   Progress progress(last - first + 1);
   const auto start = std::chrono::steady_clock::now();
-  for (std::uint64_t seed = first; seed <= last; ++seed) {
+  for (std::uint64_t seed = first;; ++seed) {
     const auto params = params_for(options, seed, *bug, fault.value_or(sim::ServerFault::none));
     sim::RunOptions run;
     run.compare_with_model = !o.no_model;
@@ -343,7 +420,10 @@ int run_sim(const SimOptions& o) {
       timeline->finish(result.stats.simulated_until);
       std::ofstream svg(o.timeline, std::ios::binary);
       svg << sim::render_svg(*timeline, params, result.stats.simulated_until);
-      if (!svg) fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+      if (!svg) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+        return 2;
+      }
     }
     if (history) {
       history->recorder().finish(result.stats.simulated_until);
@@ -375,6 +455,7 @@ int run_sim(const SimOptions& o) {
     }
     progress.show(seed - first + 1, 0, totals.failed_seeds);
     last_result = std::move(result);
+    if (seed == last) break;  // not `seed <= last`: last may be the largest seed
   }
   progress.clear();
   const double wall_s = std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -382,7 +463,13 @@ int run_sim(const SimOptions& o) {
   print_summary(totals, wall_s);
   bool trace_valid = true;
   if (o.validate_trace) {
-    trace_valid = validate_sim_trace(options.trace, jar, last_result);
+    try {
+      trace_valid = validate_sim_trace(options.trace, jar, last_result);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
+      if (!trace_dir.empty()) remove_work_dir(trace_dir);
+      return 2;
+    }
     if (!trace_dir.empty()) remove_work_dir(trace_dir);
   }
   return totals.violations == 0 && trace_valid ? 0 : 1;
@@ -397,36 +484,46 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
       "Run the deterministic simulator: clients, a virtual network with delays, drops, crashes\n"
       "and server restarts, around the engine, judged after every event against the reference\n"
       "model and from the clients' side. Without options: a swarm over seeds 1..1000.");
-  auto* seed = command->add_option("--seed", options->seed, "run one seed");
-  command->add_option("--seeds", options->seeds, "run the seeds A..B")->excludes(seed);
+  auto* seed = command->add_option("--seed", options->seed, "run one seed")->check(whole(0, seed_max));
+  command->add_option("--seeds", options->seeds, "run the seeds A..B")->check(seed_range_check())->excludes(seed);
   command->add_flag("--swarm", options->swarm, "draw the parameters themselves from each seed");
-  command->add_option("--clients", options->clients, "simulated clients")->check(CLI::Range(1, 10000));
-  command->add_option("--keys", options->keys, "distinct keys")->check(CLI::Range(1, 1000000));
+  command->add_option("--clients", options->clients, "simulated clients")->check(whole(1, 10'000));
+  command->add_option("--keys", options->keys, "distinct keys")->check(whole(1, 1'000'000));
   command->add_option("--duration-ms", options->duration_ms, "simulated time during which requests are sent (a drain follows)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  command->add_option("--trace", options->trace, "write the run as NDJSON (schema: sim/TRACE.md)");
+      ->check(whole_signed(1, std::int64_t{1} << 40));
+  command->add_option("--trace", options->trace, "write the run as NDJSON (schema: sim/TRACE.md)")
+      ->check(writable_file());
   command->add_option("--history", options->history,
                       "write what the clients sent and received as a history for check-history (one seed, simple "
-                      "mode; the run goes on past a violation)");
+                      "mode; the run goes on past a violation)")
+      ->check(writable_file());
   command->add_option("--timeline", options->timeline,
                       "draw per-key ownership over time as SVG (one seed; --mode cluster also draws the leader per "
-                      "term and the Expire commits)");
+                      "term and the Expire commits)")
+      ->check(writable_file());
   command->add_flag("--check-determinism", options->check_determinism, "run each seed twice and compare the event hashes");
-  command->add_option("--inject-bug", options->bug, "an engine bug from the catalogue, or restart-forgets-tokens")
+  command->add_option("--inject-bug", options->bug,
+                      "--mode lock: an engine bug (lockstep serve --list-bugs) or restart-forgets-tokens; "
+                      "--mode raft: a Raft bug; --mode cluster: a Raft or cluster bug")
       ->capture_default_str();
   command->add_flag("--no-model", options->no_model, "do not compare with the reference model (faster; the other checkers run)");
-  command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")->capture_default_str();
+  command->add_option("--shrink-dir", options->shrink_dir, "where a failing seed's shrunk vector is written")
+      ->check(writable_folder())
+      ->capture_default_str();
   command->add_flag("--validate-trace", options->validate_trace,
                     "check the seed's trace with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar)");
   command->add_option("--mode", options->mode,
                       "lock: the lock service on one server; raft: a Raft cluster of the append-only register; "
                       "cluster: the lock service on a Raft cluster")
-      ->check(CLI::IsMember({"lock", "raft", "cluster"}))
+      ->check(one_of({"lock", "raft", "cluster"}, "the modes", "lock, raft or cluster"))
       ->capture_default_str();
   command->add_flag("--skew-beyond-bound", options->skew_beyond_bound,
                     "--mode cluster: clock skew beyond what the lease-safety bound assumes (violations expected)");
-  command->add_option("--nodes", options->nodes, "cluster size (--mode raft, cluster)")->check(CLI::Range(1, 9))->capture_default_str();
-  command->callback([options, &run] { run = [options] { return run_sim(*options); }; });
+  command->add_option("--nodes", options->nodes, "cluster size (--mode raft, cluster)")->check(whole(1, 9))->capture_default_str();
+  command->callback([options, command, &run] {
+    check_mode_options(*command, *options);
+    run = [options] { return run_sim(*options); };
+  });
 }
 
 }  // namespace lockstep::cli

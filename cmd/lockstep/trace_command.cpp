@@ -13,6 +13,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/embedded_spec.hpp"
 #include "cmd/lockstep/validate_trace.hpp"
+#include "cmd/lockstep/validators.hpp"
 
 namespace lockstep::cli {
 
@@ -46,13 +47,19 @@ namespace {
 
 struct TraceToTlaOptions {
   std::string trace;
-  std::string out_dir = ".";
+  std::string out_dir;  // empty: a new temporary folder, never the current one
 };
 
-int run_trace_to_tla(const TraceToTlaOptions& o) {
+int run_trace_to_tla(TraceToTlaOptions o) {
   const auto trace = read_trace_file(o.trace);
   if (!trace) return 2;
   try {
+    // Without -o the files go to a folder made for them: written into the
+    // current folder they could replace the spec's own modules.
+    if (o.out_dir.empty()) {
+      o.out_dir = make_work_dir();
+      fmt::print("no -o given: writing into the new folder {}\n", o.out_dir);
+    }
     std::filesystem::create_directories(o.out_dir);
     write_tla_files(*trace, o.out_dir);
   } catch (const std::exception& e) {
@@ -75,12 +82,23 @@ struct ValidateOptions {
   bool require_coverage = false;
 };
 
+int validate_each(const ValidateOptions& o, const std::string& jar);
+
 int run_validate(const ValidateOptions& o) {
   const auto jar = find_tla2tools_jar();
   if (!jar.jar) {
     fmt::print(stderr, "validate-trace: {}\n", jar.problem);
     return 2;
   }
+  try {
+    return validate_each(o, *jar.jar);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "validate-trace: {}\n", e.what());
+    return 2;
+  }
+}
+
+int validate_each(const ValidateOptions& o, const std::string& jar) {
   sim::TraceCoverage coverage;
   std::uint64_t valid = 0, invalid = 0, errors = 0;
   double seconds_max = 0;
@@ -90,7 +108,7 @@ int run_validate(const ValidateOptions& o) {
       ++errors;
       continue;
     }
-    const auto verdict = validate_in_fresh_dir(*trace, *jar.jar, o.keep_dir);
+    const auto verdict = validate_in_fresh_dir(*trace, jar, o.keep_dir);
     fmt::print("{}: {}", path, format_verdict(*trace, verdict));
     seconds_max = std::max(seconds_max, verdict.tlc_seconds);
     if (verdict.kind == TraceVerdict::Kind::valid) {
@@ -120,9 +138,14 @@ void add_trace_commands(CLI::App& app, std::function<int()>& run) {
   auto* convert = app.add_subcommand(
       "trace-to-tla",
       "Write a simulator trace as a TLA+ module and config for TLC (spec/TraceLockServer.tla),\n"
-      "with the spec modules it extends.");
-  convert->add_option("trace", to_tla->trace, "the NDJSON trace (lockstep sim --trace)")->required();
-  convert->add_option("-o,--out-dir", to_tla->out_dir, "where to write TraceRun.tla, TraceRun.cfg and the spec");
+      "with the spec modules it extends. Without -o, into a new temporary folder it names.");
+  convert->add_option("trace", to_tla->trace, "the NDJSON trace (lockstep sim --trace)")
+      ->required()
+      ->check(readable_file());
+  convert->add_option("-o,--out-dir", to_tla->out_dir,
+                      "where to write TraceRun.tla, TraceRun.cfg and the spec (files of those names there are "
+                      "replaced)")
+      ->check(writable_folder());
   convert->callback([to_tla, &run] { run = [to_tla] { return run_trace_to_tla(*to_tla); }; });
 
   auto validate = std::make_shared<ValidateOptions>();
@@ -131,8 +154,10 @@ void add_trace_commands(CLI::App& app, std::function<int()>& run) {
       "Check simulator traces with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar):\n"
       "each is valid when the spec has a behaviour that takes exactly its server steps.\n"
       "Exit 0 all valid, 1 one is invalid (or --require-coverage fails), 2 one could not be checked.");
-  check->add_option("traces", validate->traces, "NDJSON traces (lockstep sim --trace)")->required();
-  check->add_option("--keep-dir", validate->keep_dir, "write TLC's files here and keep them");
+  check->add_option("traces", validate->traces, "NDJSON traces (lockstep sim --trace)")
+      ->required()
+      ->check(readable_file());
+  check->add_option("--keep-dir", validate->keep_dir, "write TLC's files here and keep them")->check(writable_folder());
   check->add_flag("--require-coverage", validate->require_coverage,
                   "fail unless the valid traces together cover every action branch and response kind");
   check->callback([validate, &run] { run = [validate] { return run_validate(*validate); }; });

@@ -24,7 +24,7 @@ enum class ClusterBug {
   stale_release,               // a Release with an earlier token of the key frees it too
   restore_forgets_sessions,    // a snapshot is restored without its session table
   answer_before_commit,        // the leader answers an Acquire of a free key before it commits (the node's
-                               // request handling: sim/cluster_sim.cpp plays the node)
+                               // request handling, impl/cluster/node.cpp)
 };
 
 struct ClusterBugDescription {

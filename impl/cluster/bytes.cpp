@@ -3,12 +3,18 @@
 namespace lockstep::cluster {
 
 void ByteWriter::u64(std::uint64_t value) {
-  for (int shift = 0; shift < 64; shift += 8) u8(static_cast<std::uint8_t>(value >> shift));
+  // One append of 8 bytes, little-endian whatever the host: snapshots write
+  // many of them.
+  char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(static_cast<std::uint8_t>(value >> (8 * i)));
+  bytes_.append(bytes, sizeof bytes);
 }
 
 void ByteWriter::text(std::string_view value) {
   const auto length = static_cast<std::uint32_t>(value.size());
-  for (int shift = 0; shift < 32; shift += 8) u8(static_cast<std::uint8_t>(length >> shift));
+  char bytes[4];
+  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(static_cast<std::uint8_t>(length >> (8 * i)));
+  bytes_.append(bytes, sizeof bytes);
   bytes_.append(value);
 }
 
@@ -40,7 +46,9 @@ std::uint64_t ByteReader::u64() {
   return value;
 }
 
-std::string ByteReader::text(std::size_t bytes_max) {
+std::string ByteReader::text(std::size_t bytes_max) { return std::string(text_view(bytes_max)); }
+
+std::string_view ByteReader::text_view(std::size_t bytes_max) {
   if (!take(4)) return {};
   std::uint32_t length = 0;
   for (int shift = 0; shift < 32; shift += 8) {
@@ -51,7 +59,7 @@ std::string ByteReader::text(std::size_t bytes_max) {
     return {};
   }
   if (!take(length)) return {};
-  std::string value(bytes_.substr(at_, length));
+  const std::string_view value = bytes_.substr(at_, length);
   at_ += length;
   return value;
 }

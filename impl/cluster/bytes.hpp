@@ -33,6 +33,8 @@ class ByteReader {
   std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
   // A string of at most `bytes_max` bytes; longer is a failure.
   std::string text(std::size_t bytes_max);
+  // The same, as a view into the bytes being read.
+  std::string_view text_view(std::size_t bytes_max);
 
   bool failed() const { return failed_; }
   bool at_end() const { return at_ == bytes_.size(); }

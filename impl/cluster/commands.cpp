@@ -14,8 +14,8 @@ enum class Tag : std::uint8_t { acquire = 1, release = 2, expire = 3, timeout = 
 
 void put_time(ByteWriter& w, TimeMs t) { w.i64(t.value); }
 void put_duration(ByteWriter& w, DurationMs d) { w.i64(d.value); }
-void put_session(ByteWriter& w, Session s) {
-  w.u64(s.client);
+void put_session(ByteWriter& w, const Session& s) {
+  w.text(s.client);
   w.u64(s.sequence);
 }
 
@@ -32,8 +32,15 @@ DurationMs get_duration(ByteReader& r, std::int64_t low) {
 }
 
 Session get_session(ByteReader& r) {
-  Session s{r.u64(), r.u64()};
-  if (s.client == 0 || s.sequence == 0) r.fail("session ids must be positive");
+  Session s;
+  s.client = r.text(name_bytes_max);
+  s.sequence = r.u64();
+  if (r.failed()) return s;
+  // Anonymous (empty, 0), or a valid client id with a sequence in range.
+  const bool anonymous = s.client.empty() && s.sequence == 0;
+  if (!anonymous && (!is_valid_name(s.client) || s.sequence == 0 || s.sequence > sequence_max)) {
+    r.fail("bad session");
+  }
   return s;
 }
 
@@ -173,15 +180,53 @@ std::variant<Command, DecodeError> decode(std::string_view bytes) {
   return command;
 }
 
+namespace {
+// A frame's length prefix bounds it: the largest command (an Acquire with
+// names and a client id of 250 bytes each) plus the origin fits easily.
+constexpr std::size_t frame_bytes_max = 4'096;
+}  // namespace
+
+std::string encode_framed(const Origin& origin, const Command& command) {
+  ByteWriter payload;
+  payload.u64(origin.epoch);
+  payload.u64(origin.proposal);
+  std::string bytes = payload.take();
+  bytes += encode(command);
+  ByteWriter frame;
+  frame.text(bytes);
+  return frame.take();
+}
+
+std::variant<std::vector<Framed>, DecodeError> decode_entry(std::string_view bytes) {
+  std::vector<Framed> frames;
+  ByteReader r(bytes);
+  while (!r.at_end()) {
+    const std::string_view frame = r.text_view(frame_bytes_max);
+    if (r.failed()) return DecodeError{"bad frame: " + r.reason()};
+    ByteReader f(frame);
+    Origin origin;
+    origin.epoch = f.u64();
+    origin.proposal = f.u64();
+    if (f.failed()) return DecodeError{"frame too short"};
+    auto decoded = decode(frame.substr(16));
+    if (auto* error = std::get_if<DecodeError>(&decoded)) return std::move(*error);
+    frames.push_back(Framed{origin, std::move(std::get<Command>(decoded))});
+  }
+  return frames;
+}
+
 std::string describe(const Command& command) {
+  static constexpr auto show_client = [](const Session& s) -> std::string_view {
+    return s.anonymous() ? "-" : std::string_view(s.client);
+  };
   struct Describer {
     std::string operator()(const Acquire& c) const {
-      return fmt::format("Acquire(client {} seq {}, c{}, {} {} lease {} wait {}, @{})", c.session.client,
+      return fmt::format("Acquire(client {} seq {}, c{}, {} {} lease {} wait {}, @{})", show_client(c.session),
                          c.session.sequence, c.connection.value, c.key, c.owner, c.lease_ms.value,
                          c.wait_ms.value, c.now.value);
     }
     std::string operator()(const Release& c) const {
-      return fmt::format("Release(client {} seq {}, c{}, {} {}, @{})", c.session.client, c.session.sequence,
+      return fmt::format("Release(client {} seq {}, c{}, {} {}, @{})", show_client(c.session), c.session.sequence,
                          c.connection.value, c.key, c.token.value, c.now.value);
     }
     std::string operator()(const Expire& c) const {

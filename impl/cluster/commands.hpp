@@ -10,12 +10,17 @@
 // harmless to repeat by what they check when applied (the token, the waiter);
 // Close comes from the node that owned a connection.
 //
-// Encoding, version 1: one byte `command_format_version`, one byte tag, then
+// Encoding, version 2: one byte `command_format_version`, one byte tag, then
 // the fields in declaration order; integers are 8 bytes little-endian,
 // strings a 4-byte length then the bytes. Decoding checks everything a
 // replica relies on (names valid, durations and instants in range, no
 // trailing bytes) and returns an error for anything else; it never throws
-// on bad input and never reads past it.
+// on bad input and never reads past it. (Version 1 had numeric client ids.)
+//
+// A log entry holds framed commands (encode_framed): a 4-byte length, then
+// the proposing leadership's epoch and its proposal id, then the command.
+// Frames concatenate, so one entry may carry several proposals (a driver's
+// group commit) and an empty entry carries none (a Raft no-op).
 #pragma once
 
 #include <compare>
@@ -28,14 +33,23 @@
 
 namespace lockstep::cluster {
 
-inline constexpr std::uint8_t command_format_version = 1;
+inline constexpr std::uint8_t command_format_version = 2;
 
-// Who sent a request, for at-most-once application: a client id (positive)
-// and that client's sequence number (positive, increasing per request).
+// Who sent a request, for at-most-once application: the client's id (1 to
+// 250 printable bytes, as on the wire) and its sequence number (1 ..
+// sequence_max, increasing per request). A request without session fields
+// is anonymous: empty id, sequence 0, never recorded.
 struct Session {
-  std::uint64_t client = 0;
+  std::string client;
   std::uint64_t sequence = 0;
-  friend auto operator<=>(const Session&, const Session&) = default;
+  bool anonymous() const { return client.empty(); }
+  friend bool operator==(const Session&, const Session&) = default;
+  // Written out, as DeadlineTarget's: the libc++ of emscripten (the web
+  // preset) has no <=> on std::string. Client, then sequence.
+  friend std::strong_ordering operator<=>(const Session& a, const Session& b) {
+    if (const auto order = a.client.compare(b.client) <=> 0; order != 0) return order;
+    return a.sequence <=> b.sequence;
+  }
 };
 
 // Names one queued waiter over the life of the lock table: issued in
@@ -101,6 +115,26 @@ struct DecodeError {
   std::string reason;
 };
 std::variant<Command, DecodeError> decode(std::string_view bytes);
+
+// Who proposed a framed command: the leadership's epoch and the proposal's
+// id within it. Only the proposer reads it (to know its own proposal came
+// back); applying ignores it, so every replica applies the same commands.
+struct Origin {
+  std::uint64_t epoch = 0;
+  std::uint64_t proposal = 0;
+  friend auto operator<=>(const Origin&, const Origin&) = default;
+};
+
+struct Framed {
+  Origin origin;
+  Command command;
+  friend bool operator==(const Framed&, const Framed&) = default;
+};
+
+std::string encode_framed(const Origin& origin, const Command& command);
+// Every frame of an entry, in order; any bad frame rejects the whole entry
+// (only a faulty leader writes one, and every replica rejects it alike).
+std::variant<std::vector<Framed>, DecodeError> decode_entry(std::string_view bytes);
 
 // One line for traces and test failures, e.g. `Expire(k, 7, @100)`.
 std::string describe(const Command& command);

@@ -1,7 +1,5 @@
 #include "impl/cluster/deadlines.hpp"
 
-#include <algorithm>
-
 #include "impl/assert.hpp"
 
 namespace lockstep::cluster {
@@ -54,43 +52,30 @@ bool DeadlineHeap::still_valid(const DeadlineTarget& target, const LockMachine& 
 }
 
 std::vector<Command> DeadlineHeap::due(TimeMs now, const LockMachine& machine) {
-  std::vector<Deadline> yielded;
-  if (!leading_) return {};
+  std::vector<Command> commands;
+  if (!leading_) return commands;
+  // The set is ordered by instant, then Timeouts before Expires, Timeouts by
+  // waiter id and Expires by token: the order the commands must go in.
   while (!heap_.empty() && heap_.begin()->at <= now) {
     Deadline deadline = std::move(heap_.extract(heap_.begin()).value());
     if (!still_valid(deadline.target, machine)) continue;
     if (in_flight_.contains(deadline.target)) continue;
-    in_flight_.emplace(deadline.target, Proposed{deadline.at, now});
-    yielded.push_back(std::move(deadline));
+    in_flight_.emplace(deadline.target, deadline.at);
+    commands.push_back(command_for(deadline.target, now));
   }
-  // Proposals that never came back are proposed again after a while.
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (!still_valid(it->first, machine)) {
-      it = in_flight_.erase(it);
-      continue;
-    }
-    if (it->second.proposed_at + config_.repropose_after_ms <= now &&
-        std::none_of(yielded.begin(), yielded.end(), [&](const Deadline& d) { return d.target == it->first; })) {
-      it->second.proposed_at = now;
-      yielded.push_back({it->second.at, it->first});
-    }
-    ++it;
-  }
-  std::sort(yielded.begin(), yielded.end());
-  std::vector<Command> commands;
-  commands.reserve(yielded.size());
-  for (const auto& deadline : yielded) commands.push_back(command_for(deadline.target, now));
   return commands;
 }
 
+void DeadlineHeap::lost(const DeadlineTarget& target) {
+  const auto found = in_flight_.find(target);
+  if (!leading_ || found == in_flight_.end()) return;
+  heap_.insert(Deadline{found->second, target});
+  in_flight_.erase(found);
+}
+
 std::optional<TimeMs> DeadlineHeap::next_due() const {
-  std::optional<TimeMs> next;
-  if (!heap_.empty()) next = heap_.begin()->at;
-  for (const auto& [target, proposed] : in_flight_) {
-    const TimeMs again = proposed.proposed_at + config_.repropose_after_ms;
-    if (!next || again < *next) next = again;
-  }
-  return next;
+  if (heap_.empty()) return std::nullopt;
+  return heap_.begin()->at;
 }
 
 void DeadlineHeap::check_invariants(const LockMachine& machine) const {

@@ -15,11 +15,15 @@
 // rebuilds it from the machine (amortized O(1) per apply).
 //
 // In flight: a deadline due() yielded is not yielded again while its command
-// is proposed but not applied; note_applied's `settled` ends that. If the
-// proposal is lost (refused, or dropped by a leader change that this node
-// survived as leader), it is yielded again once `repropose_after_ms` passed;
-// the command is harmless to repeat, since applying it checks the token or
-// the waiter.
+// is proposed but not applied; note_applied's `settled` ends that. A leader's
+// own proposal is not lost while it leads (Raft truncates a leader's log only
+// under a higher term; etcd either commits a fenced write or reports it
+// failed), so nothing is proposed again on a timer: that would only append
+// copies behind the first, and under load the copies are what keeps the log
+// long (a swarm found a cluster that never caught up). A proposal the driver
+// reports lost (refused, fenced, fate unknown) is handed back with lost() and
+// yielded again at the next due(); leadership lost drops everything. Applying
+// a copy twice is harmless anyway: it checks the token or the waiter.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +40,6 @@
 namespace lockstep::cluster {
 
 struct DeadlineConfig {
-  DurationMs repropose_after_ms{1'000};
   ClusterBug bug = ClusterBug::none;
 };
 
@@ -60,6 +63,10 @@ class DeadlineHeap {
   // instant, then Timeouts before Expires, Timeouts in queueing order and
   // Expires in token order. Each is then in flight.
   std::vector<Command> due(TimeMs now, const LockMachine& machine);
+
+  // The command due() yielded for `target` will not be applied (the driver
+  // could not propose it, or its fate is unknown): yield it again.
+  void lost(const DeadlineTarget& target);
 
   // The earliest instant at which due() may yield something (it may find
   // only stale entries then).
@@ -87,12 +94,8 @@ class DeadlineHeap {
   // An ordered set as the min-heap: O(log n) like a binary heap, and the
   // same deadline noted twice is kept once.
   std::set<Deadline> heap_;
-  // Yielded, not yet applied: target -> (its instant, when it was proposed).
-  struct Proposed {
-    TimeMs at;
-    TimeMs proposed_at;
-  };
-  std::map<DeadlineTarget, Proposed> in_flight_;
+  // Yielded, not yet applied: target -> its instant.
+  std::map<DeadlineTarget, TimeMs> in_flight_;
 };
 
 }  // namespace lockstep::cluster

@@ -20,6 +20,12 @@ Command command_for(const DeadlineTarget& target, TimeMs now) {
   return Expire{target.key, Token{target.id}, now};
 }
 
+std::optional<DeadlineTarget> deadline_target(const Command& command) {
+  if (const auto* e = std::get_if<Expire>(&command)) return DeadlineTarget{DeadlineTarget::Kind::expire, e->token.value, e->key};
+  if (const auto* t = std::get_if<Timeout>(&command)) return DeadlineTarget{DeadlineTarget::Kind::timeout, t->waiter.value, t->key};
+  return std::nullopt;
+}
+
 LockMachine::LockMachine(MachineConfig config)
     : config_(std::move(config)), next_token_(config_.first_token), sessions_(config_.sessions) {
   if (auto error = validate(config_.limits)) throw std::invalid_argument(*error);
@@ -30,41 +36,17 @@ LockMachine::LockMachine(MachineConfig config)
 
 // ---- applying ---------------------------------------------------------------
 
-void LockMachine::apply(const raft::Entry& entry) {
-  LOCKSTEP_ASSERT(entry.index == applied_ + 1);  // in order, none skipped
-  if (entry.kind == raft::EntryKind::noop) {
-    applied_ = entry.index;
-    return;
-  }
-  auto decoded = decode(entry.data);
-  if (std::holds_alternative<DecodeError>(decoded)) {
-    // Only a leader writes entries, so this is a bug or a corrupted log; every
-    // replica rejects the same bytes alike, so they still agree.
-    ++rejected_entries_;
-    applied_ = entry.index;
-    return;
-  }
-  Applied applied = apply_command(std::get<Command>(decoded), entry.index);
-  for (auto& r : applied.responses) pending_.responses.push_back(std::move(r));
-  for (auto& d : applied.deadlines) pending_.deadlines.push_back(std::move(d));
-  for (auto& s : applied.settled) pending_.settled.push_back(std::move(s));
-}
-
-Applied LockMachine::take_applied() {
-  Applied taken = std::move(pending_);
-  pending_ = Applied{};
-  return taken;
-}
-
 Applied LockMachine::apply_command(const Command& command, raft::Index index) {
-  LOCKSTEP_ASSERT(index > applied_);
+  LOCKSTEP_ASSERT(index >= applied_);
+  LOCKSTEP_ASSERT(index > 0);
   applied_ = index;
+  ++commands_applied_;
   clock_ = std::max(clock_, stamped_time(command));
   Applied applied;
   if (const auto* a = std::get_if<Acquire>(&command)) {
-    acquire(*a, index, applied);
+    acquire(*a, applied);
   } else if (const auto* r = std::get_if<Release>(&command)) {
-    release(*r, index, applied);
+    release(*r, applied);
   } else if (const auto* e = std::get_if<Expire>(&command)) {
     expire(*e, applied);
   } else if (const auto* t = std::get_if<Timeout>(&command)) {
@@ -75,12 +57,23 @@ Applied LockMachine::apply_command(const Command& command, raft::Index index) {
   return applied;
 }
 
-void LockMachine::acquire(const Acquire& command, raft::Index index, Applied& applied) {
+void LockMachine::skip_entry(raft::Index index, bool rejected) {
+  LOCKSTEP_ASSERT(index > applied_);
+  applied_ = index;
+  if (rejected) ++rejected_entries_;
+}
+
+void LockMachine::acquire(const Acquire& command, Applied& applied) {
+  // Anonymous: applied as it comes, nothing recorded.
+  if (command.session.anonymous()) {
+    try_acquire(command, applied);
+    return;
+  }
   switch (sessions_.standing(command.session)) {
     case SessionTable::Standing::retry:
       if (!bug(ClusterBug::session_reapply)) {
-        sessions_.touch(command.session.client, index);
-        answer_retry(command, *sessions_.find(command.session), applied);
+        sessions_.touch(command.session.client, commands_applied_);
+        answer_retry(command.connection, *sessions_.find(command.session), applied);
         return;
       }
       break;  // the bug applies it again, below
@@ -90,20 +83,22 @@ void LockMachine::acquire(const Acquire& command, raft::Index index, Applied& ap
     case SessionTable::Standing::fresh:
       break;
   }
-  sessions_.record(command.session, try_acquire(command, applied), index);
+  sessions_.record(command.session, try_acquire(command, applied), commands_applied_);
 }
 
-// A retried Acquire is not applied again; its client hears what the first
-// one came to, on the connection it retried on.
-void LockMachine::answer_retry(const Acquire& command, const Outcome& outcome, Applied& applied) {
+// A retried request is not applied again; its client hears what the first
+// one came to, on the connection it retried on. (Whatever the retry asks:
+// a client that reuses a sequence number for another request hears the
+// first one's outcome, as the session records only that.)
+void LockMachine::answer_retry(ConnectionId connection, const Outcome& outcome, Applied& applied) {
   switch (outcome.kind) {
     case Outcome::Kind::answered:
     case Outcome::Kind::dropped:  // its waiter left unanswered: T, it will never be granted
-      applied.responses.push_back({command.connection, outcome.response});
+      applied.responses.push_back({connection, outcome.response});
       return;
     case Outcome::Kind::queued:
       // Still waiting: its answer goes where the client now listens.
-      move_waiter(outcome.waiter, command.connection);
+      move_waiter(outcome.waiter, connection);
       return;
   }
 }
@@ -142,18 +137,20 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
   return Outcome{Outcome::Kind::queued, {}, id};
 }
 
-void LockMachine::release(const Release& command, raft::Index index, Applied& applied) {
-  switch (sessions_.standing(command.session)) {
-    case SessionTable::Standing::retry: {
-      sessions_.touch(command.session.client, index);
-      applied.responses.push_back({command.connection, sessions_.find(command.session)->response});
-      return;
+void LockMachine::release(const Release& command, Applied& applied) {
+  const bool recorded = !command.session.anonymous();
+  if (recorded) {
+    switch (sessions_.standing(command.session)) {
+      case SessionTable::Standing::retry:
+        sessions_.touch(command.session.client, commands_applied_);
+        answer_retry(command.connection, *sessions_.find(command.session), applied);
+        return;
+      case SessionTable::Standing::stale:
+        applied.responses.push_back({command.connection, Response::error("stale request")});
+        return;
+      case SessionTable::Standing::fresh:
+        break;
     }
-    case SessionTable::Standing::stale:
-      applied.responses.push_back({command.connection, Response::error("stale request")});
-      return;
-    case SessionTable::Standing::fresh:
-      break;
   }
   const auto found = keys_.find(command.key);
   // The stale-release bug also takes an earlier token of the key.
@@ -163,13 +160,13 @@ void LockMachine::release(const Release& command, raft::Index index, Applied& ap
     // CONTRACT 7: another token, or no such key: N, nothing changes.
     auto response = Response::not_held(command.token, command.key);
     applied.responses.push_back({command.connection, response});
-    sessions_.record(command.session, answered(std::move(response)), index);
+    if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
     return;
   }
   // CONTRACT 6: R; then the head waiter gets the key, or it is deleted.
   auto response = Response::released(command.token, command.key);
   applied.responses.push_back({command.connection, response});
-  sessions_.record(command.session, answered(std::move(response)), index);
+  if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
   hand_on(command.key, applied);
 }
 
@@ -190,7 +187,7 @@ void LockMachine::timeout(const Timeout& command, Applied& applied) {
   const Waiter& waiter = state.queue.at(command.waiter);
   auto response = Response::timed_out(waiter.owner, command.key);
   applied.responses.push_back({waiter.connection, response});
-  sessions_.update(waiter.session, answered(std::move(response)));
+  sessions_.settle_waiter(waiter.session, command.waiter, answered(std::move(response)));
   remove_waiter(state, command.waiter);
 }
 
@@ -203,7 +200,7 @@ void LockMachine::close(const Close& command) {
   for (const WaiterId id : waiters) {
     KeyState& state = keys_.at(waiter_keys_.at(id));
     const Waiter& waiter = state.queue.at(id);
-    sessions_.update(waiter.session, Outcome{Outcome::Kind::dropped,
+    sessions_.settle_waiter(waiter.session, id, Outcome{Outcome::Kind::dropped,
                                              Response::timed_out(waiter.owner, waiter_keys_.at(id)), {}});
     remove_waiter(state, id);
   }
@@ -232,14 +229,14 @@ void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_
       // Past its deadline (its Timeout not yet applied): T, never a grant.
       auto response = Response::timed_out(head.owner, key);
       applied.responses.push_back({head.connection, response});
-      sessions_.update(head.session, answered(std::move(response)));
+      sessions_.settle_waiter(head.session, id, answered(std::move(response)));
       remove_waiter(state, id);
       continue;
     }
     const Waiter waiter = head;  // remove_waiter destroys the record
     remove_waiter(state, id);
     grant(state, key, waiter.owner, waiter.lease_ms, waiter.connection, applied);
-    sessions_.update(waiter.session, answered(applied.responses.back().response));
+    sessions_.settle_waiter(waiter.session, id, answered(applied.responses.back().response));
     return;
   }
   keys_.erase(key);
@@ -299,11 +296,11 @@ std::vector<Deadline> LockMachine::deadlines() const {
 
 // ---- snapshots ------------------------------------------------------------------
 
-std::string LockMachine::snapshot_through(raft::Index index) const {
-  LOCKSTEP_ASSERT(index == applied_);
+std::string LockMachine::snapshot() const {
   ByteWriter w;
   w.u8(snapshot_format_version);
   w.u64(applied_);
+  w.u64(commands_applied_);
   w.i64(clock_.value);
   w.u64(next_token_.value);
   w.u64(next_waiter_.value);
@@ -321,7 +318,7 @@ std::string LockMachine::snapshot_through(raft::Index index) const {
       w.i64(waiter.lease_ms.value);
       w.i64(waiter.deadline.value);
       w.u64(waiter.connection.value);
-      w.u64(waiter.session.client);
+      w.text(waiter.session.client);
       w.u64(waiter.session.sequence);
     }
   }
@@ -329,11 +326,12 @@ std::string LockMachine::snapshot_through(raft::Index index) const {
   return w.take();
 }
 
-void LockMachine::restore(const raft::Snapshot& snapshot) {
+void LockMachine::restore(raft::Index index, std::string_view bytes) {
   LockMachine fresh(config_);
-  ByteReader r(snapshot.data);
+  ByteReader r(bytes);
   if (r.u8() != snapshot_format_version) r.fail("unknown snapshot format version");
   fresh.applied_ = r.u64();
+  fresh.commands_applied_ = r.u64();
   fresh.clock_ = TimeMs{r.i64()};
   fresh.next_token_ = Token{r.u64()};
   fresh.next_waiter_ = WaiterId{r.u64()};
@@ -355,7 +353,10 @@ void LockMachine::restore(const raft::Snapshot& snapshot) {
       waiter.lease_ms = DurationMs{r.i64()};
       waiter.deadline = TimeMs{r.i64()};
       waiter.connection = ConnectionId{r.u64()};
-      waiter.session = Session{r.u64(), r.u64()};
+      waiter.session.client = r.text(name_bytes_max);
+      waiter.session.sequence = r.u64();
+      const bool anonymous = waiter.session.anonymous() && waiter.session.sequence == 0;
+      if (!anonymous && (!is_valid_name(waiter.session.client) || waiter.session.sequence == 0)) r.fail("bad session");
       if (state.queue.contains(waiter.id) || fresh.waiter_keys_.contains(waiter.id)) r.fail("repeated waiter");
       fresh.waiter_keys_.emplace(waiter.id, key);
       fresh.connection_waiters_[waiter.connection].insert(waiter.id);
@@ -367,7 +368,7 @@ void LockMachine::restore(const raft::Snapshot& snapshot) {
   fresh.sessions_ = SessionTable::read(r, config_.sessions);
   if (bug(ClusterBug::restore_forgets_sessions)) fresh.sessions_ = SessionTable(config_.sessions);
   if (!r.failed() && !r.at_end()) r.fail("trailing bytes");
-  if (!r.failed() && fresh.applied_ != snapshot.index) r.fail("snapshot index disagrees with its bytes");
+  if (!r.failed() && fresh.applied_ != index) r.fail("snapshot index disagrees with its bytes");
   if (r.failed()) throw std::invalid_argument("bad lock table snapshot: " + r.reason());
   try {
     fresh.check_invariants();
@@ -420,7 +421,7 @@ void LockMachine::check_invariants() const {
   LOCKSTEP_ASSERT(by_connection == queued);
   // A session outcome still queued names a waiter of that session. (Not
   // the converse: a client evicted from the table may have a waiter left.)
-  sessions_.for_each([&](Session session, const Outcome& outcome) {
+  sessions_.for_each([&](const Session& session, const Outcome& outcome) {
     if (outcome.kind != Outcome::Kind::queued) return;
     const auto indexed = waiter_keys_.find(outcome.waiter);
     LOCKSTEP_ASSERT(indexed != waiter_keys_.end());

@@ -1,5 +1,5 @@
 // The replicated lock table of cluster mode (CONTRACT.md, "Cluster mode"):
-// the raft::StateMachine that committed log entries drive, one per node.
+// what the committed log drives, one per node (cluster::Node feeds it).
 //
 // Applying a command reads no clock: the instant it uses is the one stamped
 // in the command, raised to the latest instant applied so far (the table's
@@ -21,8 +21,8 @@
 // such waiters are answered T first, in queue order, as their Timeout would
 // have (which then finds nothing to do).
 //
-// Outputs: every apply returns (apply_command) or queues for take_applied()
-// (apply(Entry)) what it produced, in this order of use by the driver:
+// Outputs: every apply returns what it produced, in this order of use by
+// the node:
 //   1. `responses`: the lines to send, each to its connection. A node sends
 //      those addressed to connections it owns, and only now: after commit and
 //      apply (CONTRACT: an A a client saw survives a minority of crashes);
@@ -35,6 +35,7 @@
 // e.g. the node id in the high bits): the table addresses by them only.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -48,12 +49,13 @@
 #include "impl/cluster/sessions.hpp"
 #include "impl/limits.hpp"
 #include "impl/protocol.hpp"
-#include "impl/raft/state_machine.hpp"
+#include "impl/raft/types.hpp"
 #include "impl/units.hpp"
 
 namespace lockstep::cluster {
 
-inline constexpr std::uint8_t snapshot_format_version = 1;
+// Version 2: string client ids and the count of applied commands.
+inline constexpr std::uint8_t snapshot_format_version = 2;
 
 // What a deadline is for: an Expire of `key` with token `id`, or a Timeout of
 // waiter `id` on `key`. Ordered so that, at one instant, timeouts come before
@@ -64,7 +66,14 @@ struct DeadlineTarget {
   Kind kind = Kind::timeout;
   std::uint64_t id = 0;
   std::string key;
-  friend auto operator<=>(const DeadlineTarget&, const DeadlineTarget&) = default;
+  // Written out: the libc++ of emscripten (the web preset) has no <=> on
+  // std::string, so a defaulted one would be deleted there.
+  friend std::strong_ordering operator<=>(const DeadlineTarget& a, const DeadlineTarget& b) {
+    if (const auto order = a.kind <=> b.kind; order != 0) return order;
+    if (const auto order = a.id <=> b.id; order != 0) return order;
+    return a.key.compare(b.key) <=> 0;
+  }
+  friend bool operator==(const DeadlineTarget&, const DeadlineTarget&) = default;
 };
 
 struct Deadline {
@@ -75,6 +84,8 @@ struct Deadline {
 
 // The command that acts on a deadline, stamped `now`.
 Command command_for(const DeadlineTarget& target, TimeMs now);
+// The deadline an Expire or Timeout acts on; nothing for other commands.
+std::optional<DeadlineTarget> deadline_target(const Command& command);
 
 struct Applied {
   Outputs responses;
@@ -89,7 +100,7 @@ struct MachineConfig {
   ClusterBug bug = ClusterBug::none;
 };
 
-class LockMachine final : public raft::StateMachine {
+class LockMachine {
  public:
   struct Waiter {
     WaiterId id;
@@ -112,19 +123,21 @@ class LockMachine final : public raft::StateMachine {
   // Throws std::invalid_argument when the configuration is not valid.
   explicit LockMachine(MachineConfig config);
 
-  // raft::StateMachine. apply() decodes the entry; an entry that does not
-  // decode is counted in rejected_entries() and changes nothing but the
-  // applied index. Its outputs accumulate until take_applied().
-  void apply(const raft::Entry& entry) override;
-  // Only the state at the last applied index exists: `index` must be it.
-  std::string snapshot_through(raft::Index index) const override;
-  // Throws std::invalid_argument on a snapshot that does not decode or
-  // breaks an invariant; the table is then unchanged.
-  void restore(const raft::Snapshot& snapshot) override;
-
-  // Applies one command as log entry `index` (above every index applied).
+  // Applies one command of log entry `index`: above every index applied, or
+  // equal to the last when one entry holds several commands.
   Applied apply_command(const Command& command, raft::Index index);
-  Applied take_applied();
+  // An entry that holds no command (a no-op), or that did not decode
+  // (`rejected`, counted in rejected_entries()): only the applied index
+  // moves.
+  void skip_entry(raft::Index index, bool rejected);
+
+  // The whole state at applied(): keys, queues, the clock, the counters and
+  // the sessions, in a versioned encoding.
+  std::string snapshot() const;
+  // Replaces the state with a snapshot's, taken at `index`. Throws
+  // std::invalid_argument on bytes that do not decode or break an
+  // invariant; the table is then unchanged.
+  void restore(raft::Index index, std::string_view bytes);
 
   // What the deadline heap validates against.
   bool holds(std::string_view key, Token token) const;
@@ -134,6 +147,10 @@ class LockMachine final : public raft::StateMachine {
   std::vector<Deadline> deadlines() const;
 
   raft::Index applied() const { return applied_; }
+  // Commands applied since the table began: the sessions' LRU stamp.
+  std::uint64_t commands_applied() const { return commands_applied_; }
+  // The connection has waiters queued (a Close would drop them).
+  bool has_waiters(ConnectionId connection) const { return connection_waiters_.contains(connection); }
   TimeMs clock() const { return clock_; }
   Token next_token() const { return next_token_; }
   const std::map<std::string, KeyState, std::less<>>& keys() const { return keys_; }
@@ -147,13 +164,13 @@ class LockMachine final : public raft::StateMachine {
   void check_invariants() const;
 
  private:
-  void acquire(const Acquire& command, raft::Index index, Applied& applied);
-  void release(const Release& command, raft::Index index, Applied& applied);
+  void acquire(const Acquire& command, Applied& applied);
+  void release(const Release& command, Applied& applied);
   void expire(const Expire& command, Applied& applied);
   void timeout(const Timeout& command, Applied& applied);
   void close(const Close& command);
 
-  void answer_retry(const Acquire& command, const Outcome& outcome, Applied& applied);
+  void answer_retry(ConnectionId connection, const Outcome& outcome, Applied& applied);
   Outcome try_acquire(const Acquire& command, Applied& applied);
   void grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
              ConnectionId connection, Applied& applied);
@@ -169,6 +186,7 @@ class LockMachine final : public raft::StateMachine {
 
   MachineConfig config_;
   raft::Index applied_ = 0;
+  std::uint64_t commands_applied_ = 0;
   TimeMs clock_{0};
   Token next_token_;
   WaiterId next_waiter_{1};
@@ -177,7 +195,6 @@ class LockMachine final : public raft::StateMachine {
   std::map<ConnectionId, std::set<WaiterId>> connection_waiters_;  // for Close
   SessionTable sessions_;
   std::uint64_t rejected_entries_ = 0;  // diagnostics only: not in the snapshot
-  Applied pending_;
 };
 
 // The lock table as canonical text, for comparing it with the reference

@@ -1,76 +1,70 @@
 #include "impl/cluster/one_node.hpp"
 
-#include <stdexcept>
-#include <variant>
-
 #include "impl/assert.hpp"
 
 namespace lockstep::cluster {
 
-OneNodeCluster::OneNodeCluster(Limits limits, Token first_token)
-    : machine_(MachineConfig{limits, SessionLimits{}, first_token, ClusterBug::none}) {
+namespace {
+
+NodeConfig one_node_config(Limits limits, Token first_token, ClusterBug bug) {
+  NodeConfig config;
+  config.limits = limits;
+  config.first_token = first_token;
+  config.bug = bug;
+  config.test_clock = true;
+  return config;
+}
+
+}  // namespace
+
+OneNodeCluster::OneNodeCluster(Limits limits, Token first_token, ClusterBug bug)
+    : node_(one_node_config(limits, first_token, bug)) {
   // The only node leads from the start, with an empty table.
-  heap_.become_leader(machine_);
+  NodeOutputs outputs;
+  node_.on_leadership_gained(Epoch{1}, TimeMs{0}, outputs);
+  LOCKSTEP_ASSERT(outputs.proposals.empty() && outputs.to_clients.empty());
 }
 
 LineOutcome OneNodeCluster::on_line(ConnectionId connection, std::string_view line, TimeMs now, Outputs& out) {
   advance(now, out);
-  const Limits& limits = machine_.config().limits;
-  auto parsed = parse_request(line, limits);
-  if (auto* bad = std::get_if<Malformed>(&parsed)) {
-    // As the engine: E, nothing changes, and an overlong line closes the connection.
-    out.push_back({connection, Response::error(bad->reason)});
-    return line.size() > limits.max_line_bytes ? LineOutcome::close_connection : LineOutcome::keep_open;
-  }
-  const Session session = next_session(connection);
-  if (const auto* a = std::get_if<AcquireRequest>(&std::get<Request>(parsed))) {
-    commit(Acquire{session, connection, std::string(a->key), std::string(a->owner), a->lease_ms, a->wait_ms, now},
-           out);
-  } else {
-    const auto& r = std::get<ReleaseRequest>(std::get<Request>(parsed));
-    commit(Release{session, connection, std::string(r.key), r.token, now}, out);
-  }
-  return LineOutcome::keep_open;
+  NodeOutputs outputs;
+  node_.on_line(connection, line, now, outputs);
+  return commit_all(outputs, out, connection) ? LineOutcome::close_connection : LineOutcome::keep_open;
 }
 
 void OneNodeCluster::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
   advance(now, out);
-  commit(Close{connection, now}, out);
-  sessions_.erase(connection);
+  NodeOutputs outputs;
+  node_.on_close(connection, now, outputs);
+  commit_all(outputs, out);
 }
 
 void OneNodeCluster::advance(TimeMs now, Outputs& out) {
-  LOCKSTEP_ASSERT(now >= now_);
-  // Instant by instant, so that each command is stamped with the instant it
-  // fell due at, and Timeouts of an instant come before its Expires.
-  for (auto due = heap_.next_due(); due && *due <= now; due = heap_.next_due()) {
-    // A deadline is never before the clock that created it: nothing is
-    // overdue but what this loop is about to commit.
-    const TimeMs instant = std::max(*due, now_);
-    now_ = instant;
-    for (const Command& command : heap_.due(instant, machine_)) commit(command, out);
+  NodeOutputs outputs;
+  node_.advance_test_clock(now, outputs);
+  commit_all(outputs, out);
+}
+
+bool OneNodeCluster::commit_all(NodeOutputs& outputs, Outputs& out, ConnectionId watched) {
+  bool closed = false;
+  while (true) {
+    for (auto& message : outputs.to_clients) {
+      if (message.kind == ToClient::Kind::response) out.push_back({message.connection, std::move(message.response)});
+      if (message.kind == ToClient::Kind::close && message.connection == watched) closed = true;
+    }
+    if (outputs.proposals.empty()) return closed;
+    // Committed at once, in the order proposed: each is the next entry.
+    auto proposals = std::move(outputs.proposals);
+    outputs = NodeOutputs{};
+    for (const auto& proposal : proposals) node_.on_committed(++index_, proposal.bytes, outputs);
   }
-  now_ = now;
-}
-
-void OneNodeCluster::commit(const Command& command, Outputs& out) {
-  Applied applied = machine_.apply_command(command, ++index_);
-  heap_.note_applied(applied, machine_);
-  for (auto& response : applied.responses) out.push_back(std::move(response));
-}
-
-Session OneNodeCluster::next_session(ConnectionId connection) {
-  auto found = sessions_.find(connection);
-  if (found == sessions_.end()) found = sessions_.emplace(connection, Session{++last_client_, 0}).first;
-  ++found->second.sequence;
-  return found->second;
 }
 
 void OneNodeCluster::check_invariants() const {
-  machine_.check_invariants();
-  heap_.check_invariants(machine_);
+  node_.check_invariants();
   // Committed at once: nothing stays in flight between calls.
-  LOCKSTEP_ASSERT(heap_.in_flight() == 0);
+  LOCKSTEP_ASSERT(node_.in_flight() == 0);
+  LOCKSTEP_ASSERT(node_.heap().in_flight() == 0);
 }
 
 }  // namespace lockstep::cluster

@@ -1,28 +1,25 @@
-// A one-node cluster that commits each command at the instant it is
-// proposed (CONTRACT.md, "Cluster semantics in conformance vectors"): the
-// cluster's lock table and its leader's deadline heap, driven through the
-// same calls as the simple-mode engine (on_line, on_close, advance,
-// next_due), so that the vector runner replays `config mode=cluster` vectors
-// against the code that runs in a real cluster, without Raft in between.
+// A one-node cluster that commits each proposal at the instant it is made
+// (CONTRACT.md, "Cluster semantics in conformance vectors"): a thin driver of
+// cluster::Node on its test clock, leading from the start, whose log is a
+// counter. It offers the simple-mode engine's calls (on_line, on_close,
+// advance, next_due), so that the vector runner replays `config
+// mode=cluster` vectors against the node a real cluster runs, without
+// consensus in between.
 //
-// Order within one instant: every call first fires what is due at instants
-// up to `now`, instant by instant: at each, the due Timeouts, then the due
-// Expires (what the heap yields, stamped with that instant); then it applies
-// its own input. There is no sweep.
+// Order within one instant: every call first moves the node's test clock to
+// `now` (the node proposes what falls due instant by instant, Timeouts
+// before Expires, each committed at once), then hands the node its input
+// and commits what that proposes. There is no sweep.
 //
-// Each connection is one client of the session table: its requests carry
-// that client's id and an increasing sequence number, so none is ever taken
-// for a retry. Malformed lines are answered as the engine answers them, and
-// never reach the log.
+// Requests without session fields are anonymous, as on any node; with them
+// (`A ... <client> <seq>`), a retry is answered from its session.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string_view>
 
-#include "impl/cluster/deadlines.hpp"
-#include "impl/cluster/lock_machine.hpp"
+#include "impl/cluster/node.hpp"
 #include "impl/limits.hpp"
 #include "impl/protocol.hpp"
 #include "impl/units.hpp"
@@ -32,32 +29,30 @@ namespace lockstep::cluster {
 class OneNodeCluster {
  public:
   // Throws std::invalid_argument when the limits are not valid.
-  explicit OneNodeCluster(Limits limits, Token first_token = Token{1});
+  explicit OneNodeCluster(Limits limits, Token first_token = Token{1}, ClusterBug bug = ClusterBug::none);
 
+  // Returns close_connection when the node closed the connection (a line
+  // over the length limit).
   LineOutcome on_line(ConnectionId connection, std::string_view line, TimeMs now, Outputs& out);
   // The connection closed: a Close command drops its waiters silently.
   void on_close(ConnectionId connection, TimeMs now, Outputs& out);
   // Commits what is due at instants up to `now`.
   void advance(TimeMs now, Outputs& out);
-  // The next instant the heap may yield a command at.
-  std::optional<TimeMs> next_due() const { return heap_.next_due(); }
+  // The next instant the node's heap may yield a command at.
+  std::optional<TimeMs> next_due() const { return node_.next_due(); }
 
-  const LockMachine& machine() const { return machine_; }
-  const DeadlineHeap& heap() const { return heap_; }
-  // Both invariant checks; throws InvariantViolation.
+  const Node& node() const { return node_; }
+  // The node's invariants; throws InvariantViolation.
   void check_invariants() const;
 
  private:
-  // Commits one command: applies it at the next log index and feeds the heap.
-  void commit(const Command& command, Outputs& out);
-  Session next_session(ConnectionId connection);
+  // Commits every proposal at once, as the next log index, until the node
+  // proposes nothing more; the responses go to `out`. Returns whether the
+  // node closed `watched`.
+  bool commit_all(NodeOutputs& outputs, Outputs& out, ConnectionId watched = {});
 
-  LockMachine machine_;
-  DeadlineHeap heap_;
-  raft::Index index_ = 0;
-  TimeMs now_{0};
-  std::map<ConnectionId, Session> sessions_;  // each connection's client and its last sequence number
-  std::uint64_t last_client_ = 0;
+  Node node_;
+  LogIndex index_ = 0;
 };
 
 }  // namespace lockstep::cluster

@@ -1,10 +1,23 @@
 #include "impl/cluster/sessions.hpp"
 
+#include <fmt/format.h>
+
 #include "impl/assert.hpp"
 
 namespace lockstep::cluster {
 
-SessionTable::Standing SessionTable::standing(Session session) const {
+std::optional<std::string> validate(const SessionLimits& limits) {
+  if (limits.window < 1 || limits.window > session_window_max) {
+    return fmt::format("the session window must be in 1..{}", session_window_max);
+  }
+  if (limits.clients_max < 1 || limits.clients_max > session_clients_max) {
+    return fmt::format("clients_max must be in 1..{}", session_clients_max);
+  }
+  return std::nullopt;
+}
+
+SessionTable::Standing SessionTable::standing(const Session& session) const {
+  LOCKSTEP_ASSERT(!session.anonymous());
   const auto found = clients_.find(session.client);
   if (found == clients_.end()) return Standing::fresh;
   const ClientState& state = found->second;
@@ -15,34 +28,34 @@ SessionTable::Standing SessionTable::standing(Session session) const {
   return Standing::fresh;
 }
 
-const Outcome* SessionTable::find(Session session) const {
+const Outcome* SessionTable::find(const Session& session) const {
   const auto found = clients_.find(session.client);
   if (found == clients_.end()) return nullptr;
   const auto outcome = found->second.outcomes.find(session.sequence);
   return outcome == found->second.outcomes.end() ? nullptr : &outcome->second;
 }
 
-void SessionTable::touch(std::uint64_t client, raft::Index index) {
-  ClientState& state = clients_.at(client);
-  LOCKSTEP_ASSERT(index > state.last_index);
-  by_last_index_.erase(state.last_index);
-  state.last_index = index;
-  by_last_index_.emplace(index, client);
+void SessionTable::touch(const std::string& client, std::uint64_t use) {
+  ClientState& state = clients_.find(client)->second;
+  LOCKSTEP_ASSERT(use > state.last_use);
+  by_last_use_.erase(state.last_use);
+  state.last_use = use;
+  by_last_use_.emplace(use, client);
 }
 
-void SessionTable::record(Session session, Outcome outcome, raft::Index index) {
-  LOCKSTEP_ASSERT(session.client != 0 && session.sequence != 0);
+void SessionTable::record(const Session& session, Outcome outcome, std::uint64_t use) {
+  LOCKSTEP_ASSERT(!session.anonymous() && session.sequence != 0);
   auto found = clients_.find(session.client);
   if (found == clients_.end()) {
     if (clients_.size() >= limits_.clients_max) evict_least_recent();
     found = clients_.emplace(session.client, ClientState{}).first;
   } else {
-    by_last_index_.erase(found->second.last_index);
+    by_last_use_.erase(found->second.last_use);
   }
   ClientState& state = found->second;
-  LOCKSTEP_ASSERT(index > state.last_index);
-  state.last_index = index;
-  by_last_index_.emplace(index, session.client);
+  LOCKSTEP_ASSERT(use > state.last_use);
+  state.last_use = use;
+  by_last_use_.emplace(use, session.client);
   state.highest = std::max(state.highest, session.sequence);
   state.outcomes[session.sequence] = std::move(outcome);
   // Keep only sequence numbers above highest - window.
@@ -52,18 +65,21 @@ void SessionTable::record(Session session, Outcome outcome, raft::Index index) {
   }
 }
 
-void SessionTable::update(Session session, Outcome outcome) {
+void SessionTable::settle_waiter(const Session& session, WaiterId waiter, Outcome outcome) {
+  if (session.anonymous()) return;
   const auto found = clients_.find(session.client);
   if (found == clients_.end()) return;
   const auto kept = found->second.outcomes.find(session.sequence);
-  if (kept != found->second.outcomes.end()) kept->second = std::move(outcome);
+  if (kept == found->second.outcomes.end()) return;
+  if (kept->second.kind != Outcome::Kind::queued || kept->second.waiter != waiter) return;
+  kept->second = std::move(outcome);
 }
 
 void SessionTable::evict_least_recent() {
-  LOCKSTEP_ASSERT(!by_last_index_.empty());
-  const auto oldest = by_last_index_.begin();
-  clients_.erase(oldest->second);
-  by_last_index_.erase(oldest);
+  LOCKSTEP_ASSERT(!by_last_use_.empty());
+  const auto oldest = by_last_use_.begin();
+  clients_.erase(clients_.find(oldest->second));
+  by_last_use_.erase(oldest);
 }
 
 void write_response(ByteWriter& w, const Response& response) {
@@ -99,9 +115,9 @@ Response read_response(ByteReader& r) {
 void SessionTable::write(ByteWriter& w) const {
   w.u64(clients_.size());
   for (const auto& [client, state] : clients_) {
-    w.u64(client);
+    w.text(client);
     w.u64(state.highest);
-    w.u64(state.last_index);
+    w.u64(state.last_use);
     w.u64(state.outcomes.size());
     for (const auto& [sequence, outcome] : state.outcomes) {
       w.u64(sequence);
@@ -117,10 +133,10 @@ SessionTable SessionTable::read(ByteReader& r, SessionLimits limits) {
   const auto clients = r.u64();
   if (clients > limits.clients_max) r.fail("too many sessions");
   for (std::uint64_t i = 0; i < clients && !r.failed(); ++i) {
-    const auto client = r.u64();
+    std::string client = r.text(name_bytes_max);
     ClientState state;
     state.highest = r.u64();
-    state.last_index = r.u64();
+    state.last_use = r.u64();
     const auto outcomes = r.u64();
     if (outcomes > limits.window) r.fail("session window too long");
     for (std::uint64_t j = 0; j < outcomes && !r.failed(); ++j) {
@@ -134,27 +150,26 @@ SessionTable SessionTable::read(ByteReader& r, SessionLimits limits) {
       if (sequence == 0 || sequence > state.highest) r.fail("session sequence out of range");
       state.outcomes.emplace(sequence, std::move(outcome));
     }
-    if (client == 0 || table.clients_.contains(client) ||
-        table.by_last_index_.contains(state.last_index)) {
+    if (!is_valid_name(client) || table.clients_.contains(client) || table.by_last_use_.contains(state.last_use)) {
       r.fail("bad session table");
     }
     if (r.failed()) break;
-    table.by_last_index_.emplace(state.last_index, client);
-    table.clients_.emplace(client, std::move(state));
+    table.by_last_use_.emplace(state.last_use, client);
+    table.clients_.emplace(std::move(client), std::move(state));
   }
   return table;
 }
 
 void SessionTable::check_invariants() const {
   LOCKSTEP_ASSERT(clients_.size() <= limits_.clients_max);
-  LOCKSTEP_ASSERT(by_last_index_.size() == clients_.size());
-  for (const auto& [index, client] : by_last_index_) {
+  LOCKSTEP_ASSERT(by_last_use_.size() == clients_.size());
+  for (const auto& [use, client] : by_last_use_) {
     const auto found = clients_.find(client);
     LOCKSTEP_ASSERT(found != clients_.end());
-    LOCKSTEP_ASSERT(found->second.last_index == index);
+    LOCKSTEP_ASSERT(found->second.last_use == use);
   }
   for (const auto& [client, state] : clients_) {
-    LOCKSTEP_ASSERT(client != 0);
+    LOCKSTEP_ASSERT(is_valid_name(client));
     LOCKSTEP_ASSERT(state.outcomes.size() <= limits_.window);
     for (const auto& [sequence, outcome] : state.outcomes) {
       LOCKSTEP_ASSERT(sequence <= state.highest);

@@ -11,10 +11,12 @@
 //   order after a leader change); one at or below `highest - window` is
 //   stale and refused, since whether it was applied is forgotten;
 // - at most `clients_max` clients: a new client past that evicts the client
-//   whose last command was applied at the lowest log index (LRU by log
-//   index; indexes are unique, so the choice is deterministic). A retry from
-//   an evicted client is indistinguishable from a new request; clients_max
-//   bounds how many clients may be retrying at once.
+//   whose last request was applied first (LRU by the table's count of
+//   applied commands, unique per command, so the choice is deterministic and
+//   the same on every replica). A retry from an evicted client is
+//   indistinguishable from a new request; clients_max bounds how many
+//   clients may be retrying at once.
+// Anonymous requests (no session fields) are never recorded.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,6 @@
 #include "impl/cluster/bytes.hpp"
 #include "impl/cluster/commands.hpp"
 #include "impl/protocol.hpp"
-#include "impl/raft/types.hpp"
 
 namespace lockstep::cluster {
 
@@ -34,6 +35,11 @@ struct SessionLimits {
   std::uint64_t window = 16;
   friend bool operator==(const SessionLimits&, const SessionLimits&) = default;
 };
+// The ranges a node accepts: window 1..1,024, clients_max 1..10,000,000.
+inline constexpr std::uint64_t session_window_max = 1'024;
+inline constexpr std::uint64_t session_clients_max = 10'000'000;
+// Why the limits are out of range, or nothing.
+std::optional<std::string> validate(const SessionLimits& limits);
 
 // What became of an applied request, as a retry of it must be told.
 struct Outcome {
@@ -52,18 +58,22 @@ class SessionTable {
  public:
   explicit SessionTable(SessionLimits limits) : limits_(limits) {}
 
+  // `use` stamps below are the table's count of applied commands: unique
+  // and increasing, the LRU order.
   enum class Standing { fresh, retry, stale };
-  Standing standing(Session session) const;
+  Standing standing(const Session& session) const;
   // The outcome of an applied request still in its client's window.
-  const Outcome* find(Session session) const;
+  const Outcome* find(const Session& session) const;
 
-  // Records the outcome of a request applied at log index `index`, and
-  // trims the window and the client table to their bounds.
-  void record(Session session, Outcome outcome, raft::Index index);
-  // A retry applied at `index` counts as use for the LRU order.
-  void touch(std::uint64_t client, raft::Index index);
-  // Replaces an outcome still kept (a queued waiter answered later).
-  void update(Session session, Outcome outcome);
+  // Records the outcome of a request applied as use `use`, and trims the
+  // window and the client table to their bounds.
+  void record(const Session& session, Outcome outcome, std::uint64_t use);
+  // A retry applied as use `use` counts for the LRU order.
+  void touch(const std::string& client, std::uint64_t use);
+  // The waiter `waiter` of `session` was answered or dropped: its outcome
+  // is replaced, if it is still kept and still that waiter's (a client
+  // evicted and seen again may have reused the sequence number since).
+  void settle_waiter(const Session& session, WaiterId waiter, Outcome outcome);
 
   std::size_t client_count() const { return clients_.size(); }
   const SessionLimits& limits() const { return limits_; }
@@ -85,14 +95,14 @@ class SessionTable {
  private:
   struct ClientState {
     std::uint64_t highest = 0;
-    raft::Index last_index = 0;
+    std::uint64_t last_use = 0;
     std::map<std::uint64_t, Outcome> outcomes;  // sequence -> outcome, within the window
   };
   void evict_least_recent();
 
   SessionLimits limits_;
-  std::map<std::uint64_t, ClientState> clients_;
-  std::map<raft::Index, std::uint64_t> by_last_index_;  // LRU order: log index -> client
+  std::map<std::string, ClientState, std::less<>> clients_;
+  std::map<std::uint64_t, std::string> by_last_use_;  // LRU order: last use -> client
 };
 
 void write_response(ByteWriter& w, const Response& response);

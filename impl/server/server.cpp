@@ -88,6 +88,8 @@ class Server {
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   Outputs out_;
   std::uint64_t accepted_ = 0, refused_ = 0, lines_ = 0, slow_closed_ = 0;
+  bool exhaustion_logged_ = false;
+  bool failed_ = false;  // the token mark could not be persisted: stop, send nothing more
 };
 
 Server::~Server() {
@@ -168,10 +170,12 @@ bool Server::start() {
 }
 
 int Server::run() {
-  if (!start()) return 1;
+  // Exit codes (docs/protocol.md, "Exit codes"): 2 when the configuration or
+  // the environment does not allow serving, or stops it.
+  if (!start()) return 2;
   std::vector<epoll_event> events(epoll_batch);
   bool stopping = false;
-  while (!stopping) {
+  while (!stopping && !failed_) {
     // Wake at the engine's next due instant, or at once when lines are left
     // over from the previous turn.
     int timeout_ms = -1;
@@ -187,7 +191,7 @@ int Server::run() {
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
       fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
-      return 1;
+      return 2;
     }
     if (!config_.test_clock) {
       engine_->advance(now(), out_);
@@ -220,7 +224,7 @@ int Server::run() {
                        "not reading, {} lines)\n",
                accepted_, refused_, slow_closed_, lines_);
   }
-  return 0;
+  return failed_ ? 2 : 0;
 }
 
 void Server::accept_all() {
@@ -274,7 +278,7 @@ void Server::handle_lines(Connection& c) {
     dispatch();
   }
   if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
-    // A line past the limit: E, then the connection closes (CONTRACT.md).
+    // A line past the limit: E, then the connection closes (docs/protocol.md).
     out_.push_back({c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes))});
     dispatch();
     end_input(c);
@@ -323,10 +327,25 @@ bool Server::handle_test_clock_line(Connection& c, std::string_view line) {
 
 void Server::dispatch() {
   if (out_.empty()) return;
+  if (failed_) {
+    out_.clear();
+    return;
+  }
   // Persist before send: the mark on disk covers every token about to go out.
+  // A mark that cannot be persisted stops the server before anything of this
+  // call is sent: a token the disk does not cover must never reach a client.
   if (!tokens_.persist(engine_->token_mark())) {
-    fmt::print(stderr, "serve: cannot persist the token mark: {}\n", tokens_.error());
-    std::abort();
+    fmt::print(stderr, "serve: cannot persist the token mark, stopping: {}\n", tokens_.error());
+    failed_ = true;
+    out_.clear();
+    return;
+  }
+  if (engine_->tokens_exhausted() && !exhaustion_logged_) {
+    // Once, whatever --quiet says: from now on every acquire is refused.
+    exhaustion_logged_ = true;
+    fmt::print(stderr, "lockstep serve: tokens exhausted (the last token, {}, is issued): every acquire is "
+                       "answered `E tokens exhausted` from now on; releases are still served\n",
+               UINT64_MAX);
   }
   for (const auto& o : out_) {
     const auto found = connections_.find(o.connection);

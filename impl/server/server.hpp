@@ -37,8 +37,9 @@ struct ServerConfig {
   bool quiet = false;
 };
 
-// Runs until SIGTERM or SIGINT; returns the process exit code. Errors that
-// prevent starting (port in use, bad state file) are reported on stderr.
+// Runs until SIGTERM or SIGINT and returns 0; returns 2 when it cannot start
+// (port in use, a state file that cannot be used, tokens exhausted) or when
+// the token mark can no longer be persisted. Errors are one line on stderr.
 int run_server(const ServerConfig& config);
 
 }  // namespace lockstep

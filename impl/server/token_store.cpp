@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -30,15 +31,30 @@ std::optional<Token> TokenStore::open(const std::string& path) {
   path_ = path;
   Token first = wall_clock_floor();
   if (path_.empty()) return first;
+  std::error_code status_error;
+  if (std::filesystem::is_directory(path_, status_error)) {
+    error_ = fmt::format("state file {} is a folder, not a file", path_);
+    return std::nullopt;
+  }
   std::ifstream file(path_);
   if (file) {
     std::stringstream text;
     text << file.rdbuf();
+    if (file.bad()) {
+      error_ = fmt::format("cannot read state file {}", path_);
+      return std::nullopt;
+    }
     std::string content = text.str();
     while (!content.empty() && (content.back() == '\n' || content.back() == ' ')) content.pop_back();
     const auto mark = parse_decimal(content);
-    if (!mark || *mark == UINT64_MAX) {
-      error_ = fmt::format("state file {} does not hold a token mark", path_);
+    if (!mark) {
+      error_ = fmt::format("state file {} does not hold a token mark (a decimal number)", path_);
+      return std::nullopt;
+    }
+    if (*mark == UINT64_MAX) {
+      error_ = fmt::format("state file {}: tokens exhausted: its mark is {}, the last token, so no token is left "
+                           "to issue",
+                           path_, *mark);
       return std::nullopt;
     }
     persisted_ = Token{*mark};

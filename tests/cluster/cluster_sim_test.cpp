@@ -110,6 +110,20 @@ TEST(ClusterSim, SkewBeyondTheBoundBreaksLeaseSafetyAndOnlyThen) {
   }
 }
 
+// Two swarm seeds whose Raft commits about one entry per round trip (one
+// message in flight, one entry per message). While the leader re-proposed
+// its pending Expires every second, their copies, and the client retries
+// they delayed, kept the log longer than every client's timeout after the
+// heal: each answer went to a connection its client had already given up,
+// and the liveness phase ended with requests unanswered.
+TEST(ClusterSim, ASlowLogCatchesUpAfterTheHeal) {
+  for (const std::uint64_t seed : {319u, 1377u}) {
+    const auto r = run_cluster_simulation(cluster_swarm_params(seed, 3));
+    EXPECT_EQ(r.raft.violation_count, 0u) << first_violation(r);
+    EXPECT_EQ(r.raft.params.raft.inflight_max, 1u) << "seed " << seed << " no longer draws a slow log";
+  }
+}
+
 TEST(ClusterSim, OneSeedGivesOneRun) {
   const auto params = cluster_swarm_params(7, 5);
   const auto a = run_cluster_simulation(params);
@@ -134,15 +148,20 @@ struct Fed {
   explicit Fed(DurationMs skew_bound_ms) : checker(raft, Limits{}, cluster::SessionLimits{}, skew_bound_ms) {}
 
   void apply(const cluster::Command& command, TimeMs now) {
-    const raft::Entry entry{1, ++index, raft::EntryKind::command, cluster::encode(command)};
-    checker.before_apply(1, entry, machine);
-    machine.apply(entry);
-    checker.after_apply(1, entry, machine, machine.take_applied(), now);
+    ++index;
+    checker.before_command(1, index, command, machine);
+    const auto applied = machine.apply_command(command, index);
+    checker.after_command(1, index, command, machine, applied, now);
+    checker.entry_applied(1, index);
   }
 };
 
+cluster::Session session(std::uint64_t client, std::uint64_t sequence) {
+  return cluster::Session{std::to_string(client), sequence};
+}
+
 cluster::Acquire acquire(std::uint64_t client, const char* key, std::int64_t lease_ms, std::int64_t stamp_ms) {
-  const cluster::Session session{client, 1};
+  const cluster::Session session{std::to_string(client), 1};
   return cluster::Acquire{session, ConnectionId{client}, key, session_owner(session), DurationMs{lease_ms},
                           DurationMs{0}, TimeMs{stamp_ms}};
 }
@@ -152,10 +171,10 @@ cluster::Acquire acquire(std::uint64_t client, const char* key, std::int64_t lea
 // first applied at global `second_grant_ms`.
 std::vector<std::string> lease_checks(std::int64_t second_grant_ms) {
   Fed fed(DurationMs{10});
-  fed.checker.on_send({1, 1}, DurationMs{100}, TimeMs{0});
+  fed.checker.on_send(session(1, 1), DurationMs{100}, TimeMs{0});
   fed.apply(acquire(1, "k", 100, 0), TimeMs{1});
   fed.apply(cluster::Expire{"k", Token{1}, TimeMs{100}}, TimeMs{second_grant_ms});
-  fed.checker.on_send({2, 1}, DurationMs{100}, TimeMs{second_grant_ms});
+  fed.checker.on_send(session(2, 1), DurationMs{100}, TimeMs{second_grant_ms});
   fed.apply(acquire(2, "k", 100, second_grant_ms + 20), TimeMs{second_grant_ms});
   std::vector<std::string> checkers;
   for (const auto& v : fed.raft.violations()) checkers.push_back(v.checker);
@@ -169,10 +188,10 @@ TEST(ClusterChecker, LeaseSafetyAllowsAnOverlapOfTwoSkewBoundsAndNotOneMilliseco
 
 TEST(ClusterChecker, AReleasedGrantOverlapsNothing) {
   Fed fed(DurationMs{10});
-  fed.checker.on_send({1, 1}, DurationMs{100}, TimeMs{0});
+  fed.checker.on_send(session(1, 1), DurationMs{100}, TimeMs{0});
   fed.apply(acquire(1, "k", 100, 0), TimeMs{1});
-  fed.apply(cluster::Release{{1, 2}, ConnectionId{1}, "k", Token{1}, TimeMs{5}}, TimeMs{5});
-  fed.checker.on_send({2, 1}, DurationMs{100}, TimeMs{6});
+  fed.apply(cluster::Release{session(1, 2), ConnectionId{1}, "k", Token{1}, TimeMs{5}}, TimeMs{5});
+  fed.checker.on_send(session(2, 1), DurationMs{100}, TimeMs{6});
   fed.apply(acquire(2, "k", 100, 6), TimeMs{6});
   EXPECT_EQ(fed.raft.violation_count(), 0u);
 }

@@ -1,7 +1,9 @@
 // The log commands' byte encoding: every command survives encode/decode
-// unchanged, the encoding is fixed (a golden byte string pins version 1), and
+// unchanged, the encoding is fixed (a golden byte string pins version 2), and
 // decode refuses truncated, extended, out-of-range and random bytes with an
 // error instead of crashing (a RapidCheck property over arbitrary strings).
+// Entries: frames concatenate (so a driver may batch proposals into one
+// entry), an empty entry holds none, and one bad frame rejects the entry.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -16,6 +18,9 @@ std::vector<Command> samples() {
   return {
       acquire(7, 3, 12, "printer", "alice", 30'000, 5'000, 1'234),
       acquire(1, 1, 1, "k", "o", 1, 0, 0),
+      acquire(0, 0, 1, "k", "o", 1, 0, 0),  // anonymous
+      Acquire{Session{std::string(250, '~'), sequence_max}, ConnectionId{1}, "k", "o", DurationMs{1}, DurationMs{0},
+              TimeMs{0}},
       release(7, 4, 12, "printer", 99, 2'000),
       Expire{"printer", Token{99}, TimeMs{31'234}},
       Timeout{"printer", WaiterId{5}, TimeMs{6'234}},
@@ -32,8 +37,8 @@ TEST(ClusterCommands, RoundTripEveryKind) {
 }
 
 TEST(ClusterCommands, EncodingIsFixed) {
-  // Version 1, tag 3 (Expire), key "k" (length 1), token 2, instant 256.
-  const std::string expected("\x01\x03\x01\x00\x00\x00k\x02\0\0\0\0\0\0\0\x00\x01\0\0\0\0\0\0", 23);
+  // Version 2, tag 3 (Expire), key "k" (length 1), token 2, instant 256.
+  const std::string expected("\x02\x03\x01\x00\x00\x00k\x02\0\0\0\0\0\0\0\x00\x01\0\0\0\0\0\0", 23);
   EXPECT_EQ(encode(Expire{"k", Token{2}, TimeMs{256}}), expected);
 }
 
@@ -55,14 +60,43 @@ TEST(ClusterCommands, RejectsUnknownVersionTagAndBadValues) {
     copy[at] = value;
     return decode(copy);
   };
-  EXPECT_EQ(std::get<DecodeError>(changed(0, 2)).reason, "unknown command format version 2");
+  EXPECT_EQ(std::get<DecodeError>(changed(0, 1)).reason, "unknown command format version 1");
   EXPECT_EQ(std::get<DecodeError>(changed(1, 9)).reason, "unknown command tag 9");
   EXPECT_TRUE(std::holds_alternative<DecodeError>(changed(6, ' ')));  // a space in the key
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(Expire{"k", Token{0}, TimeMs{1}}))));
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(Close{ConnectionId{1}, TimeMs{-1}}))));
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(acquire(1, 1, 1, "k", "o", 0, 0, 0)))));
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(acquire(0, 1, 1, "k", "o", 1, 0, 0)))));
+  EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(acquire(1, 0, 1, "k", "o", 1, 0, 0)))));
+  EXPECT_TRUE(std::holds_alternative<DecodeError>(
+      decode(encode(Acquire{Session{"a b", 1}, ConnectionId{1}, "k", "o", DurationMs{1}, DurationMs{0}, TimeMs{0}}))));
+  EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(
+      Acquire{Session{"a", sequence_max + 1}, ConnectionId{1}, "k", "o", DurationMs{1}, DurationMs{0}, TimeMs{0}}))));
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode(encode(acquire(1, 1, 1, std::string(251, 'k'), "o", 1, 0, 0)))));
+}
+
+TEST(ClusterEntries, FramesConcatenateIntoOneEntry) {
+  std::string entry;
+  std::vector<Framed> expected;
+  std::uint64_t proposal = 0;
+  for (const auto& command : samples()) {
+    const Origin origin{7, ++proposal};
+    entry += encode_framed(origin, command);
+    expected.push_back(Framed{origin, command});
+  }
+  const auto decoded = decode_entry(entry);
+  ASSERT_TRUE(std::holds_alternative<std::vector<Framed>>(decoded));
+  EXPECT_EQ(std::get<std::vector<Framed>>(decoded), expected);
+  EXPECT_TRUE(std::get<std::vector<Framed>>(decode_entry("")).empty());
+}
+
+TEST(ClusterEntries, OneBadFrameRejectsTheEntry) {
+  const std::string good = encode_framed(Origin{1, 1}, Expire{"k", Token{2}, TimeMs{256}});
+  for (std::size_t length = 1; length < good.size(); ++length) {
+    EXPECT_TRUE(std::holds_alternative<DecodeError>(decode_entry(good + good.substr(0, length)))) << length;
+  }
+  EXPECT_TRUE(std::holds_alternative<DecodeError>(decode_entry(good + "x")));
+  EXPECT_TRUE(std::holds_alternative<DecodeError>(decode_entry(encode(Expire{"k", Token{2}, TimeMs{256}}))));
 }
 
 RC_GTEST_PROP(ClusterCommands, DecodeNeverCrashesAndRoundTripsWhatItAccepts, (const std::string& bytes)) {

@@ -11,15 +11,21 @@
 
 namespace lockstep::cluster::testing {
 
+// Client ids are strings; these tests number their clients, and client 0
+// is an anonymous request (no session fields) when its seq is 0.
+inline Session session(std::uint64_t client, std::uint64_t seq) {
+  return Session{client == 0 ? std::string() : std::to_string(client), seq};
+}
+
 inline Acquire acquire(std::uint64_t client, std::uint64_t seq, std::uint64_t connection, std::string key,
                        std::string owner, std::int64_t lease, std::int64_t wait, std::int64_t now) {
-  return Acquire{{client, seq}, ConnectionId{connection}, std::move(key), std::move(owner),
+  return Acquire{session(client, seq), ConnectionId{connection}, std::move(key), std::move(owner),
                  DurationMs{lease}, DurationMs{wait}, TimeMs{now}};
 }
 
 inline Release release(std::uint64_t client, std::uint64_t seq, std::uint64_t connection, std::string key,
                        std::uint64_t token, std::int64_t now) {
-  return Release{{client, seq}, ConnectionId{connection}, std::move(key), Token{token}, TimeMs{now}};
+  return Release{session(client, seq), ConnectionId{connection}, std::move(key), Token{token}, TimeMs{now}};
 }
 
 inline std::string show(const Outputs& outputs) {

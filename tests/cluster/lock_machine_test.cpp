@@ -148,6 +148,48 @@ TEST(LockMachineSessions, WindowKeepsTheLastSequenceNumbersAndRefusesOlder) {
   EXPECT_EQ(d.run(acquire(1, 3, 1, "b", "o", 100, 0, 0)), "c1 A 2 o b");
 }
 
+TEST(LockMachineSessions, ClientIdsAreAnyPrintableStrings) {
+  Driven d;
+  const Session laptop{"alice@laptop#3", 1};
+  const Session phone{"alice@phone#1", 1};
+  EXPECT_EQ(show(d.apply(Acquire{laptop, ConnectionId{1}, "k", "alice", DurationMs{100}, DurationMs{0}, TimeMs{0}})
+                     .responses),
+            "c1 A 1 alice k");
+  // Another client with the same sequence number is another request.
+  EXPECT_EQ(show(d.apply(Acquire{phone, ConnectionId{2}, "k", "alice", DurationMs{100}, DurationMs{0}, TimeMs{1}})
+                     .responses),
+            "c2 T alice k");
+  EXPECT_EQ(show(d.apply(Acquire{laptop, ConnectionId{3}, "k", "alice", DurationMs{100}, DurationMs{0}, TimeMs{2}})
+                     .responses),
+            "c3 A 1 alice k");
+  EXPECT_EQ(d.machine.sessions().client_count(), 2u);
+}
+
+// A client evicted while its waiter is queued, then seen again with the same
+// sequence number, is a new request; the old waiter's later answer must not
+// overwrite what the session now records for that number.
+TEST(LockMachineSessions, AnOldWaiterDoesNotOverwriteAReusedSequenceNumber) {
+  MachineConfig config;
+  config.sessions = {1, 4};
+  Driven d(config);
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "k", "bob", 100, 1000, 1)), "");  // queued; client 1 evicted
+  d.run(acquire(3, 1, 3, "j", "carol", 100, 0, 2));                   // client 2 evicted
+  EXPECT_EQ(d.run(acquire(2, 1, 5, "j", "bob", 100, 0, 3)), "c5 T bob j");  // new again
+  EXPECT_EQ(d.run(release(0, 0, 1, "k", 1, 4)), "c1 R 1 k; c2 A 3 bob k");  // the old waiter granted
+  EXPECT_EQ(d.run(acquire(2, 1, 6, "j", "bob", 100, 0, 5)), "c6 T bob j");  // the retry hears its own answer
+}
+
+TEST(LockMachineSessions, ARetryOfAnotherKindHearsTheFirstRequestsOutcome) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
+  d.run(acquire(2, 1, 2, "k", "bob", 100, 1000, 1));
+  // A client that reuses seq 1 for a release: the session knows only the
+  // queued acquire, whose answer now goes to the new connection.
+  EXPECT_EQ(d.run(release(2, 1, 4, "k", 1, 2)), "");
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 3)), "c1 R 1 k; c4 A 2 bob k");
+}
+
 TEST(LockMachineSessions, ClientTableEvictsTheLeastRecentlyUsed) {
   MachineConfig config;
   config.sessions = {2, 4};
@@ -177,12 +219,12 @@ Driven busy_table() {
 
 TEST(LockMachineSnapshot, RestoreGivesBackTheSameTableAndBehaviour) {
   Driven original = busy_table();
-  const std::string bytes = original.machine.snapshot_through(original.index);
+  const std::string bytes = original.machine.snapshot();
   Driven copy;
-  copy.machine.restore(raft::Snapshot{original.index, 1, bytes});
+  copy.machine.restore(original.index, bytes);
   copy.index = original.index;
   copy.machine.check_invariants();
-  EXPECT_EQ(copy.machine.snapshot_through(copy.index), bytes);
+  EXPECT_EQ(copy.machine.snapshot(), bytes);
   EXPECT_EQ(copy.machine.keys(), original.machine.keys());
   // Same answers afterwards: the retry cache, tokens and waiter ids came along.
   for (const Command& next : std::vector<Command>{acquire(2, 1, 4, "k", "bob", 70, 1000, 30),
@@ -195,26 +237,39 @@ TEST(LockMachineSnapshot, RestoreGivesBackTheSameTableAndBehaviour) {
 
 TEST(LockMachineSnapshot, RestoreRefusesBadBytesAndKeepsTheTable) {
   Driven original = busy_table();
-  const std::string bytes = original.machine.snapshot_through(original.index);
+  const std::string bytes = original.machine.snapshot();
   Driven target = busy_table();
-  const std::string before = target.machine.snapshot_through(target.index);
+  const std::string before = target.machine.snapshot();
   for (std::size_t cut = 0; cut < bytes.size(); cut += 7) {
-    EXPECT_THROW(target.machine.restore(raft::Snapshot{original.index, 1, bytes.substr(0, cut)}),
-                 std::invalid_argument);
+    EXPECT_THROW(target.machine.restore(original.index, bytes.substr(0, cut)), std::invalid_argument);
   }
-  EXPECT_THROW(target.machine.restore(raft::Snapshot{original.index + 1, 1, bytes}), std::invalid_argument);
-  EXPECT_EQ(target.machine.snapshot_through(target.index), before);
+  EXPECT_THROW(target.machine.restore(original.index + 1, bytes), std::invalid_argument);
+  EXPECT_EQ(target.machine.snapshot(), before);
 }
 
-TEST(LockMachine, GarbageEntriesAreCountedAndChangeNothing) {
+TEST(LockMachine, SkippedEntriesMoveOnlyTheIndex) {
   LockMachine machine({});
-  machine.apply(raft::Entry{1, 1, raft::EntryKind::noop, ""});
-  machine.apply(raft::Entry{1, 2, raft::EntryKind::command, "not a command"});
-  machine.apply(raft::Entry{1, 3, raft::EntryKind::command, encode(acquire(1, 1, 1, "k", "o", 10, 0, 0))});
+  machine.skip_entry(1, false);  // a no-op
+  machine.skip_entry(2, true);   // garbage
+  EXPECT_EQ(show(machine.apply_command(acquire(1, 1, 1, "k", "o", 10, 0, 0), 3).responses), "c1 A 1 o k");
   EXPECT_EQ(machine.rejected_entries(), 1u);
   EXPECT_EQ(machine.applied(), 3u);
-  EXPECT_EQ(show(machine.take_applied().responses), "c1 A 1 o k");
-  EXPECT_TRUE(machine.take_applied().responses.empty());
+  // Two commands of one entry share its index.
+  EXPECT_EQ(show(machine.apply_command(acquire(2, 1, 2, "j", "p", 10, 0, 1), 4).responses), "c2 A 2 p j");
+  EXPECT_EQ(show(machine.apply_command(acquire(3, 1, 3, "i", "q", 10, 0, 1), 4).responses), "c3 A 3 q i");
+  EXPECT_EQ(machine.applied(), 4u);
+  EXPECT_EQ(machine.commands_applied(), 3u);
+  machine.check_invariants();
+}
+
+TEST(LockMachine, AnonymousRequestsAreAppliedAsTheyComeAndNeverRecorded) {
+  Driven d;
+  // No session fields: the same request twice is two requests.
+  EXPECT_EQ(d.run(acquire(0, 0, 1, "k", "alice", 100, 0, 0)), "c1 A 1 alice k");
+  EXPECT_EQ(d.run(acquire(0, 0, 1, "k", "alice", 100, 0, 1)), "c1 T alice k");
+  EXPECT_EQ(d.run(release(0, 0, 1, "k", 1, 2)), "c1 R 1 k");
+  EXPECT_EQ(d.run(release(0, 0, 1, "k", 1, 3)), "c1 N 1 k");
+  EXPECT_EQ(d.machine.sessions().client_count(), 0u);
 }
 
 // ---- injected bugs ------------------------------------------------------------------
@@ -292,7 +347,7 @@ TEST(LockMachineBugs, RestoreForgetsSessionsAppliesARetryAgain) {
     Driven original({Limits{}, SessionLimits{}, Token{1}, bug});
     original.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
     Driven copy({Limits{}, SessionLimits{}, Token{1}, bug});
-    copy.machine.restore(raft::Snapshot{original.index, 1, original.machine.snapshot_through(original.index)});
+    copy.machine.restore(original.index, original.machine.snapshot());
     copy.index = original.index;
     // alice's retry: answered from her session, or applied again as new.
     EXPECT_EQ(copy.run(acquire(1, 1, 1, "k", "alice", 100, 0, 5)),

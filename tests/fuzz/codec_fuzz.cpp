@@ -1,7 +1,8 @@
 // Fuzz target: any bytes through the codec. Lines are framed with the
 // server's LineFramer (which must stay bounded), each line is parsed as a
-// request and as a response; a parsed request formats back to the very same
-// line, and a parsed response to a line that parses to the same response.
+// request (simple mode's and a cluster node's, with session fields) and as a
+// response; a parsed request formats back to the very same line, and a
+// parsed response to a line that parses to the same response.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -21,6 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto parsed = lockstep::parse_request(*line, limits);
     if (const auto* request = std::get_if<lockstep::Request>(&parsed)) {
       LOCKSTEP_ASSERT(lockstep::format_request(*request) == *line);
+    }
+    const auto with_session = lockstep::parse_session_request(*line, limits);
+    if (const auto* request = std::get_if<lockstep::SessionRequest>(&with_session)) {
+      LOCKSTEP_ASSERT(lockstep::format_request(request->request, request->session) == *line);
     }
     if (const auto response = lockstep::parse_response(*line)) {
       LOCKSTEP_ASSERT(lockstep::parse_response(lockstep::format_response(*response)) == response);

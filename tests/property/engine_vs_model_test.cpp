@@ -137,15 +137,24 @@ struct Advance : Command {
   void show(std::ostream& os) const override { os << "advance +" << step << "ms"; }
 };
 
-void check_engine_against_model(InjectedBug bug) {
-  State initial;
-  System system{Engine({small_limits(), Token{1}, 4, bug})};
+void check_engine_against_model(InjectedBug bug, Token first = Token{1}) {
+  State initial{Model(small_limits(), first)};
+  System system{Engine({small_limits(), first, 4, bug})};
   rc::state::check(initial, system,
                    rc::state::gen::execOneOfWithArgs<SendLine, SendLine, SendLine, SendLine, Close, Advance>());
 }
 
 RC_GTEST_PROP(EngineVsModel, SameResponsesForEveryCommandSequence, ()) {
   check_engine_against_model(InjectedBug::none);
+}
+
+// Tokens run out at 2^64 - 1. From a first token at most 12 below it, a
+// sequence soon issues the last one: the engine and the model must then
+// agree on `E tokens exhausted` for every acquire, on releases still served,
+// and on the waiters told `T` when a hand-off finds no token left.
+RC_GTEST_PROP(EngineVsModel, SameResponsesWhenTokensRunOut, ()) {
+  const auto below_last = *rc::gen::inRange<std::uint64_t>(0, 13);
+  check_engine_against_model(InjectedBug::none, Token{UINT64_MAX - below_last});
 }
 
 // The comparison bites: an engine with a broken rule is told apart from the

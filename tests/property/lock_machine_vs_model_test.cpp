@@ -5,6 +5,11 @@
 // valid and invalid tokens and waiter ids, as a late or repeated proposal
 // would carry; closes; stamps that mostly move forward and sometimes lag, as
 // a new leader's may) are applied to LockMachine and to model::ClusterModel.
+// Requests carry sessions from three string client ids under a tight window
+// (3) and client table (2): mostly the client's next sequence number, often a
+// retry of a recent one (answered from the session, moved, or refused as
+// stale once out of the window or evicted), sometimes a jump ahead (a
+// pipelining client), sometimes none at all (anonymous).
 // After every command both must have produced the same responses, in the
 // same order, and hold the same table (the canonical text) and next token;
 // the machine's invariants must hold. A failure shrinks to the shortest
@@ -24,18 +29,32 @@
 namespace lockstep::testing {
 namespace {
 
-// The rc model: the reference model, the next session sequence number (one
-// counter for all clients, so every request is new to the session table) and
-// the connection of each slot (a closed slot opens a fresh id).
+// Tight session limits, so that windows slide and clients are evicted.
+cluster::SessionLimits small_sessions() { return cluster::SessionLimits{2, 3}; }
+constexpr int client_count = 3;
+std::string client_name(int index) { return std::string("client-") + static_cast<char>('a' + index); }
+
+// The rc model: the reference model, each client's next sequence number,
+// and the connection of each slot (a closed slot opens a fresh id).
 struct State {
-  model::ClusterModel model{small_limits()};
-  std::uint64_t sequence = 0;
+  model::ClusterModel model{small_limits(), Token{1}, small_sessions()};
+  std::array<std::uint64_t, client_count> next_sequence{1, 1, 1};
   std::array<std::uint64_t, connection_count> generation{};
   ConnectionId connection(int slot) const {
     return ConnectionId{static_cast<std::uint64_t>(slot + 1) * 1'000'000 + generation[static_cast<std::size_t>(slot)]};
   }
-  cluster::Session session(int slot) const { return {connection(slot).value, sequence + 1}; }
 };
+
+// A request's session: the client's next number, a retry of a recent one
+// (or of one long gone), a jump ahead, or none.
+rc::Gen<cluster::Session> gen_session(const State& state) {
+  const int client = *rc::gen::inRange(0, client_count);
+  const std::uint64_t next = state.next_sequence[static_cast<std::size_t>(client)];
+  const auto retry = next > 1 ? *rc::gen::inRange<std::uint64_t>(next > 6 ? next - 6 : 1, next) : next;
+  const std::uint64_t sequence = *rc::gen::weightedElement<std::uint64_t>({{5, next}, {3, retry}, {1, next + 1}});
+  return rc::gen::weightedElement<cluster::Session>({{9, cluster::Session{client_name(client), sequence}},
+                                                     {1, cluster::Session{}}});
+}
 
 struct System {
   cluster::LockMachine machine;
@@ -94,12 +113,19 @@ using Step = rc::state::Command<State, System>;
 // One committed command: applied to a copy of the model and to the machine.
 struct Apply : Step {
   cluster::Command command;
-  bool request = false;  // consumed a session sequence number
   int closed_slot = -1;
 
   void apply(State& state) const override {
     state.model.apply(command);
-    if (request) ++state.sequence;
+    const cluster::Session* session = nullptr;
+    if (const auto* a = std::get_if<cluster::Acquire>(&command)) session = &a->session;
+    if (const auto* r = std::get_if<cluster::Release>(&command)) session = &r->session;
+    if (session != nullptr && !session->anonymous()) {
+      for (int client = 0; client < client_count; ++client) {
+        auto& next = state.next_sequence[static_cast<std::size_t>(client)];
+        if (session->client == client_name(client)) next = std::max(next, session->sequence + 1);
+      }
+    }
     if (closed_slot >= 0) ++state.generation[static_cast<std::size_t>(closed_slot)];
   }
 
@@ -119,19 +145,17 @@ struct Apply : Step {
 struct AcquireStep : Apply {
   explicit AcquireStep(const State& state) {
     const int slot = *gen_connection();
-    command = cluster::Acquire{state.session(slot), state.connection(slot), key_name(*gen_key()),
+    command = cluster::Acquire{*gen_session(state), state.connection(slot), key_name(*gen_key()),
                                owner_name(*gen_owner()), DurationMs{*gen_lease()}, DurationMs{*gen_wait()},
                                stamp(state, *gen_stamp_step())};
-    request = true;
   }
 };
 
 struct ReleaseStep : Apply {
   explicit ReleaseStep(const State& state) {
     const int slot = *gen_connection();
-    command = cluster::Release{state.session(slot), state.connection(slot), *gen_key_name(state),
+    command = cluster::Release{*gen_session(state), state.connection(slot), *gen_key_name(state),
                                Token{*gen_token(state)}, stamp(state, *gen_stamp_step())};
-    request = true;
   }
 };
 
@@ -163,7 +187,7 @@ struct CloseStep : Apply {
 
 void check_machine_against_model(cluster::ClusterBug bug) {
   State initial;
-  System system{cluster::LockMachine(cluster::MachineConfig{small_limits(), {}, Token{1}, bug})};
+  System system{cluster::LockMachine(cluster::MachineConfig{small_limits(), small_sessions(), Token{1}, bug})};
   rc::state::check(initial, system,
                    rc::state::gen::execOneOfWithArgs<AcquireStep, AcquireStep, AcquireStep, ReleaseStep, ReleaseStep,
                                                      ExpireStep, ExpireStep, TimeoutStep, CloseStep>());
@@ -180,6 +204,15 @@ TEST(LockMachineVsClusterModelCatchesBug, ExpireWithoutTokenCheck) {
     check_machine_against_model(cluster::ClusterBug::expire_without_token_check);
   });
   EXPECT_FALSE(passed) << "an Expire that ignores its token was not told apart from the model";
+}
+
+// And it reaches sessions: a table that applies a retried Acquire again is
+// told apart from the model, which answers it from the session.
+TEST(LockMachineVsClusterModelCatchesBug, SessionReapply) {
+  const bool passed = rc::check("lock table with session-reapply vs model", [] {
+    check_machine_against_model(cluster::ClusterBug::session_reapply);
+  });
+  EXPECT_FALSE(passed) << "a retry applied twice was not told apart from the model";
 }
 
 }  // namespace

@@ -157,6 +157,43 @@ TEST(Sim, FailureShrinksToAVectorThatReplays) {
   EXPECT_EQ(run_vector(std::get<Vector>(parsed), ServiceKind::model).status, VectorVerdict::Status::ok);
 }
 
+// A shrunk vector names every token the model granted by its `$name`,
+// wherever it appears: in the grant, in the release request, and in the R
+// or N that echo it. Written as a value it would hold only against a
+// server whose tokens are the model's (1, 2, ...).
+TEST(Sim, ShrunkVectorWritesEveryGrantedTokenByName) {
+  const ConnectionId c1{1}, c2{2};
+  std::vector<InputRecord> inputs{
+      {InputRecord::Kind::line, TimeMs{0}, c1, "A k alice 1000 0", 1, 0},
+      {InputRecord::Kind::line, TimeMs{0}, c2, "A k bob 1000 500", 2, 0},
+      {InputRecord::Kind::line, TimeMs{10}, c1, "R k 0", 3, 1},  // releases alice's grant
+      {InputRecord::Kind::line, TimeMs{20}, c1, "R k 0", 4, 1},  // the same token again: N
+  };
+  const auto text = vector_for_inputs(inputs, Limits{}, TimeMs{30}, "");
+  EXPECT_NE(text.find("expect 0 c1 A $t1 alice k\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("at 10 c1 R k $t1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("expect 10 c1 R $t1 k\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("expect 10 c2 A $t2 bob k\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("at 20 c1 R k $t1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("expect 20 c1 N $t1 k\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" R 1 "), std::string::npos) << text;
+  EXPECT_EQ(text.find(" N 1 "), std::string::npos) << text;
+}
+
+// A release of a token granted at its own instant cannot name it (names
+// bind when an instant is judged), and its value would tie the vector to
+// the model's tokens: those inputs have no vector, and the shrinker keeps
+// looking for one that does.
+TEST(Sim, ReleaseAtTheGrantsInstantHasNoVector) {
+  const ConnectionId c1{1};
+  std::vector<InputRecord> inputs{
+      {InputRecord::Kind::line, TimeMs{5}, c1, "A k alice 1000 0", 1, 0},
+      {InputRecord::Kind::line, TimeMs{5}, c1, "R k 0", 2, 1},
+  };
+  EXPECT_EQ(vector_for_inputs(inputs, Limits{}, TimeMs{10}, ""), "");
+  EXPECT_FALSE(vector_fails("", InjectedBug::none));
+}
+
 TEST(Sim, TimelineOfAKnownScenario) {
   // Five clients on three keys for 12 s: grants, release and sweep
   // hand-offs, timeouts and sweeps all happen (seed 6 was looked at).

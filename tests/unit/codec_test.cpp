@@ -1,6 +1,8 @@
 // The wire codec: strict parsing of requests (every malformed or
 // out-of-range line is refused with a reason), formatting of responses, and
-// round trips of valid lines through parse and format.
+// round trips of valid lines through parse and format. Session fields
+// (`<client> <seq>` after A or R) are a cluster node's syntax: the simple
+// parser refuses them, the session parser takes them within their bounds.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -131,6 +133,45 @@ TEST(Codec, ParsesResponsesAndRefusesBrokenOnes) {
   EXPECT_FALSE(parse_response("R x k").has_value());
 }
 
+// ---- session fields ----------------------------------------------------------------
+
+bool session_malformed(std::string_view line) {
+  return std::holds_alternative<Malformed>(parse_session_request(line, limits()));
+}
+
+TEST(CodecSessions, SimpleModeRefusesSessionFields) {
+  EXPECT_TRUE(malformed("A k alice 100 0 laptop 1"));
+  EXPECT_TRUE(malformed("R k 7 laptop 1"));
+  EXPECT_EQ(std::get<Malformed>(parse_request("A k alice 100 0 laptop 1", limits())).reason,
+            "expected: A <key> <owner> <lease_ms> <wait_ms>");
+}
+
+TEST(CodecSessions, ParsesSessionFieldsOrNone) {
+  const auto parsed = parse_session_request("A k alice 100 0 alice@laptop#2 9223372036854775807", limits());
+  ASSERT_TRUE(std::holds_alternative<SessionRequest>(parsed));
+  const auto& request = std::get<SessionRequest>(parsed);
+  ASSERT_TRUE(request.session);
+  EXPECT_EQ(request.session->client, "alice@laptop#2");
+  EXPECT_EQ(request.session->sequence, sequence_max);
+  EXPECT_EQ(std::get<AcquireRequest>(request.request).owner, "alice");
+  const auto release = std::get<SessionRequest>(parse_session_request("R k 7 c 1", limits()));
+  EXPECT_EQ(std::get<ReleaseRequest>(release.request).token, Token{7});
+  EXPECT_EQ(release.session->sequence, 1u);
+  EXPECT_FALSE(std::get<SessionRequest>(parse_session_request("R k 7", limits())).session);
+}
+
+TEST(CodecSessions, RefusesBadSessionFields) {
+  EXPECT_TRUE(session_malformed("A k alice 100 0 laptop"));        // half a pair
+  EXPECT_TRUE(session_malformed("A k alice 100 0 laptop 0"));      // seq from 1
+  EXPECT_TRUE(session_malformed("A k alice 100 0 laptop 9223372036854775808"));  // past 2^63-1
+  EXPECT_TRUE(session_malformed("A k alice 100 0 laptop 01"));     // canonical decimal
+  EXPECT_TRUE(session_malformed("A k alice 100 0 laptop -1"));
+  EXPECT_TRUE(session_malformed("A k alice 100 0 " + std::string(251, 'c') + " 1"));
+  EXPECT_TRUE(session_malformed("R k 7 laptop 1 more"));
+  EXPECT_TRUE(session_malformed("R k 7 laptop  1"));
+  EXPECT_FALSE(session_malformed("A k alice 100 0 " + std::string(250, 'c') + " 1"));
+}
+
 // Valid requests survive a round trip through format and parse.
 RC_GTEST_PROP(Codec, ValidRequestsRoundTrip, ()) {
   const auto name = rc::gen::container<std::string>(rc::gen::inRange<char>('!', '~' + 1));
@@ -151,6 +192,24 @@ RC_GTEST_PROP(Codec, ValidRequestsRoundTrip, ()) {
   }
 }
 
+// With session fields too, through the session parser.
+RC_GTEST_PROP(CodecSessions, ValidSessionRequestsRoundTrip, ()) {
+  const auto name = rc::gen::container<std::string>(rc::gen::inRange<char>('!', '~' + 1));
+  const auto client = *rc::gen::resize(250, rc::gen::nonEmpty(name));
+  RC_PRE(client.size() <= 250);
+  const auto sequence = *rc::gen::inRange<std::uint64_t>(1, sequence_max);
+  const auto token = *rc::gen::inRange<std::uint64_t>(1, UINT64_MAX);
+  for (const Request request : {Request{AcquireRequest{"k", "o", DurationMs{1}, DurationMs{0}}},
+                                Request{ReleaseRequest{"k", Token{token}}}}) {
+    const auto line = format_request(request, SessionFields{client, sequence});
+    const auto parsed = parse_session_request(line, limits());
+    RC_ASSERT(std::holds_alternative<SessionRequest>(parsed));
+    const auto& got = std::get<SessionRequest>(parsed);
+    RC_ASSERT(format_request(got.request, got.session) == line);
+    RC_ASSERT(std::holds_alternative<Malformed>(parse_request(line, limits())));
+  }
+}
+
 // Any bytes at all: parsing never crashes, and what it accepts formats back
 // to the very same line (the grammar has one spelling per request).
 RC_GTEST_PROP(Codec, AnyBytesParseToRequestOrReason, (const std::string& bytes)) {
@@ -159,6 +218,10 @@ RC_GTEST_PROP(Codec, AnyBytesParseToRequestOrReason, (const std::string& bytes))
     RC_ASSERT(format_request(*request) == bytes);
   } else {
     RC_ASSERT(!std::get<Malformed>(parsed).reason.empty());
+  }
+  const auto with_sessions = parse_session_request(bytes, limits());
+  if (const auto* request = std::get_if<SessionRequest>(&with_sessions)) {
+    RC_ASSERT(format_request(request->request, request->session) == bytes);
   }
 }
 

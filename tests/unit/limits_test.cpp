@@ -1,4 +1,4 @@
-// Limits are validated configuration: defaults follow CONTRACT.md, every
+// Limits are validated configuration: defaults follow docs/protocol.md, every
 // value is range-checked, and a refused setting changes nothing.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The vector format and the judge: the parser refuses broken files with the
 // line at fault, and the runner fails a service that answers wrongly, late,
 // early, twice, on the wrong connection, or with tokens that break the
-// binding rules of VECTORS.md. Each failure case is a correct engine run
+// binding rules of docs/protocol.md, "Conformance vectors". Each failure case is a correct engine run
 // against a deliberately wrong vector, so the judge is what is tested.
 #include <gtest/gtest.h>
 

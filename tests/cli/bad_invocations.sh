@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# Every input a user can give gets a clear answer. A table of bad
+# invocations, a few for every subcommand, each run in a session of its
+# own under a time limit: the exit code must be exactly the documented one
+# (2 for bad usage, bad input or environment), a refusal must be one line
+# on stderr that names the offending option or file, nothing may hang or
+# die of a signal (no core dump), and no process of the session may be
+# left when the command is gone. Then the cases that need more than one
+# command: tokens running out in `serve`, `trace-to-tla` without -o, an
+# --explain of a key the history never names, the last seeds of the range.
+#
+# usage: bad_invocations.sh LOCKSTEP SOURCE_DIR WORK_DIR
+set -uo pipefail
+lockstep=$(realpath "$1") source_dir=$(realpath "$2") work=$(realpath -m "$3")
+rm -rf "$work" && mkdir -p "$work"
+failures=0 cases=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Runs LOCKSTEP ARGS... in a new session (its id is the leader's pid, which
+# the shell writes before it becomes lockstep) and waits for every process
+# of that session to be gone. Sets code, out and err.
+run_in_session() {
+  local sid_file=$work/sid
+  rm -f "$sid_file"
+  timeout -k 2 20 setsid -w sh -c 'echo $$ > "$0"; exec "$@"' "$sid_file" "$lockstep" "$@" \
+    >"$work/out" 2>"$work/err" </dev/null
+  code=$?
+  out=$(cat "$work/out") err=$(cat "$work/err")
+  sid=$(cat "$sid_file" 2>/dev/null || echo 0)
+  left=""
+  for _ in $(seq 1 40); do
+    left=$(ps -o pid=,stat=,args= -s "$sid" 2>/dev/null | awk '$2 !~ /^Z/' || true)
+    [ -z "$left" ] && break
+    sleep 0.05
+  done
+  if [ -n "$left" ] && [ "$sid" != 0 ]; then
+    pkill -KILL -s "$sid" 2>/dev/null  # what this test started, by session id
+  fi
+}
+
+# expect CODE NEEDLE ARGS...: exit CODE; for CODE 2 exactly one line on
+# stderr containing NEEDLE, otherwise NEEDLE anywhere in the output.
+expect() {
+  local expected=$1 needle=$2
+  shift 2
+  cases=$((cases + 1))
+  run_in_session "$@"
+  local shown="lockstep $*"
+  if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
+    fail "$shown: did not end within 20 s"
+  elif [ "$code" -ge 128 ]; then
+    fail "$shown: died of signal $((code - 128)): $err"
+  elif [ "$code" -ne "$expected" ]; then
+    fail "$shown: exit $code, expected $expected: $err"
+  fi
+  if [ "$expected" -eq 2 ]; then
+    [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ -n "$err" ] || fail "$shown: not one line on stderr: $err"
+    [[ "$err" == *"$needle"* ]] || fail "$shown: the message does not name '$needle': $err"
+    [ ${#err} -le 600 ] || fail "$shown: a message of ${#err} characters"
+  else
+    [[ "$out$err" == *"$needle"* ]] || fail "$shown: the output does not say '$needle': $out $err"
+  fi
+  [ -z "$left" ] || fail "$shown: left running: $left"
+}
+
+spec=$source_dir/spec
+vectors=$source_dir/tests/vectors
+missing=/nonexistent-folder-$$
+folder=$work/a-folder
+mkdir -p "$folder"
+touch "$work/a-file"
+max=18446744073709551615
+
+# --- the top level and the exit-code convention
+expect 2 "unknown command 'foo'" foo
+expect 2 "a command is required" 
+expect 2 "unknown command 'nope'" bench nope
+expect 2 "a command is required" bench
+expect 2 "--no-such-option" sim --no-such-option
+expect 2 "--seed" sim --seed abc
+expect 2 "max-keys" serve --max-keys 0
+
+# --- sim: seeds bounded, no wrap-around, one seed where one is drawn,
+# options a mode does not use refused
+expect 2 "--seed" sim --seed -1
+expect 2 "--seed" sim --seed "$max"
+expect 2 "--seeds" sim --seeds "1..$max"
+expect 2 "--seeds" sim --seeds 1..2..3
+expect 2 "--seeds" sim --seeds 5..1
+expect 2 "--seeds" sim --seeds 0x10..0x20
+expect 2 "--seed" sim --seed 1 --seeds 1..2
+expect 2 "--clients" sim --clients 0
+expect 2 "--keys" sim --keys -3
+expect 2 "--duration-ms" sim --duration-ms 0
+expect 2 "--nodes" sim --mode raft --nodes 0
+expect 2 "--mode" sim --mode paxos
+expect 2 "--clients" sim --mode raft --clients 5
+expect 2 "--keys" sim --mode raft --keys 5
+expect 2 "--skew-beyond-bound" sim --skew-beyond-bound
+expect 2 "--skew-beyond-bound" sim --mode raft --skew-beyond-bound
+expect 2 "--nodes" sim --nodes 5
+expect 2 "--trace" sim --mode cluster --seed 1 --trace "$work/t.ndjson"
+expect 2 "--timeline" sim --mode raft --seed 1 --timeline "$work/t.svg"
+expect 2 "serve --list-bugs" sim --inject-bug nope
+expect 2 "Raft" sim --mode cluster --inject-bug lifo-handoff
+expect 2 "$missing/x.svg" sim --seed 1 --timeline "$missing/x.svg"
+expect 2 "$missing/x.ndjson" sim --seed 1 --trace "$missing/x.ndjson"
+expect 2 "$missing/x.svg" sim --mode cluster --seed 1 --timeline "$missing/x.svg"
+expect 2 "$folder" sim --seed 1 --trace "$folder"
+expect 2 "--timeline" sim --seeds 1..3 --timeline "$work/t.svg"
+expect 2 "--trace" sim --seeds 1..3 --trace "$work/t.ndjson"
+expect 2 "$work/a-file" sim --shrink-dir "$work/a-file/sub"
+
+# --- serve: every limit in a range that lets it serve
+expect 2 "--lines-per-turn" serve --lines-per-turn 0
+expect 2 "--max-output-bytes" serve --max-output-bytes 0
+expect 2 "--max-output-bytes" serve --max-output-bytes 524
+expect 2 "--port" serve --port 70000
+expect 2 "--port" serve --port -1
+expect 2 "--host" serve --host not-an-address
+expect 2 "--max-connections" serve --max-connections 0
+expect 2 "--max-line-bytes" serve --max-line-bytes 10
+expect 2 "--sweep-ms" serve --sweep-ms -5
+expect 2 "--max-waiters" serve --max-waiters -1
+expect 2 "serve --list-bugs" serve --inject-bug nope
+expect 2 "$folder is a folder" serve --state-file "$folder"
+expect 2 "$missing/state" serve --state-file "$missing/state"
+printf 'not a number\n' >"$work/bad-state"
+expect 2 "$work/bad-state" serve --port 0 --state-file "$work/bad-state"
+
+# --- bench: arguments that make the figures meaningless, before anything starts
+expect 2 "--connections" bench server --connections -5
+expect 2 "--connections" bench server --connections 0
+expect 2 "--keys" bench server --keys 0
+expect 2 "--seconds" bench server --seconds 0
+expect 2 "--against" bench server --against memcached
+expect 2 "--redis-server" bench server --redis-server "$missing/redis-server"
+expect 2 "--requests" bench engine --requests 0
+expect 2 "--keys" bench engine --keys 10
+expect 2 "--keys" bench engine --keys -1
+
+# --- fuzz and check-history
+expect 2 "--duration-s" fuzz --target 127.0.0.1:7878 --duration-s 0
+expect 2 "--duration-s" fuzz --target 127.0.0.1:7878 --duration-s -1
+expect 2 "--duration-s" fuzz --target 127.0.0.1:7878 --duration-s nan
+expect 2 "--tolerance-ms" fuzz --target 127.0.0.1:7878 --tolerance-ms -5
+expect 2 "99999" fuzz --target 127.0.0.1:99999
+expect 2 "--target" fuzz --target localhost
+expect 2 "--clients" fuzz --target 127.0.0.1:7878 --clients 0
+expect 2 "--keys" fuzz --target 127.0.0.1:7878 --keys 0
+expect 2 "--max-keys" fuzz --target 127.0.0.1:7878 --max-keys 0
+expect 2 "--exec" fuzz
+expect 2 "$missing/h.ndjson" fuzz --target 127.0.0.1:7878 --history "$missing/h.ndjson"
+expect 2 "$missing/r.html" fuzz --target 127.0.0.1:7878 --report "$missing/r.html"
+expect 2 "$missing/j.xml" fuzz --target 127.0.0.1:7878 --junit "$missing/j.xml"
+expect 2 "$work/a-file" fuzz --target 127.0.0.1:7878 --vectors "$work/a-file/v"
+expect 2 "--explain" fuzz --target 127.0.0.1:7878 --explain ""
+expect 2 "$folder is a folder" check-history "$folder"
+expect 2 "$missing/h.ndjson" check-history "$missing/h.ndjson"
+expect 2 "--budget-states" check-history "$work/a-file" --budget-states 0
+expect 2 "$work/a-file" check-history "$work/a-file"
+
+# --- check
+expect 2 "--depth" check --cfg "$spec/MCsweep.cfg" --depth -1
+expect 2 "--depth" check --cfg "$spec/MCsweep.cfg" --depth 1.5
+expect 2 "$spec is a folder" check --cfg "$spec"
+expect 2 "$missing/x.cfg" check --cfg "$missing/x.cfg"
+expect 2 "simple mode" check --cfg "$spec/ClusterMCleader.cfg"
+expect 2 "ClusterMC" check --cfg "$spec/ClusterMCskew.cfg"
+expect 2 "--inject-bug" check --cfg "$spec/MCsweep.cfg" --inject-bug early-expiry
+expect 2 "$missing/c.vec" check --cfg "$spec/MCsweep.cfg" --counterexample "$missing/c.vec"
+expect 2 "--cfg" check
+
+# --- conform
+expect 2 "serve --list-bugs" conform --inject-bug nope "$vectors"
+expect 2 "$missing/x.vec" conform "$missing/x.vec"
+expect 2 "--against" conform --against nothing "$vectors"
+expect 2 "--against" conform --against model --exec true "$vectors"
+expect 2 "--inject-bug" conform --inject-bug lifo-handoff --exec true "$vectors"
+expect 2 "--patience-ms" conform --patience-ms 0 --exec true "$vectors"
+expect 2 "$missing/j.xml" conform --junit "$missing/j.xml" "$vectors"
+expect 2 "no vector files" conform "$folder"
+
+# --- trace-to-tla and validate-trace
+expect 2 "$folder is a folder" trace-to-tla "$folder"
+expect 2 "$missing/t.ndjson" trace-to-tla "$missing/t.ndjson"
+expect 2 "$folder is a folder" validate-trace "$folder"
+expect 2 "$work/a-file" validate-trace --keep-dir "$work/a-file/k" "$work/a-file"
+
+# --- playground
+expect 2 "--port" playground --port 70000
+expect 2 "--port" playground --port -1
+expect 2 "no built page in $folder" playground --port 0 --dir "$folder"
+
+# --- tokens run out: a state file two below the top lets `serve` issue the
+# last token, then answer acquires `E tokens exhausted` (releases served)
+# without dying; the next start refuses the file with that reason.
+cases=$((cases + 1))
+state=$work/tokens.state
+echo 18446744073709551613 >"$state"
+"$lockstep" serve --port 0 --state-file "$state" 2>"$work/serve.log" &
+serve_pid=$!
+port=""
+for _ in $(seq 1 100); do
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+if [ -z "$port" ]; then
+  fail "serve with a state file near the top did not start: $(cat "$work/serve.log")"
+else
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf 'A k1 a 10000 0\nA k2 a 10000 0\nA k3 a 10000 0\nR k2 18446744073709551615\nA k2 b 10 0\n' >&3
+  replies=()
+  for _ in 1 2 3 4 5; do read -r -t 5 line <&3 && replies+=("$line"); done
+  exec 3<&-
+  expected_replies="A 18446744073709551614 a k1|A 18446744073709551615 a k2|E tokens exhausted|R 18446744073709551615 k2|E tokens exhausted"
+  got=$(IFS='|'; echo "${replies[*]}")
+  [ "$got" = "$expected_replies" ] || fail "tokens near the top: got '$got', expected '$expected_replies'"
+  kill -0 "$serve_pid" 2>/dev/null || fail "serve died when tokens ran out"
+  expect 2 "cannot listen on 127.0.0.1:$port" serve --port "$port"  # that port is taken
+  grep -q "tokens exhausted" "$work/serve.log" || fail "serve did not log the exhaustion"
+  [ "$(grep -c 'tokens exhausted' "$work/serve.log")" -eq 1 ] || fail "serve logged the exhaustion more than once"
+  kill -TERM "$serve_pid"
+  wait "$serve_pid"
+  serve_code=$?
+  [ "$serve_code" -eq 0 ] || fail "serve exited $serve_code on SIGTERM after tokens ran out"
+  [ "$(cat "$state")" = "$max" ] || fail "the state file holds $(cat "$state"), expected $max"
+fi
+expect 2 "tokens exhausted" serve --port 0 --state-file "$state"
+
+# --- trace-to-tla without -o writes into a new folder it names, never into
+# the current one (which could be spec/).
+cases=$((cases + 1))
+"$lockstep" sim --seed 1 --duration-ms 2000 --trace "$work/seed-1.ndjson" >/dev/null || fail "sim --trace failed"
+mkdir -p "$work/cwd" && cp "$spec/LockServer.tla" "$work/cwd/"
+before=$(cd "$work/cwd" && ls -l --time-style=full-iso)
+converted=$(cd "$work/cwd" && "$lockstep" trace-to-tla "$work/seed-1.ndjson") || fail "trace-to-tla without -o failed"
+after=$(cd "$work/cwd" && ls -l --time-style=full-iso)
+[ "$before" = "$after" ] || fail "trace-to-tla without -o changed the current folder"
+new_folder=$(printf '%s\n' "$converted" | sed -n 's/^no -o given: writing into the new folder //p')
+if [ -n "$new_folder" ] && [ -f "$new_folder/TraceRun.tla" ]; then
+  rm -rf "$new_folder"
+else
+  fail "trace-to-tla without -o did not name a new folder holding TraceRun.tla: $converted"
+fi
+
+# --- --explain of a key the history never names says so; the verdict stands.
+cat >"$work/small.ndjson" <<'EOF'
+{"schema":"lockstep.history/1","limits":{"max_keys":6,"max_waiters_per_key":3,"max_waiters":24,"sweep_ms":1000,"max_lease_ms":10000,"max_wait_ms":10000,"max_line_bytes":1024},"tolerance_ms":50}
+{"t_us":0,"ev":"connect","conn":1}
+{"t_us":1000,"ev":"send","conn":1,"line":"A k0 alice 300 0"}
+{"t_us":1200,"ev":"recv","conn":1,"line":"A 17 alice k0"}
+EOF
+expect 0 "no request of the history names key \`nokey\`" check-history "$work/small.ndjson" --explain nokey
+expect 0 "violations: 0" check-history "$work/small.ndjson" --explain k0
+
+# --- the last seeds of the range run and end (the loop does not wrap).
+expect 0 "violations: 0" sim --seeds 9223372036854775806..9223372036854775807 --duration-ms 200
+expect 0 "violations: 0" sim --mode raft --seeds 9223372036854775806..9223372036854775807 --duration-ms 200
+
+# On a terminal sim draws a progress bar; at the last seeds of the range it
+# once wrapped around and threw. `script` gives it a terminal.
+cases=$((cases + 1))
+if command -v script >/dev/null; then
+  tty_out=$(timeout 20 script -qec "$lockstep sim --seeds 9223372036854775806..9223372036854775807 --duration-ms 200" /dev/null)
+  tty_code=$?
+  [ "$tty_code" -eq 0 ] || fail "sim on a terminal at the last seeds: exit $tty_code: $tty_out"
+  [[ "$tty_out" == *"violations: 0"* ]] || fail "sim on a terminal at the last seeds: no summary: $tty_out"
+fi
+
+echo "$cases cases, $failures failed"
+[ "$failures" -eq 0 ]
