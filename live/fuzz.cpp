@@ -295,7 +295,7 @@ class Fuzzer {
       send(conn, std::string(options_.limits.max_line_bytes + 8, 'x'));
       return;
     }
-    // Malformed by CONTRACT.md's words: fields missing or extra, an unknown
+    // Malformed by the words of docs/protocol.md: fields missing or extra, an unknown
     // request, a number that is not one, a lease of 0.
     static const char* const contract_lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A k0 o 1 1 1"};
     // Malformed by this project's stricter reading (README, "Where the

@@ -96,7 +96,7 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
     }
     // A malformed line is answered at once: owed its `E` when the
     // connection was watched for more than the tolerance after it was sent
-    // (CONTRACT.md: every request the contract answers is answered), or
+    // (docs/protocol.md, "Black box, in real time": each request the rules answer gets an answer), or
     // after a later request's answer showed it handled; unless the target
     // stopped before it could read it.
     for (std::size_t i = errors.size(); i < malformed.size(); ++i) {
@@ -202,7 +202,7 @@ std::string limits_text(const Limits& l) {
 }
 
 // Whether other limits than those assumed explain a key that has no
-// explanation: CONTRACT.md's defaults, a `B` allowed anywhere (the target's
+// explanation: the protocol's defaults, a `B` allowed anywhere (the target's
 // queue or key limits lower), or other sweep periods. A hint for the report
 // when the assumed limits are not the target's.
 std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint32_t incarnation, const KeyInput& input) {
@@ -214,7 +214,7 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
   };
   std::vector<Variant> variants;
   const Limits contract;
-  if (!(contract == assumed)) variants.push_back({"CONTRACT.md's default limits (" + limits_text(contract) + ")", contract});
+  if (!(contract == assumed)) variants.push_back({"the protocol's default limits (" + limits_text(contract) + ")", contract});
   {
     Limits lower = assumed;
     lower.max_waiters_per_key = count_limit_max;

@@ -1,5 +1,5 @@
 // The black-box checker: does a recorded history have an explanation under
-// the contract (CONTRACT.md, "Black box, in real time")? The history is
+// the contract (docs/protocol.md, "Black box, in real time")? The history is
 // split by incarnation of the target (a restart wipes its state) and by key;
 // each key is a forward sweep over server instants (frontier.hpp); what couples keys is checked
 // apart and soundly: one sweep phase per incarnation shared by all keys,

@@ -26,7 +26,7 @@ std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 9
 
 // The server's millisecond grid is not aligned with the tester's: an answer
 // caused at instant n may be read up to 1 ms before n on the tester's clock
-// (CONTRACT.md: instant n stands for a real interval of 1 ms).
+// (docs/protocol.md, "Black box, in real time": instant n stands for a real interval of 1 ms).
 constexpr std::int64_t grid_slack_us = 1000;
 
 // The latest instant that can cause a response read at `received_us`.
@@ -196,8 +196,8 @@ class Frontier {
   }
 
   // Whether the tester stopped watching `conn` before a response caused at
-  // `at` had to arrive (CONTRACT.md, "Black box, in real time": every
-  // request the contract answers is answered). A connection a prefix cut
+  // `at` had to arrive (docs/protocol.md, "Black box, in real time": each
+  // request the rules answer gets an answer). A connection a prefix cut
   // may still have any answer given at once on its way; one the target's
   // stop ended, any answer caused within the tolerance of the stop. On a
   // connection the tester watched to its end (or the server closed), what
@@ -342,7 +342,7 @@ bool Frontier::matches(const Config& c, const KeyObservation& seen, ResponseKind
 // order among the answers of one instant is free). A deferred answer (a
 // hand-off, a timeout, a sweep's grant) arrives within 1 + tolerance ms of
 // its cause, and within that time it may be overtaken by responses the
-// server produced later (CONTRACT.md, "Black box, in real time"): it can
+// server produced later (docs/protocol.md, "Black box, in real time"): it can
 // match any observation not yet explained that arrived in time.
 void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
                     std::int64_t at, Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request,
@@ -454,7 +454,7 @@ void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs&
   }
 }
 
-// CONTRACT 1-5: a free key is granted (or `B` when a new key would pass
+// Simple mode points 1-5: a free key is granted (or `B` when a new key would pass
 // max_keys); an expired holder is taken over in place, waiters or not.
 void Frontier::acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
   const auto& asked = in_.requests[request];
@@ -537,7 +537,7 @@ bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_
   return false;
 }
 
-// CONTRACT 6-7: the holder's token releases (even an expired holder's, on a
+// Simple mode points 6-7: the holder's token releases (even an expired holder's, on a
 // key not yet swept); any other token, or a free key, is `N`.
 void Frontier::release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
   const auto& asked = in_.requests[request];
@@ -621,7 +621,7 @@ void Frontier::fire_timeouts(Config c, std::size_t from, std::int64_t at, Config
   sweep(std::move(c), at, out);
 }
 
-// CONTRACT 8: for the phases that sweep at `at`, an expired holder goes:
+// Simple mode point 8: for the phases that sweep at `at`, an expired holder goes:
 // the key to the head waiter, or deleted. A holder whose grant interval
 // straddles its expiry splits into the part still valid and the expired.
 void Frontier::sweep(Config c, std::int64_t at, Configs& out) const {

@@ -1,4 +1,4 @@
-// A history of a black-box run against a live lock server (CONTRACT.md,
+// A history of a black-box run against a live lock server (docs/protocol.md,
 // "Live targets", "Black box, in real time"): what the tester sent and
 // received on each connection, stamped on one monotonic clock in
 // microseconds, and the target's limits and the timing tolerance, so that

@@ -101,7 +101,7 @@ TEST(TokenOrder, ASweepHandOffIsComparedWithTheExpiryThatCausedIt) {
 // alice releases at 100 ms; bob's hand-off `A` is produced then but
 // arrives at 130 ms, after the `N` to a release bob sent at 110 ms on the
 // same connection (produced later, arrived first). Within a tolerance of
-// 50 ms that is allowed (CONTRACT.md); at 170 ms it is late.
+// 50 ms that is allowed (docs/protocol.md, "Black box, in real time"); at 170 ms it is late.
 TEST(Overtaking, ADeferredAnswerMayBeOvertakenWithinTheTolerance) {
   for (const std::int64_t arrival_us : {std::int64_t{130'000}, std::int64_t{170'000}}) {
     Recorder r;
@@ -214,7 +214,7 @@ TEST(Reports, AViolationThatAnotherSweepPeriodExplainsSaysSo) {
 }
 
 // carol is answered `B` while nobody waits and the limits assumed are
-// CONTRACT.md's: a violation, which a lower limit of the target explains.
+// the protocol's defaults: a violation, which a lower limit of the target explains.
 TEST(Reports, ABusyThatALowerLimitExplainsSaysSo) {
   Recorder r;
   r.history().header.limits = Limits{};
