@@ -292,6 +292,7 @@ class Frontier {
   bool is_final(const Config& c) const;
 
   std::string describe(const Config& c, std::int64_t at) const;
+  std::string instead_of(const Config& c, std::uint32_t observation) const;
   void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
 
   const KeyInput& in_;
@@ -427,6 +428,9 @@ void Frontier::fail(const Config& c, KeyFailure failure) const {
   if (!better) return;
   failure_progress_ = progress;
   failure_ = failure;
+  if (failure.kind == KeyFailure::Kind::unexplained && failure.observation >= 0) {
+    failure_.instead = instead_of(c, static_cast<std::uint32_t>(failure.observation));
+  }
   // What came instead, looked up only for the failure kept (most fail).
   if (failure.kind == KeyFailure::Kind::missing) {
     failure_.got = same_class_pending(c, failure.conn, failure.response, failure.owner, failure.token);
@@ -1069,6 +1073,55 @@ std::string Frontier::describe(const Config& c, std::int64_t at) const {
                         span(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
   }
   return text;
+}
+
+// What configuration `c` says of the owner (A, T, B) or token (R, N) of an
+// observation it cannot explain: where that owner stands, and the answer
+// the contract gives there instead.
+std::string Frontier::instead_of(const Config& c, std::uint32_t observation) const {
+  const auto& seen = in_.observations[observation];
+  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
+  const auto& key = in_.key;
+  if (!names_owner(seen.kind)) {
+    if (c.held() && c.holder.token != 0 && c.holder.token == seen.token) {
+      return fmt::format("token {} is the holder's: a release with it is answered `R {} {}`", seen.token, seen.token, key);
+    }
+    return fmt::format("no release of token {} awaits an answer there", seen.token);
+  }
+  const std::string& owner = in_.owners[seen.owner];
+  const auto conn_id = in_.conns[seen.conn].id;
+  for (std::size_t position = 0; position < c.queue.size(); ++position) {
+    const auto& waiter = c.queue[position];
+    const auto& asked = in_.requests[waiter.request];
+    if (asked.owner != seen.owner || asked.conn != seen.conn) continue;
+    const auto deadline = waiter.lo + asked.wait_ms == waiter.hi + asked.wait_ms
+                              ? instant(waiter.lo + asked.wait_ms)
+                              : fmt::format("{}..{}", instant(waiter.lo + asked.wait_ms), instant(waiter.hi + asked.wait_ms));
+    if (position > 0) {
+      const auto& head = in_.requests[c.queue.front().request];
+      return fmt::format("`{}` waits in place {} of the queue, behind `{}` on c{}: a hand-off goes to the head waiter "
+                         "first (`A <token> {} {}` on connection {}), and `{}` is answered `T {} {}` at its deadline {} "
+                         "if none reaches it",
+                         owner, position + 1, in_.owners[head.owner], in_.conns[head.conn].id, in_.owners[head.owner],
+                         key, in_.conns[head.conn].id, owner, owner, key, deadline);
+    }
+    if (c.held()) {
+      const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+      return fmt::format("`{}` is the head waiter, but `{}` holds the key until {} at least: `{}` gets `A <token> {} {}` "
+                         "at a release or a sweep after that, or `T {} {}` at its deadline {}",
+                         owner, in_.owners[holder.owner], instant(c.holder.lo + holder.lease_ms), owner, owner, key, owner,
+                         key, deadline);
+    }
+    return fmt::format("`{}` is the head waiter of a free key, its deadline {}", owner, deadline);
+  }
+  if (c.held()) {
+    const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+    if (holder.owner == seen.owner && holder.conn == seen.conn) {
+      return fmt::format("`{}` already holds the key there (granted {}), and its grant was answered once", owner,
+                         instant(c.holder.lo));
+    }
+  }
+  return fmt::format("no request of `{}` on connection {} awaits an answer there", owner, conn_id);
 }
 
 void Frontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {

@@ -198,6 +198,41 @@ TEST(Reports, AMissingTimeoutIsNamedWithItsDeadline) {
   EXPECT_EQ(summary.find("N 998"), std::string::npos) << summary;
 }
 
+// bob queues on alice's key, then carol does (8 ms later: within the 1 ms
+// an instant stands for, their order would be free); alice releases and carol, not
+// bob, is handed the key (a LIFO hand-off). Where bob is watched past the
+// release, the report names bob's missing `A` with its deadline and what
+// came instead (his `T`). Where bob's connection closes right after the
+// release, his `A` may have been lost with it; then carol's grant is the
+// culprit, and the report says where she stands: behind bob, who holds
+// the key.
+TEST(Reports, AGrantToTheWrongWaiterNamesTheHeadWaitersAnswer) {
+  const auto lifo = [](std::int64_t bob_closed_us) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'100, "A 3 alice k");
+    r.send(2, 2'000, "A k bob 5000 3000").send(2, 2'010, "R k 999").recv(2, 2'050, "N 999 k");
+    r.send(3, 10'000, "A k carol 5000 3000").send(3, 10'010, "R k 998").recv(3, 10'050, "N 998 k");
+    r.send(1, 100'000, "R k 3").recv(1, 100'080, "R 3 k").recv(3, 100'090, "A 4 carol k");
+    if (bob_closed_us > 3'002'000) r.recv(2, 3'002'500, "T bob k");
+    r.close(2, bob_closed_us).close(1, 4'000'000).close(3, 4'000'000);
+    return r.check();
+  };
+  const auto watched = lifo(4'000'000);
+  ASSERT_EQ(watched.verdict, Verdict::violation) << last_line(watched);
+  const auto& missing = watched.violations.front().summary;
+  EXPECT_NE(missing.find("expected `A <token> bob k` on connection 2 by +"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("(the release `R k 3` at +"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("got `T bob k`"), std::string::npos) << missing;
+
+  const auto closed = lifo(105'000);
+  ASSERT_EQ(closed.verdict, Verdict::violation) << last_line(closed);
+  const auto& culprit = closed.violations.front().summary;
+  EXPECT_NE(culprit.find("`A 4 carol k` on connection 3 at +100.090 ms has no explanation"), std::string::npos)
+      << culprit;
+  EXPECT_NE(culprit.find("`carol` is the head waiter, but `bob` holds the key"), std::string::npos) << culprit;
+}
+
 // The key is released with its token 2 s after its 50 ms lease ended: a
 // server sweeping every 1,000 ms (as assumed) must have deleted it (`N`);
 // one that sweeps every 5,000 ms answers `R`. The violation says that a
