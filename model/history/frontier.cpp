@@ -273,7 +273,7 @@ class Frontier {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.phases == after.phases;
   }
-  bool alone_in_class(const Config& c, std::uint32_t request) const;
+  bool answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const;
 
   bool alive(const Config& c, std::int64_t at) const;
   // Budgets: every configuration made at an instant is counted (work and
@@ -704,22 +704,50 @@ std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) 
   return found;
 }
 
-// Whether no other request of the same class on the same connection waits
-// in the queue: then the observation an inert answer matches is its own.
-bool Frontier::alone_in_class(const Config& c, std::uint32_t request) const {
+// Whether the observation that `answered` (c with `request` handled) newly
+// explains can be no other request's answer: no other request of the same
+// class (the owner of an acquire, the token of a release) on the same
+// connection waits in the queue, nor is still to be handled and sent before
+// that observation arrived. Otherwise a later request may be the one it
+// answers, and `request`, handled later, may get another answer (queued
+// rather than `B` once a timeout frees a place).
+bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const {
   const auto& asked = in_.requests[request];
-  if (!asked.acquire) return true;
-  return std::none_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
-    const auto& other = in_.requests[waiter.request];
-    return other.conn == asked.conn && other.owner == asked.owner;
-  });
+  const auto same_class = [&](const KeyRequest& other) {
+    return other.conn == asked.conn && other.acquire == asked.acquire &&
+           (asked.acquire ? other.owner == asked.owner : other.token == asked.token);
+  };
+  if (asked.acquire && std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
+        return same_class(in_.requests[waiter.request]);
+      })) {
+    return false;
+  }
+  std::int64_t received_us = -1;
+  const auto& observations = in_.conns[asked.conn].observations;
+  for (auto it = first_unexplained(c, asked.conn); it != observations.end(); ++it) {
+    if (answered.observed.contains(*it) && !c.observed.contains(*it)) {
+      received_us = in_.observations[*it].received_us;
+      break;
+    }
+  }
+  if (received_us < 0) return false;
+  const auto& requests = in_.conns[asked.conn].requests;
+  for (auto it = std::lower_bound(requests.begin(), requests.end(), c.handled.mark); it != requests.end(); ++it) {
+    const auto other = *it;
+    if (other == request || c.handled.contains(other)) continue;
+    if (in_.requests[other].sent_us > received_us) break;  // sent in order: none later can claim it
+    if (same_class(in_.requests[other])) return false;
+  }
+  return true;
 }
 
 // The requests and closes handled at `at`, in every order. A request whose
 // handling now changes nothing but the observation it explains (an inert
 // answer: a `T` on a held key, an `N`, a `B`), and has no other outcome, is
-// handled now without a branch: handling it later reaches the same
-// configurations or fewer.
+// handled now without a branch when the observation it explains can be no
+// other request's answer: handling it later then reaches the same
+// configurations or fewer (its answer must be that observation, and later
+// it changes nothing either).
 void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
   const bool idle = (c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
                     std::all_of(c.queue.begin(), c.queue.end(),
@@ -744,7 +772,7 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
       Configs next;
       handle(c, request, at, next);
       if (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-          alone_in_class(c, request)) {
+          answer_is_its_own(c, request, next.front())) {
         c = std::move(next.front());
         again = true;
         break;
