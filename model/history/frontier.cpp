@@ -273,6 +273,7 @@ class Frontier {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.phases == after.phases;
   }
+  bool sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const;
   bool answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const;
 
   bool alive(const Config& c, std::int64_t at) const;
@@ -507,10 +508,20 @@ void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Co
 
 // A waiter queued at `at` is owed a `T` at its deadline or an `A` before;
 // it is queued only if its connection shows such an answer not yet
-// explained, or may have ended before one arrived, or drops it first.
+// explained, or may have ended before one arrived, or drops it first; and
+// never when a `B` for its owner is read that only it can have caused.
 bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const {
   const auto& asked = in_.requests[request];
   const std::int64_t deadline = at + asked.wait_ms;
+  // A `B` for its owner that no other request can have caused is its
+  // answer: queued, it would leave that `B` unexplained for good.
+  const auto& seen_on_conn = in_.conns[asked.conn].observations;
+  for (auto it = first_unexplained(c, asked.conn); it != seen_on_conn.end(); ++it) {
+    const auto& seen = in_.observations[*it];
+    if (c.observed.contains(*it) || seen.kind != ResponseKind::busy || seen.owner != asked.owner) continue;
+    if (sole_claimant(c, request, seen.received_us)) return false;
+    break;
+  }
   if (may_be_unseen(asked.conn, deadline, Cause::deadline, request) ||
       (close_lo_[asked.conn] < deadline && may_drop(Waiter{request, at, at}, close_lo_[asked.conn]))) {
     return true;
@@ -704,33 +715,22 @@ std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) 
   return found;
 }
 
-// Whether the observation that `answered` (c with `request` handled) newly
-// explains can be no other request's answer: no other request of the same
-// class (the owner of an acquire, the token of a release) on the same
+// Whether `request` is the only request that can be answered by an
+// observation read at `received_us` on its connection: no other request of
+// the same class (the owner of an acquire, the token of a release) on that
 // connection waits in the queue, nor is still to be handled and sent before
-// that observation arrived. Otherwise a later request may be the one it
-// answers, and `request`, handled later, may get another answer (queued
-// rather than `B` once a timeout frees a place).
-bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const {
+// that observation arrived.
+bool Frontier::sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const {
   const auto& asked = in_.requests[request];
   const auto same_class = [&](const KeyRequest& other) {
     return other.conn == asked.conn && other.acquire == asked.acquire &&
            (asked.acquire ? other.owner == asked.owner : other.token == asked.token);
   };
   if (asked.acquire && std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
-        return same_class(in_.requests[waiter.request]);
+        return waiter.request != request && same_class(in_.requests[waiter.request]);
       })) {
     return false;
   }
-  std::int64_t received_us = -1;
-  const auto& observations = in_.conns[asked.conn].observations;
-  for (auto it = first_unexplained(c, asked.conn); it != observations.end(); ++it) {
-    if (answered.observed.contains(*it) && !c.observed.contains(*it)) {
-      received_us = in_.observations[*it].received_us;
-      break;
-    }
-  }
-  if (received_us < 0) return false;
   const auto& requests = in_.conns[asked.conn].requests;
   for (auto it = std::lower_bound(requests.begin(), requests.end(), c.handled.mark); it != requests.end(); ++it) {
     const auto other = *it;
@@ -739,6 +739,20 @@ bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const C
     if (same_class(in_.requests[other])) return false;
   }
   return true;
+}
+
+// Whether the observation that `answered` (c with `request` handled) newly
+// explains can be no other request's answer. Otherwise a later request may
+// be the one it answers, and `request`, handled later, may get another
+// answer (queued rather than `B` once a timeout frees a place).
+bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const {
+  const auto& observations = in_.conns[in_.requests[request].conn].observations;
+  for (auto it = first_unexplained(c, in_.requests[request].conn); it != observations.end(); ++it) {
+    if (answered.observed.contains(*it) && !c.observed.contains(*it)) {
+      return sole_claimant(c, request, in_.observations[*it].received_us);
+    }
+  }
+  return false;
 }
 
 // The requests and closes handled at `at`, in every order. A request whose
