@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,7 @@ struct Connection {
   std::int64_t quiet_us = 0;
   std::uint64_t close_after_token = 0;  // close once this barrier release is answered
   std::int64_t close_by_us = 0;
+  std::deque<std::int64_t> releases_sent_us;  // releases not yet answered, oldest first
 };
 
 class Fuzzer {
@@ -132,9 +134,12 @@ class Fuzzer {
 
   void restart() {
     // Read what arrived before the stop, stop, read what was still in
-    // flight, and only then mark the incarnation's end.
+    // flight, and only then mark the incarnation's end. The connections end
+    // with the `down` (the target stopped, what it had not read it never
+    // handled), not with an `eof` of their own.
     pump(now_us());
     server_->stop();
+    stopping_ = true;
     const auto until = now_us() + 200'000;
     while (now_us() < until && std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0; })) {
       pump(std::min(until, now_us() + 5'000));
@@ -144,10 +149,12 @@ class Fuzzer {
       conn->fd = -1;
     }
     conns_.clear();
+    stopping_ = false;
     record(history::EventKind::down, 0);
     ++run_.restarts;
     if (!launch()) return;
     record(history::EventKind::up, 0);
+    last_pump_us_ = -1;  // starting the target is no stall of the fuzzer
   }
 
   void keep_connections() {
@@ -188,31 +195,40 @@ class Fuzzer {
     return fmt::format("k{}", index);
   }
 
-  std::int64_t lease_ms() {
-    const auto sweep = options_.limits.sweep_ms.value;
-    std::int64_t lease;
-    const double pick = rng_.unit();
-    if (pick < 0.3) {
-      lease = rng_.between(1, 30);
-    } else if (pick < 0.7) {
-      lease = rng_.between(40, 400);
-    } else {
-      lease = rng_.between(std::max<std::int64_t>(1, sweep / 2), sweep + sweep / 2);
-    }
-    return std::clamp<std::int64_t>(lease, 1, options_.limits.max_lease_ms.value);
+  // Log-uniform in [low, high]: as many short as long durations per decade.
+  std::int64_t log_uniform(std::int64_t low, std::int64_t high) {
+    if (low >= high) return low;
+    const double a = std::log(static_cast<double>(std::max<std::int64_t>(low, 1)));
+    const double b = std::log(static_cast<double>(high));
+    return std::clamp(static_cast<std::int64_t>(std::exp(a + (b - a) * rng_.unit())), low, high);
   }
 
-  std::int64_t wait_ms() {
+  // Within [low, high]: a third near the low end (leases that expire and
+  // waits that time out within the run), a third around the sweep period
+  // when the range reaches it (expiries a sweep must clear, waiters handed
+  // the key by a sweep), the rest log-uniform over the range.
+  std::int64_t duration_in(std::int64_t low, std::int64_t high) {
+    const auto sweep = options_.limits.sweep_ms.value;
     const double pick = rng_.unit();
-    std::int64_t wait = 0;
-    if (pick < 0.35) {
-      wait = 0;
-    } else if (pick < 0.7) {
-      wait = rng_.between(1, 100);
-    } else {
-      wait = rng_.between(100, 1500);
+    if (pick < 0.33) return rng_.between(low, low + std::max<std::int64_t>(1, (high - low) / 16));
+    if (pick < 0.66) {
+      const auto near_low = std::max(low, sweep / 2), near_high = std::min(high, sweep + sweep / 2);
+      if (near_low <= near_high) return rng_.between(near_low, near_high);
     }
-    return std::clamp<std::int64_t>(wait, 0, options_.limits.max_wait_ms.value);
+    return log_uniform(low, high);
+  }
+
+  std::int64_t lease_ms() { return duration_in(options_.lease_min_ms, options_.lease_max_ms); }
+
+  // A try-lock a third of the time when the range allows 0.
+  std::int64_t wait_ms() {
+    if (options_.wait_min_ms == 0 && (options_.wait_max_ms == 0 || rng_.chance(0.35))) return 0;
+    return waiting_ms();
+  }
+  // A wait of at least 1 ms (when the range allows one; else 0).
+  std::int64_t waiting_ms() {
+    if (options_.wait_max_ms == 0) return 0;
+    return duration_in(std::max<std::int64_t>(1, options_.wait_min_ms), options_.wait_max_ms);
   }
 
   void send(Connection& conn, const std::string& line, bool answered = true) {
@@ -222,6 +238,13 @@ class Fuzzer {
     if (answered) ++conn.outstanding;
     ++run_.sent;
     flush(conn);
+  }
+
+  // A release is answered at once (R or N) by a server that runs: the
+  // oldest one unanswered tells how long the target has been silent.
+  void send_release(Connection& conn, const std::string& key, std::uint64_t token) {
+    conn.releases_sent_us.push_back(now_us());
+    send(conn, fmt::format("R {} {}", key, token));
   }
 
   void acquire(Connection& conn, const std::string& key, const std::string& owner, std::int64_t wait,
@@ -238,7 +261,7 @@ class Fuzzer {
     // connection's lines in order). Without it, when a waiter was queued is
     // known only from its own answer, and the checker must carry every
     // instant it may have been queued at.
-    if (wait > 0 && probe) send(conn, fmt::format("R {} {}", key, random_token()));
+    if (wait > 0 && probe) send_release(conn, key, random_token());
   }
 
   std::uint64_t random_token() { return 1 + rng_.below(std::uint64_t{1} << 62); }
@@ -250,12 +273,12 @@ class Fuzzer {
       acquire(conn, key_name(), owner, wait_ms());
     } else if (pick < 0.67) {
       const auto index = rng_.below(conn.held.size());
-      send(conn, fmt::format("R {} {}", conn.held[index].key, conn.held[index].token));
+      send_release(conn, conn.held[index].key, conn.held[index].token);
     } else if (pick < 0.75 && !stale_.empty()) {
       const auto& old = stale_[rng_.below(stale_.size())];
-      send(conn, fmt::format("R {} {}", old.key, old.token));
+      send_release(conn, old.key, old.token);
     } else if (pick < 0.80) {
-      send(conn, fmt::format("R {} {}", key_name(), random_token()));
+      send_release(conn, key_name(), random_token());
     } else if (pick < 0.86 && !conn.held.empty()) {
       // The holder's owner asks again (no special treatment).
       const auto& held = conn.held[rng_.below(conn.held.size())];
@@ -263,17 +286,17 @@ class Fuzzer {
     } else if (pick < 0.89) {
       malformed(conn);
     } else {
-      acquire(conn, key_name(), owner, rng_.between(1, 300));
+      acquire(conn, key_name(), owner, waiting_ms());
     }
   }
 
   void malformed(Connection& conn) {
-    if (rng_.chance(0.05)) {
+    if (!options_.clear_of_limits && rng_.chance(0.05)) {
       // Longer than the limit: answered `E`, then the server closes.
       send(conn, std::string(options_.limits.max_line_bytes + 8, 'x'));
       return;
     }
-    // Malformed by CONTRACT.md's words: fields missing or extra, an unknown
+    // Malformed by the words of docs/protocol.md: fields missing or extra, an unknown
     // request, a number that is not one, a lease of 0.
     static const char* const contract_lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A k0 o 1 1 1"};
     // Malformed by this project's stricter reading (README, "Where the
@@ -283,12 +306,29 @@ class Fuzzer {
     const auto pick = rng_.below(total);
     std::string line = pick < std::size(contract_lines) ? contract_lines[pick]
                                                          : strict_lines[pick - std::size(contract_lines)];
-    if (rng_.chance(0.2)) line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
+    if (!options_.clear_of_limits && rng_.chance(0.2)) {
+      line = fmt::format("A k0 o {} 0", options_.limits.max_lease_ms.value + 1);
+    }
     send(conn, line);
+  }
+
+  // Whether the target has answered no release for a while: then it is
+  // stalled (not scheduled, or stuck), and what the workload would send
+  // now would only pile up behind it and arrive in one burst when it runs
+  // again, a burst whose order no tester can see. The workload waits.
+  bool target_silent(std::int64_t now) const {
+    constexpr std::int64_t silent_us = 20'000;
+    return std::any_of(conns_.begin(), conns_.end(), [&](const auto& conn) {
+      return conn->fd >= 0 && !conn->releases_sent_us.empty() && now - conn->releases_sent_us.front() > silent_us;
+    });
   }
 
   void act() {
     const auto now = now_us();
+    if (target_silent(now)) {
+      ++run_.held_back;
+      return;
+    }
     for (auto& holder : conns_) {
       auto& conn = *holder;
       if (conn.fd < 0) continue;
@@ -302,9 +342,9 @@ class Fuzzer {
         // Close with a waiter queued: ask with a wait, then a release of a
         // random token whose answer shows the acquire was handled; close then.
         const auto key = key_name();
-        acquire(conn, key, conn.owners.front(), rng_.between(200, 2000), false);
+        acquire(conn, key, conn.owners.front(), waiting_ms(), false);
         conn.close_after_token = random_token();
-        send(conn, fmt::format("R {} {}", key, conn.close_after_token));
+        send_release(conn, key, conn.close_after_token);
         conn.close_by_us = now + 1'000'000;
       } else if (pick < 0.13) {
         const auto count = 2 + rng_.below(3);  // pipelined
@@ -358,6 +398,10 @@ class Fuzzer {
       }
       case ResponseKind::released:
       case ResponseKind::not_held: {
+        if (!conn.releases_sent_us.empty()) {
+          run_.slowest_release_us = std::max(run_.slowest_release_us, now_us() - conn.releases_sent_us.front());
+          conn.releases_sent_us.pop_front();
+        }
         const auto token = response->token.value;
         const auto before = conn.held.size();
         std::erase_if(conn.held, [&](const Held& held) { return held.token == token && held.key == response->key; });
@@ -382,13 +426,20 @@ class Fuzzer {
       owners.push_back(conn.get());
     }
     const auto wait_ms = std::max<std::int64_t>(0, (until_us - now_us() + 999) / 1000);
-    if (fds.empty()) {
-      ::usleep(static_cast<useconds_t>(wait_ms * 1000));
-      return;
-    }
+    const auto timeout_ms = std::min<std::int64_t>(wait_ms, 100);
     // A socket poll finds empty had nothing waiting since before the call.
     const auto polled_us = now_us();
-    const auto ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(wait_ms, 100)));
+    // The loop's turn since the last poll should take microseconds.
+    if (last_pump_us_ >= 0) note_stall(last_pump_us_, polled_us);
+    if (fds.empty()) {
+      ::usleep(static_cast<useconds_t>(wait_ms * 1000));
+      note_stall(polled_us + wait_ms * 1000, now_us());
+      last_pump_us_ = now_us();
+      return;
+    }
+    const auto ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
+    if (ready == 0) note_stall(polled_us + timeout_ms * 1000, now_us());
+    last_pump_us_ = now_us();
     for (std::size_t i = 0; i < fds.size(); ++i) {
       auto& conn = *owners[i];
       if (ready > 0 && (fds[i].revents & POLLOUT)) flush(conn);
@@ -397,6 +448,15 @@ class Fuzzer {
         continue;
       }
       read_once(conn);
+    }
+  }
+
+  // The fuzzer was due to run at `due_us` and ran at `ran_us`: past a
+  // millisecond, the time the machine did not schedule it.
+  void note_stall(std::int64_t due_us, std::int64_t ran_us) {
+    if (ran_us - due_us > run_.tester_stall_us) {
+      run_.tester_stall_us = ran_us - due_us;
+      run_.tester_stall_at_us = due_us;
     }
   }
 
@@ -410,7 +470,12 @@ class Fuzzer {
       return true;
     }
     if (got <= 0) {
-      close_connection(conn, history::EventKind::eof);
+      if (stopping_) {
+        ::close(conn.fd);
+        conn.fd = -1;
+      } else {
+        close_connection(conn, history::EventKind::eof);
+      }
       return false;
     }
     conn.framer.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
@@ -430,8 +495,9 @@ class Fuzzer {
   // No new requests; wait for every answer owed (a waiter's at the latest
   // by its deadline), then the tolerance, so that nothing is in flight.
   void drain() {
-    const auto deadline = now_us() + (std::min<std::int64_t>(options_.limits.max_wait_ms.value, 10'000) +
-                                      options_.tolerance_ms + 2'000) * 1000;
+    // Every answer owed comes by the longest wait asked, and the tolerance:
+    // past that, a server that is silent is not going to answer.
+    const auto deadline = now_us() + (options_.wait_max_ms + options_.tolerance_ms + 2'000) * 1000;
     while (now_us() < deadline &&
            std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0 && c->outstanding > 0; })) {
       pump(now_us() + 5'000);
@@ -451,10 +517,25 @@ class Fuzzer {
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Held> stale_;
   std::uint32_t next_conn_id_ = 1;
+  bool stopping_ = false;  // the target was stopped: its connections end with the `down`
+  std::int64_t last_pump_us_ = -1;  // when the last poll returned
 };
 
 }  // namespace
 
 FuzzRun run_fuzz(const FuzzOptions& options) { return Fuzzer(options).run(); }
+
+void default_ranges(FuzzOptions& options) {
+  const auto& limits = options.limits;
+  if (options.lease_max_ms < 0) {
+    options.lease_min_ms = 1;
+    options.lease_max_ms = std::min(limits.max_lease_ms.value,
+                                    std::max<std::int64_t>(400, limits.sweep_ms.value + limits.sweep_ms.value / 2));
+  }
+  if (options.wait_max_ms < 0) {
+    options.wait_min_ms = 0;
+    options.wait_max_ms = std::min<std::int64_t>(limits.max_wait_ms.value, 1'500);
+  }
+}
 
 }  // namespace lockstep::live

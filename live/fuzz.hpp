@@ -34,12 +34,36 @@ struct FuzzOptions {
   // syntax calls malformed (two spaces, token 0, an empty line): off by
   // default, so a server that reads them leniently is not reported.
   bool strict_syntax = false;
+  // The leases and waits asked, inclusive; within them the workload keeps
+  // its edges (short ones, ones near the sweep period, try-locks when 0 is
+  // allowed). -1: unset, default_ranges fills it in.
+  std::int64_t lease_min_ms = -1, lease_max_ms = -1;
+  std::int64_t wait_min_ms = -1, wait_max_ms = -1;
+  // The target has no limits worth reaching: no line past max_line_bytes
+  // and no lease or wait past its maximum are sent (the limits given are
+  // then only the checker's).
+  bool clear_of_limits = false;
 };
+
+// The ranges of leases and waits not given: leases 1 ms to 1.5 sweep
+// periods (at least 400 ms), waits 0 to 1.5 s, within the maxima of the
+// limits.
+void default_ranges(FuzzOptions& options);
 
 struct FuzzRun {
   history::History history;
   std::string error;  // why the run could not be made (then history is partial)
   std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
+  std::uint64_t held_back = 0;  // turns the workload waited for a silent target
+  // The longest a release waited for its answer (answered at once by a
+  // server that runs): a target that was not scheduled shows here.
+  std::int64_t slowest_release_us = 0;
+  // The longest the fuzzer itself ran later than it asked to (a poll that
+  // returned past its timeout, a turn of its loop that took that long), and
+  // when it began: the machine did not schedule it. A target on the same
+  // machine may have waited as long, and then answers late by as much
+  // however correct it is; --tolerance-ms must cover it.
+  std::int64_t tester_stall_us = 0, tester_stall_at_us = 0;
 };
 
 FuzzRun run_fuzz(const FuzzOptions& options);

@@ -65,6 +65,7 @@ struct RunResult {
   SimStats stats;
   std::uint64_t violation_count = 0;
   std::vector<Violation> violations;  // the first few
+  std::vector<std::pair<std::string, std::uint64_t>> violations_by_checker;  // all of them, counted
   std::uint64_t event_hash = 0;       // of every event and every response, in order
   std::vector<InputRecord> inputs;    // with record_inputs
 };

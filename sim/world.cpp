@@ -82,6 +82,7 @@ RunResult World::run() {
   result.stats = stats_;
   result.violation_count = violations_.count();
   result.violations = violations_.items();
+  result.violations_by_checker = violations_.by_checker();
   result.event_hash = hash_;
   result.inputs = std::move(inputs_);
   return result;

@@ -4,8 +4,12 @@
 // any client. Both print the same summary, ending with `violations: N`, and
 // exit 0 (conforms), 1 (a violation) or 2 (unknown: the search budget ran
 // out, or the run could not be made).
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
+#include <tuple>
+#include <vector>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -15,6 +19,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
+#include "impl/decimal.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
@@ -27,6 +32,7 @@ namespace {
 struct Outputs {
   std::string history_path, report_path, junit_path, vectors_dir;
   std::uint64_t budget_states = 20'000'000;
+  std::uint64_t budget_memory_mb = 1'024;
   std::string explain_key;
 };
 
@@ -37,6 +43,10 @@ void add_output_options(CLI::App& command, Outputs& outputs) {
       ->check(writable_file());
   command.add_option("--budget-states", outputs.budget_states, "configurations the checker may step before saying unknown")
       ->check(whole(1))
+      ->capture_default_str();
+  command.add_option("--budget-memory-mb", outputs.budget_memory_mb,
+                     "MiB the configurations of one instant may take before the checker says unknown")
+      ->check(whole(16, std::uint64_t{1} << 20))
       ->capture_default_str();
   command.add_option("--vectors", outputs.vectors_dir,
                      "write each key's violation as a conformance vector (.vec) in this folder, for `conform --exec`")
@@ -99,6 +109,7 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
   }
   history::CheckOptions options;
   options.budget_states = outputs.budget_states;
+  options.memory_max_bytes = outputs.budget_memory_mb << 20;
   options.explain_key = outputs.explain_key;
   const auto result = history::check_history(recorded, options);
   for (const auto& line : result.explain_lines) fmt::print("{}\n", line);
@@ -129,8 +140,70 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
 struct FuzzCommand {
   live::FuzzOptions fuzz;
   std::string target;
+  std::string lease_range, wait_range;
+  // Which limits were given on the command line (the others take the
+  // defaults of the mode: the protocol's for --target, the edge-seeking ones
+  // for --exec).
+  std::vector<std::string> limits_given;
   Outputs outputs;
 };
+
+// "A..B" with A <= B, each in [low, high].
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::string& text, std::int64_t low,
+                                                                    std::int64_t high) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) return std::nullopt;
+  const auto first = parse_decimal(text.substr(0, dots));
+  const auto last = parse_decimal(text.substr(dots + 2));
+  if (!first || !last) return std::nullopt;
+  const auto a = static_cast<std::int64_t>(std::min<std::uint64_t>(*first, std::uint64_t{1} << 62));
+  const auto b = static_cast<std::int64_t>(std::min<std::uint64_t>(*last, std::uint64_t{1} << 62));
+  if (a > b || a < low || b > high) return std::nullopt;
+  return std::pair{a, b};
+}
+
+// The fuzzer's defaults make the edges reachable within seconds: a short
+// sweep, few waiters per key, fewer keys allowed than the workload uses.
+// They are right only for a target started with them, which --exec does.
+Limits edge_limits() {
+  Limits limits;
+  limits.max_keys = 6;
+  limits.max_waiters_per_key = 3;
+  limits.max_waiters = 24;
+  limits.sweep_ms = DurationMs{1'000};
+  limits.max_lease_ms = DurationMs{10'000};
+  limits.max_wait_ms = DurationMs{10'000};
+  return limits;
+}
+
+// Each limit not given takes the mode's default; says where they came from.
+std::string settle_limits(FuzzCommand& options) {
+  const bool given_any = !options.limits_given.empty();
+  const auto given = [&](std::string_view name) {
+    return std::find(options.limits_given.begin(), options.limits_given.end(), name) != options.limits_given.end();
+  };
+  Limits& limits = options.fuzz.limits;
+  if (!options.fuzz.command.empty()) {
+    const Limits edges = edge_limits();
+    if (!given("max_keys")) limits.max_keys = edges.max_keys;
+    if (!given("max_waiters_per_key")) limits.max_waiters_per_key = edges.max_waiters_per_key;
+    if (!given("max_waiters")) limits.max_waiters = edges.max_waiters;
+    if (!given("sweep_ms")) limits.sweep_ms = edges.sweep_ms;
+    if (!given("max_lease_ms")) limits.max_lease_ms = edges.max_lease_ms;
+    if (!given("max_wait_ms")) limits.max_wait_ms = edges.max_wait_ms;
+  }
+  if (options.fuzz.clear_of_limits) {
+    limits.max_keys = limits.max_waiters_per_key = limits.max_waiters = count_limit_max;
+  }
+  const std::string unlimited = options.fuzz.clear_of_limits ? "; none on keys and waiters (--no-limits)" : "";
+  if (!options.fuzz.command.empty()) {
+    return (given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
+                      : "the fuzzer's edge-seeking defaults, filled into the command") + unlimited;
+  }
+  return (given_any ? "given, the others the protocol's defaults (docs/protocol.md, \"Limits\")"
+                    : "the protocol's defaults (docs/protocol.md, \"Limits\"), what a server started without options has; if the target was started "
+                      "with others, give them (--max-keys, --sweep-ms ...)") + unlimited;
+}
 
 int run_fuzz_command(FuzzCommand& options) {
   if (options.target.empty() == options.fuzz.command.empty()) {
@@ -155,20 +228,61 @@ int run_fuzz_command(FuzzCommand& options) {
       return 2;
     }
   }
+  if (options.fuzz.clear_of_limits) {
+    for (const char* name : {"max_keys", "max_waiters_per_key", "max_waiters"}) {
+      if (std::find(options.limits_given.begin(), options.limits_given.end(), name) != options.limits_given.end()) {
+        fmt::print(stderr, "fuzz: --no-limits says the target has no {}; do not give one\n", name);
+        return 2;
+      }
+    }
+  }
+  const auto limits_source = settle_limits(options);
   if (auto error = validate(options.fuzz.limits)) {
     fmt::print(stderr, "fuzz: {}\n", *error);
     return 2;
   }
-  if (options.fuzz.clients == 0 || options.fuzz.keys == 0 || options.fuzz.clients > 1000) {
-    fmt::print(stderr, "fuzz: --clients must be 1 to 1000 and --keys at least 1\n");
-    return 2;
+  const auto& limits = options.fuzz.limits;
+  if (!options.lease_range.empty()) {
+    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
+                 limits.max_lease_ms.value, options.lease_range);
+      return 2;
+    }
+    std::tie(options.fuzz.lease_min_ms, options.fuzz.lease_max_ms) = *range;
   }
-  fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms{}\n", options.fuzz.seed, options.fuzz.clients,
-             options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
-             options.fuzz.restart_every_s > 0 ? fmt::format(", restart every {} s", options.fuzz.restart_every_s) : "");
+  if (!options.wait_range.empty()) {
+    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
+                 limits.max_wait_ms.value, options.wait_range);
+      return 2;
+    }
+    std::tie(options.fuzz.wait_min_ms, options.fuzz.wait_max_ms) = *range;
+  }
+  live::default_ranges(options.fuzz);
+  fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms, leases {}..{} ms, waits {}..{} ms{}{}\n",
+             options.fuzz.seed, options.fuzz.clients, options.fuzz.keys, options.fuzz.duration_s, options.fuzz.tolerance_ms,
+             options.fuzz.lease_min_ms, options.fuzz.lease_max_ms, options.fuzz.wait_min_ms, options.fuzz.wait_max_ms,
+             options.fuzz.restart_every_s > 0 ? fmt::format(", restart every {} s", options.fuzz.restart_every_s) : "",
+             options.fuzz.clear_of_limits ? ", clear of limits" : "");
+  fmt::print("fuzz: limits assumed ({}): max_keys {}, max_waiters_per_key {}, max_waiters {}, sweep_ms {}, "
+             "max_lease_ms {}, max_wait_ms {}, max_line_bytes {}\n",
+             limits_source, limits.max_keys, limits.max_waiters_per_key, limits.max_waiters, limits.sweep_ms.value,
+             limits.max_lease_ms.value, limits.max_wait_ms.value, limits.max_line_bytes);
   const auto run = live::run_fuzz(options.fuzz);
   fmt::print("run: {} lines sent, {} received, {} restarts, {} reconnections\n", run.sent, run.received, run.restarts,
              run.reconnects);
+  // A target that was not scheduled answers nothing for as long: its late
+  // timers then come from the machine, and --tolerance-ms must cover them.
+  fmt::print("target: slowest answer to a release {:.1f} ms; the workload waited {} times for a silent target\n",
+             static_cast<double>(run.slowest_release_us) / 1000.0, run.held_back);
+  // Not scheduled itself, the fuzzer tells of a machine too busy to run
+  // it: a target on the same machine waited as long.
+  fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late (at +{:.3f} ms); a target on this machine may have "
+             "waited as long, and --tolerance-ms {} must cover that\n",
+             static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.tester_stall_at_us) / 1000.0,
+             options.fuzz.tolerance_ms);
   if (!options.outputs.history_path.empty()) {
     std::ofstream out(options.outputs.history_path);
     history::write_history(out, run.history);
@@ -186,36 +300,38 @@ int run_fuzz_command(FuzzCommand& options) {
   return judge(run.history, options.outputs, "lockstep.fuzz");
 }
 
-// The fuzzer's defaults make the edges reachable within seconds: a short
-// sweep, few waiters per key, fewer keys allowed than the workload uses.
-Limits fuzz_limits() {
-  Limits limits;
-  limits.max_keys = 6;
-  limits.max_waiters_per_key = 3;
-  limits.max_waiters = 24;
-  limits.sweep_ms = DurationMs{1'000};
-  limits.max_lease_ms = DurationMs{10'000};
-  limits.max_wait_ms = DurationMs{10'000};
-  return limits;
-}
-
 }  // namespace
 
 void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   auto options = std::make_shared<FuzzCommand>();
-  options->fuzz.limits = fuzz_limits();
   auto* fuzz = app.add_subcommand(
       "fuzz",
       "Black-box fuzzing of a live server in real time: a random concurrent workload from --seed,\n"
       "recorded as a history and checked against the protocol (docs/protocol.md, \"Black box, in\n"
-      "real time\"). The limits given must be the target's; with --exec they are passed to it. Exit 0\n"
-      "conforms, 1 a violation, 2 unknown.");
+      "real time\"). Exit 0 conforms, 1 a violation, 2 unknown.\n"
+      "Fitting it to a service: the limits assumed must be the target's. With --target, those not\n"
+      "given are the protocol's defaults (a lockstep serve started without options); with --exec,\n"
+      "the fuzzer's edge-seeking defaults (6 keys, 3 waiters per key, 24 waiters, sweep 1000 ms,\n"
+      "leases and waits up to 10 s), filled into the command. --lease-ms and --wait-ms keep the\n"
+      "workload's leases and waits in a range the service accepts; --no-limits is for a service\n"
+      "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
+      "is sent); --tolerance-ms is how late its timers may fire.");
   fuzz->add_option("--target", options->target, "HOST:PORT of a running server")->check(host_and_port());
   fuzz->add_option("--exec", options->fuzz.command,
                    "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
                    "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
                    "{state_file} (where it keeps its token mark across restarts) are filled in");
   add_limit_options(*fuzz, options->fuzz.limits);
+  fuzz->add_option("--lease-ms", options->lease_range,
+                   "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"
+                   "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)")
+      ->check(ms_range(1));
+  fuzz->add_option("--wait-ms", options->wait_range,
+                   "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500")
+      ->check(ms_range(0));
+  fuzz->add_flag("--no-limits", options->fuzz.clear_of_limits,
+                 "the target has no limit on keys and waiters: assume none (any B is a violation), and send no\n"
+                 "over-long line and no lease past max_lease_ms");
   fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")
       ->check(whole(1, 1'000))
       ->capture_default_str();
@@ -241,7 +357,14 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here")
       ->check(writable_file());
   add_output_options(*fuzz, options->outputs);
-  fuzz->callback([options, &run] { run = [options] { return run_fuzz_command(*options); }; });
+  fuzz->callback([options, fuzz, &run] {
+    for (const auto name : limit_names) {
+      std::string flag = "--" + std::string(name);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      if (fuzz->get_option(flag)->count() > 0) options->limits_given.emplace_back(name);
+    }
+    run = [options] { return run_fuzz_command(*options); };
+  });
 
   auto check = std::make_shared<std::pair<std::string, Outputs>>();
   auto* command = app.add_subcommand(

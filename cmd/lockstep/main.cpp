@@ -27,7 +27,7 @@ namespace {
 void restart_with_huge_pages(int argc, char** argv) {
   if (argc < 2 || std::getenv("GLIBC_TUNABLES") != nullptr) return;
   const std::string_view command = argv[1];
-  if (command != "check-history" && command != "fuzz") return;
+  if (command != "check-history" && command != "fuzz" && command != "miss-rate") return;
   if (::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) != 0) return;
   ::execv("/proc/self/exe", argv);
   ::unsetenv("GLIBC_TUNABLES");  // could not restart: go on as we are
@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   lockstep::cli::add_sim_command(app, run);
   lockstep::cli::add_trace_commands(app, run);
   lockstep::cli::add_fuzz_commands(app, run);
+  lockstep::cli::add_miss_rate_command(app, run);
   lockstep::cli::add_playground_command(app, run);
   try {
     app.parse(argc, argv);

@@ -24,6 +24,7 @@
 #include "cmd/lockstep/validators.hpp"
 #include "impl/cluster/bugs.hpp"
 #include "impl/raft/bugs.hpp"
+#include "sim/history_recorder.hpp"
 #include "sim/shrink.hpp"
 #include "sim/simulation.hpp"
 #include "sim/timeline.hpp"
@@ -42,6 +43,7 @@ struct SimOptions {
   std::optional<std::int64_t> duration_ms;
   std::string trace;
   std::string timeline;
+  std::string history;
   bool check_determinism = false;
   std::string bug = "none";
   bool no_model = false;
@@ -307,6 +309,10 @@ int run_sim(const SimOptions& o) {
   } else {
     options.swarm = true;  // the default run is a swarm
   }
+  if (!o.history.empty() && (o.mode != "lock" || first != last)) {
+    fmt::print(stderr, "sim: --history records one seed of simple mode; use --seed N (and no --mode)\n");
+    return 2;
+  }
   if (o.mode == "raft" || o.mode == "cluster") {
     RaftSimOptions raft;
     raft.cluster = o.mode == "cluster";
@@ -374,6 +380,13 @@ int run_sim(const SimOptions& o) {
       timeline = std::make_unique<sim::TimelineRecorder>(params);
       run.observers.push_back(timeline.get());
     }
+    std::unique_ptr<sim::SimpleHistoryObserver> history;
+    if (!o.history.empty()) {
+      // The whole run, past a violation too: what the clients saw of it.
+      history = std::make_unique<sim::SimpleHistoryObserver>(params, reproduce_command(options, seed));
+      run.observers.push_back(history.get());
+      run.stop_at_first_violation = false;
+    }
     const double planned_ms = static_cast<double>(params.duration_ms.value + sim::drain_ms(params).value);
     run.progress = [&](TimeMs now) {
       progress.show(seed - first, static_cast<double>(now.value) / planned_ms, totals.failed_seeds);
@@ -390,6 +403,15 @@ int run_sim(const SimOptions& o) {
       svg << sim::render_svg(*timeline, params, result.stats.simulated_until);
       if (!svg) {
         fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+        return 2;
+      }
+    }
+    if (history) {
+      history->recorder().finish(result.stats.simulated_until);
+      std::ofstream file(o.history, std::ios::binary);
+      history::write_history(file, history->recorder().history());
+      if (!file) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.history);
         return 2;
       }
     }
@@ -454,6 +476,10 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
       ->check(whole_signed(1, std::int64_t{1} << 40));
   command->add_option("--trace", options->trace,
                       "write the run as NDJSON (one seed; schema: sim/TRACE.md; --mode cluster: its cluster trace)")
+      ->check(writable_file());
+  command->add_option("--history", options->history,
+                      "write what the clients sent and received as a history for check-history (one seed, simple "
+                      "mode; the run goes on past a violation)")
       ->check(writable_file());
   command->add_option("--timeline", options->timeline,
                       "draw per-key ownership over time as SVG (one seed; --mode cluster also draws the leader per "

@@ -91,6 +91,22 @@ CLI::Validator decimal(double low, double high) {
       "a number " + range, "decimal");
 }
 
+CLI::Validator ms_range(std::uint64_t low) {
+  const std::uint64_t high = std::uint64_t{1} << 40;
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        const auto dots = text.find("..");
+        const auto first = dots == std::string::npos ? std::nullopt : digits_value(text.substr(0, dots));
+        const auto last = dots == std::string::npos ? std::nullopt : digits_value(text.substr(dots + 2));
+        if (!first || !last || *first < low || *last > high || *first > *last) {
+          return fmt::format("'{}' is not A..B with {} <= A <= B <= {}", text, low, high);
+        }
+        text = fmt::format("{}..{}", *first, *last);
+        return {};
+      },
+      "A..B", "millisecond range");
+}
+
 CLI::Validator host_and_port() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -28,6 +28,11 @@ CLI::Validator whole_signed(std::int64_t low, std::int64_t high = std::numeric_l
 // for an option held as a double; no sign, exponent, `inf` or `nan`.
 CLI::Validator decimal(double low, double high);
 
+// A range of milliseconds `A..B`, whole numbers with low <= A <= B <= 2^40
+// (the longest duration a limit takes); whether B fits the target's own
+// maximum is known only once the limits are settled.
+CLI::Validator ms_range(std::uint64_t low);
+
 // HOST:PORT with a port in 1..65535 (what a client connects to).
 CLI::Validator host_and_port();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -36,7 +37,48 @@ std::string response_class(const Response& response) {
   }
 }
 
-void bound_requests(ConnectionRecord& conn) {
+// For each acquire, the arrival of its own answer when it can be told: the
+// first answer (A, T or B) of its owner on its key on the connection after
+// it, when no other acquire of that owner on that key was unanswered
+// before it or was sent before that answer. A correct server answers each
+// request once, so that answer is this acquire's.
+void find_own_answers(ConnectionRecord& conn) {
+  struct Moment {
+    std::int64_t us;
+    bool answer;
+    std::size_t sent;  // index into conn.sent (sends)
+  };
+  std::unordered_map<std::string, std::vector<Moment>> classes;  // looked into only
+  for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    const auto& sent = conn.sent[i];
+    if (!sent.malformed && sent.acquire) classes[request_class(sent)].push_back({sent.sent_us, false, i});
+  }
+  for (const auto& received : conn.received) {
+    if (!received.parsed || received.response.kind == ResponseKind::error || received.response.kind == ResponseKind::released ||
+        received.response.kind == ResponseKind::not_held) {
+      continue;
+    }
+    const auto found = classes.find(response_class(received.response));
+    if (found != classes.end()) found->second.push_back({received.received_us, true, 0});
+  }
+  for (auto& [name, moments] : classes) {
+    std::stable_sort(moments.begin(), moments.end(), [](const Moment& a, const Moment& b) { return a.us < b.us; });
+    std::int64_t outstanding = 0;
+    std::optional<std::size_t> alone;  // the one acquire outstanding, when there is one
+    for (const auto& moment : moments) {
+      if (!moment.answer) {
+        alone = outstanding == 0 ? std::optional<std::size_t>(moment.sent) : std::nullopt;
+        ++outstanding;
+        continue;
+      }
+      if (alone) conn.sent[*alone].answered_by_ms = floor_ms(moment.us + 1000);
+      alone.reset();
+      if (outstanding > 0) --outstanding;
+    }
+  }
+}
+
+void bound_requests(ConnectionRecord& conn, std::int64_t handled_within_ms) {
   // Looked into only, never iterated in an order that reaches an output.
   std::unordered_map<std::string, std::vector<std::size_t>> requests;
   std::unordered_set<std::string> waiting_classes;
@@ -58,6 +100,11 @@ void bound_requests(ConnectionRecord& conn) {
       // One millisecond of slack: the server's grid is not aligned with ours.
       conn.sent[indices[k]].latest_ms = floor_ms(arrived[k] + 1000);
     }
+  }
+  // A tester that knows how late a request is read at most (a simulated
+  // network) bounds every request; one millisecond for the grid.
+  if (handled_within_ms >= 0) {
+    for (auto& sent : conn.sent) sent.latest_ms = std::min(sent.latest_ms, floor_ms(sent.sent_us) + handled_within_ms + 1);
   }
   // Requests of a connection are handled in the order sent.
   std::int64_t later = unbounded_ms;
@@ -90,6 +137,7 @@ struct KeyBuilder {
       made.closes = conn.closes;
       made.cut = conn.cut;
       made.closed_by_server = conn.closed_by_server;
+      made.stopped = conn.stopped;
       input.conns.push_back(made);
     }
     return it->second;
@@ -105,18 +153,20 @@ struct KeyBuilder {
 
 }  // namespace
 
-Built build_inputs(const History& history) {
+Built build_inputs(const History& history, bool prefix) {
   Built built;
   const Limits& limits = history.header.limits;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
   built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
-  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false) {
+  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false,
+                            bool stopped = false) {
     auto& conn = built.conns[index];
     if (conn.end_us >= 0) return;
     conn.end_us = at_us;
     conn.closes = closes;
     conn.closed_by_server = by_server;
+    conn.stopped = stopped;
   };
   const auto conn_for = [&](const Event& event) -> ConnectionRecord& {
     auto it = open.find(event.conn);
@@ -172,7 +222,12 @@ Built build_inputs(const History& history) {
         auto& conn = conn_for(event);
         ReceivedLine received;
         received.received_us = event.t_us;
+        // Bytes of one connection arrive in order: a line arrived no
+        // earlier than the lines read before it on the connection.
         received.arrived_from_us = event.arrived_from_us();
+        if (!conn.received.empty()) {
+          received.arrived_from_us = std::max(received.arrived_from_us, conn.received.back().arrived_from_us);
+        }
         received.line = event.line;
         if (auto response = parse_response(event.line)) {
           received.parsed = true;
@@ -191,7 +246,9 @@ Built build_inputs(const History& history) {
         break;
       }
       case EventKind::down:
-        for (const auto& [id, index] : open) end_conn(index, event.t_us, true);
+        // The target stopped: its connections end with it, their waiters
+        // gone no later than now.
+        for (const auto& [id, index] : open) end_conn(index, event.t_us, true, true, true);
         open.clear();
         built.incarnation_end_us.push_back(event.t_us);
         ++incarnation;
@@ -203,9 +260,12 @@ Built build_inputs(const History& history) {
   built.incarnation_end_us.push_back(built.end_us);
   for (const auto& [id, index] : open) {
     end_conn(index, built.end_us, false);
-    built.conns[index].cut = true;
+    built.conns[index].cut = prefix;
   }
-  for (auto& conn : built.conns) bound_requests(conn);
+  for (auto& conn : built.conns) {
+    bound_requests(conn, history.header.handled_within_ms);
+    find_own_answers(conn);
+  }
 
   // One KeyInput per (incarnation, key), connections in first-use order.
   std::vector<TextMap<KeyBuilder>> builders(built.incarnation_start_us.size());
@@ -216,6 +276,7 @@ Built build_inputs(const History& history) {
     input.key = key;
     input.limits = limits;
     input.tolerance_ms = history.header.tolerance_ms;
+    input.handled_within_ms = history.header.handled_within_ms;
     input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   };
@@ -273,7 +334,8 @@ Built build_inputs(const History& history) {
     seen.token = received.response.token.value;
     seen.line = received.line;
     if (!received.response.owner.empty()) seen.owner = builder.owner(received.response.owner);
-    builder.input.conns[seen.conn].observations.push_back(static_cast<std::uint32_t>(builder.input.observations.size()));
+    const auto observation = static_cast<std::uint32_t>(builder.input.observations.size());
+    builder.input.conns[seen.conn].observations.push_back(observation);
     builder.input.observations.push_back(std::move(seen));
     if (received.response.kind == ResponseKind::granted) {
       // Issued no earlier than the first request of that owner on that key
@@ -281,8 +343,9 @@ Built build_inputs(const History& history) {
       std::int64_t from_us = received.received_us;
       const auto first = first_asked[item.conn].find(key_and_owner(received.response.key, received.response.owner));
       if (first != first_asked[item.conn].end()) from_us = std::min(from_us, first->second);
-      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key, conn.id,
-                                       received.received_us, floor_ms(from_us)});
+      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
+                                       received.response.owner, conn.id, conn.incarnation, observation,
+                                       received.received_us, from_us});
     }
   }
   return built;
@@ -301,7 +364,8 @@ Oracles make_oracles(const Built& built) {
       auto [it, added] = first.emplace(std::make_pair(conn.incarnation, sent.key), sent.sent_us / 1000);
       if (!added) it->second = std::min(it->second, sent.sent_us / 1000);
       if (sent.queued_kind) {
-        const auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+        auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+        until = std::min(until, sent.answered_by_ms);
         oracles.may_wait_ms[conn.incarnation].emplace_back(sent.sent_us / 1000, 1);
         oracles.may_wait_ms[conn.incarnation].emplace_back(until + 1, -1);
       }

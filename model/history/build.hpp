@@ -25,6 +25,10 @@ struct SentLine {
   std::string_view line;  // in the History built from
   std::int64_t latest_ms = unbounded_ms;
   bool queued_kind = false;  // an acquire with a wait: may be queued
+  // When its own answer certainly arrived (the only request of its owner and
+  // key on the connection not yet answered when that answer came): it was
+  // no longer waiting then. unbounded_ms when it cannot be told.
+  std::int64_t answered_by_ms = unbounded_ms;
   // The request's fields, parsed once (valid when not malformed).
   bool acquire = false;
   std::string owner;
@@ -46,8 +50,9 @@ struct ConnectionRecord {
   std::int64_t opened_us = 0;
   std::int64_t end_us = -1;
   bool closes = false;
-  bool cut = false;
-  bool closed_by_server = false;  // it ended with `eof`
+  bool cut = false;               // open where a prefix was cut (KeyConnection::cut)
+  bool closed_by_server = false;  // it ended with `eof` or `down`
+  bool stopped = false;           // it ended with `down`
   std::vector<SentLine> sent;  // every line sent, in order (after an over-long line: none)
   std::vector<ReceivedLine> received;
 };
@@ -55,9 +60,15 @@ struct ConnectionRecord {
 struct GrantSeen {
   std::uint64_t token = 0;
   std::string key;
+  std::string owner;
   std::uint32_t conn = 0;
+  std::uint32_t incarnation = 0;
+  std::uint32_t observation = 0;  // its index in its key's KeyInput::observations
   std::int64_t received_us = 0;
-  std::int64_t issued_from_ms = 0;  // no earlier than this instant
+  // Issued no earlier than this (the tester's clock): the first request
+  // that it may answer was sent then. The key's search narrows it to the
+  // instant of its cause (a release, an expiry, a sweep, the request).
+  std::int64_t issued_after_us = 0;
 };
 
 struct Built {
@@ -70,8 +81,10 @@ struct Built {
 };
 
 // The lines of what it builds are views into `history`, which must outlive
-// the result.
-Built build_inputs(const History& history);
+// the result. `prefix`: the history is a prefix cut from a longer one, so
+// the connections still open at its end are cut (answers may be on their
+// way); otherwise they were observed until the end.
+Built build_inputs(const History& history, bool prefix = false);
 
 // What the couplings between keys need, precomputed for all keys.
 struct Oracles {

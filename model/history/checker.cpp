@@ -1,7 +1,8 @@
 // The checker's outer layer: builds the inputs, checks what belongs to no
-// key (malformed lines and their `E`, responses that are not responses,
-// token uniqueness and order), searches each key, and then asks whether one
-// sweep phase per incarnation explains all its keys at once.
+// key (malformed lines and their `E`, responses that are not responses),
+// searches each key, asks whether one sweep phase per incarnation explains
+// all its keys at once, and then checks the order of tokens across keys
+// against the instants the keys' searches allow for each grant.
 #include "model/history/checker.hpp"
 
 #include <algorithm>
@@ -20,8 +21,42 @@ namespace {
 
 std::string at_text(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
 
+// What an `E` to a line that is well-formed under the assumed limits could
+// mean: the target's limits are lower. Names the largest lease, wait and
+// line sent on the connection before the `E` arrived.
+std::string error_hint(const ConnectionRecord& conn, std::int64_t until_us, const Limits& limits) {
+  std::int64_t lease = 0, wait = 0;
+  std::size_t bytes = 0;
+  for (const auto& sent : conn.sent) {
+    if (sent.sent_us > until_us || sent.malformed) continue;
+    bytes = std::max(bytes, sent.line.size());
+    if (sent.acquire) {
+      lease = std::max(lease, sent.lease_ms);
+      wait = std::max(wait, sent.wait_ms);
+    }
+  }
+  return fmt::format(
+      "an `E` fits a well-formed request only if the target's limits are below those assumed (max_lease_ms {}, "
+      "max_wait_ms {}, max_line_bytes {}); the requests before it asked leases up to {} ms and waits up to {} ms, "
+      "in lines up to {} bytes. Give the target's limits with --max-lease-ms, --max-wait-ms, --max-line-bytes",
+      limits.max_lease_ms.value, limits.max_wait_ms.value, limits.max_line_bytes, lease, wait, bytes);
+}
+
+// The last well-formed line sent on the connection before `until_us`.
+std::string last_request_before(const ConnectionRecord& conn, std::int64_t until_us, std::int64_t origin_us) {
+  const SentLine* last = nullptr;
+  for (const auto& sent : conn.sent) {
+    if (sent.sent_us <= until_us && !sent.malformed) last = &sent;
+  }
+  if (last == nullptr) return "no well-formed line was sent before it";
+  return fmt::format("the last line sent before it was `{}` at {}", last->line, at_text(last->sent_us, origin_us));
+}
+
 // Malformed lines and their `E` answers, per connection (they name no key).
-void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& result) {
+// The k-th `E` of a connection answers its k-th malformed line; an `E` with
+// no malformed line to answer is an error to a well-formed request.
+void check_errors(const Built& built, const Limits& limits, std::int64_t tolerance_ms, std::int64_t handled_within_ms,
+                  CheckResult& result) {
   for (const auto& conn : built.conns) {
     const auto origin = built.incarnation_start_us[conn.incarnation];
     std::vector<const SentLine*> malformed;
@@ -35,78 +70,190 @@ void check_errors(const Built& built, std::int64_t tolerance_ms, CheckResult& re
         result.violations.push_back(Finding{"responses", "", conn.incarnation,
                                             fmt::format("connection {} received `{}` at {}, which is not a response",
                                                         conn.id, received.line, at_text(received.received_us, origin)),
-                                            {}, received.received_us});
+                                            {}, received.received_us, {}});
       } else if (received.response.kind == ResponseKind::error) {
         errors.push_back(&received);
       }
     }
     for (std::size_t i = 0; i < errors.size(); ++i) {
-      if (i >= malformed.size()) {
-        result.violations.push_back(Finding{
-            "errors", "", conn.incarnation,
-            fmt::format("connection {} received `{}` at {}, but only {} malformed line(s) were sent on it", conn.id,
-                        errors[i]->line, at_text(errors[i]->received_us, origin), malformed.size()),
-            {}, errors[i]->received_us});
-        break;
-      }
-      if (errors[i]->received_us < malformed[i]->sent_us) {
-        result.violations.push_back(Finding{
-            "errors", "", conn.incarnation,
-            fmt::format("connection {}: `E` number {} arrived at {}, before malformed line number {} was sent at {}",
-                        conn.id, i + 1, at_text(errors[i]->received_us, origin), i + 1,
-                        at_text(malformed[i]->sent_us, origin)),
-            {}, errors[i]->received_us});
-        break;
-      }
+      const bool none_left = i >= malformed.size();
+      if (!none_left && errors[i]->received_us >= malformed[i]->sent_us) continue;
+      const auto at_us = errors[i]->received_us;
+      Finding finding{"errors", "", conn.incarnation,
+                      fmt::format("connection {}: `{}` at {} is an error to a well-formed request: {}; the contract "
+                                  "answers a well-formed request A, T, B, R or N",
+                                  conn.id, errors[i]->line, at_text(at_us, origin),
+                                  none_left ? fmt::format("the {} malformed line(s) sent on it were answered before",
+                                                          malformed.size())
+                                            : fmt::format("the malformed line it could answer, `{}`, was sent only at {}",
+                                                          malformed[i]->line.substr(0, 80),
+                                                          at_text(malformed[i]->sent_us, origin))),
+                      {}, at_us, {}};
+      finding.story.push_back(last_request_before(conn, at_us, origin) + ".");
+      finding.story.push_back(error_hint(conn, at_us, limits) + ".");
+      result.violations.push_back(std::move(finding));
+      break;
     }
+    // A malformed line is answered at once: owed its `E` when the
+    // connection was watched for more than the tolerance after it was sent
+    // (docs/protocol.md, "Black box, in real time": each request the rules answer gets an answer), or
+    // after a later request's answer showed it handled; unless the target
+    // stopped before it could read it.
     for (std::size_t i = errors.size(); i < malformed.size(); ++i) {
-      const auto latest = malformed[i]->latest_ms;
+      auto latest = malformed[i]->latest_ms;
+      if (!conn.cut && !conn.stopped) {
+        latest = std::min(latest, malformed[i]->sent_us / 1000 + (handled_within_ms >= 0 ? handled_within_ms + 1 : 0));
+      }
       if (latest < unbounded_ms && (latest + 1 + tolerance_ms) * 1000 <= conn.end_us) {
         result.violations.push_back(Finding{
             "errors", "", conn.incarnation,
-            fmt::format("connection {}: the malformed line `{}` sent at {} was never answered `E`", conn.id,
-                        malformed[i]->line.substr(0, 80), at_text(malformed[i]->sent_us, origin)),
-            {}, malformed[i]->sent_us});
+            fmt::format("connection {}: expected `E` to the malformed line `{}` sent at {}, by {}; nothing arrived "
+                        "(the connection was watched until {})",
+                        conn.id, malformed[i]->line.substr(0, 80), at_text(malformed[i]->sent_us, origin),
+                        at_text((latest + 1 + tolerance_ms) * 1000, origin), at_text(conn.end_us, origin)),
+            {}, malformed[i]->sent_us, {}});
         break;
       }
     }
   }
 }
 
+// When a grant was issued, on the tester's clock: after `after_us`, before
+// `before_us`.
+struct Issue {
+  const GrantSeen* grant = nullptr;
+  std::int64_t after_us = 0, before_us = 0;
+  bool from_cause = false;  // after_us comes from the key's search (the grant's cause)
+};
+
 // Tokens are unique, and increase in the order issued: a grant certainly
-// issued before another (its latest instant before the other's earliest)
-// must carry the smaller token.
-void check_tokens(const Built& built, CheckResult& result) {
-  std::vector<const GrantSeen*> grants;
-  for (const auto& grant : built.grants) grants.push_back(&grant);
-  std::stable_sort(grants.begin(), grants.end(), [](const GrantSeen* a, const GrantSeen* b) { return a->token < b->token; });
+// issued before another (issued before the other could have been) must
+// carry the smaller token. Each grant is placed between the instant of its
+// cause, as the key's search bounds it (a release, an expiry or a sweep
+// hands a key over long after its acquire was sent), and its arrival.
+void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*>& keys,
+                  CheckResult& result) {
+  std::vector<Issue> issues;
+  for (const auto& grant : built.grants) {
+    Issue issue{&grant, grant.issued_after_us, grant.received_us, false};
+    const auto found = keys.find({grant.incarnation, grant.key});
+    if (found != keys.end() && found->second->outcome == KeyOutcome::explained) {
+      for (const auto& window : found->second->grants) {
+        if (window.observation != grant.observation) continue;
+        // Instant n is a real interval that starts no earlier than n - 1 ms
+        // and ends no later than n + 1 ms on the tester's clock (the grid).
+        if (window.first_ms * 1000 - 1000 > issue.after_us) {
+          issue.after_us = window.first_ms * 1000 - 1000;
+          issue.from_cause = true;
+        }
+        issue.before_us = std::min(issue.before_us, window.last_ms * 1000 + 1000);
+      }
+    }
+    issues.push_back(issue);
+  }
+  std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) { return a.grant->token < b.grant->token; });
   const auto origin = built.incarnation_start_us.front();
-  for (std::size_t i = 1; i < grants.size(); ++i) {
-    if (grants[i]->token == grants[i - 1]->token) {
+  const auto who = [&](const GrantSeen& g) {
+    return fmt::format("key `{}` to `{}` on connection {}", g.key, g.owner, g.conn);
+  };
+  for (std::size_t i = 1; i < issues.size(); ++i) {
+    const auto& a = *issues[i - 1].grant;
+    const auto& b = *issues[i].grant;
+    if (a.token == b.token) {
       result.violations.push_back(Finding{
-          "tokens", grants[i]->key, 0,
-          fmt::format("token {} was granted twice: key `{}` on connection {} at {} and key `{}` on connection {} at {}",
-                      grants[i]->token, grants[i - 1]->key, grants[i - 1]->conn, at_text(grants[i - 1]->received_us, origin),
-                      grants[i]->key, grants[i]->conn, at_text(grants[i]->received_us, origin)),
-          {}, grants[i]->received_us});
+          "tokens", b.key, b.incarnation,
+          fmt::format("token {} was granted twice: {} at {} and {} at {}", b.token, who(a),
+                      at_text(a.received_us, origin), who(b), at_text(b.received_us, origin)),
+          {}, b.received_us, {}});
       return;
     }
   }
-  const GrantSeen* latest_start = nullptr;
-  for (const auto* grant : grants) {
-    const auto issued_by_ms = grant->received_us / 1000;
-    if (latest_start != nullptr && issued_by_ms < latest_start->issued_from_ms) {
-      result.violations.push_back(Finding{
-          "tokens", grant->key, 0,
-          fmt::format("token {} (key `{}`, arrived at {}) was issued before token {} (key `{}`, asked for no earlier "
-                      "than {}): tokens must increase in the order issued",
-                      grant->token, grant->key, at_text(grant->received_us, origin), latest_start->token,
-                      latest_start->key, at_text(latest_start->issued_from_ms * 1000, origin)),
-          {}, grant->received_us});
+  // In token order: the grant issued latest at the earliest so far.
+  const Issue* latest_start = nullptr;
+  for (const auto& issue : issues) {
+    if (latest_start != nullptr && issue.before_us < latest_start->after_us) {
+      const auto& small = *latest_start->grant;
+      const auto& large = *issue.grant;
+      Finding finding{
+          "tokens", small.key, small.incarnation,
+          fmt::format("token {} ({}) was issued no earlier than {}, after token {} ({}) arrived at {}: a later grant "
+                      "carries a smaller token (tokens must increase in the order issued)",
+                      small.token, who(small), at_text(latest_start->after_us, origin), large.token, who(large),
+                      at_text(issue.before_us, origin)),
+          {}, small.received_us, {}};
+      finding.story.push_back(fmt::format(
+          "token {} arrived at {}; {}.", small.token, at_text(small.received_us, origin),
+          latest_start->from_cause
+              ? "every explanation of its key issues it at its cause (the release, expiry or sweep that handed the "
+                "key over, or its request) no earlier than that"
+              : "its first request was sent then"));
+      result.violations.push_back(std::move(finding));
       return;
     }
-    if (latest_start == nullptr || grant->issued_from_ms > latest_start->issued_from_ms) latest_start = grant;
+    if (latest_start == nullptr || issue.after_us > latest_start->after_us) latest_start = &issue;
   }
+}
+
+std::string limits_text(const Limits& l) {
+  return fmt::format("max_keys {}, max_waiters_per_key {}, max_waiters {}, sweep_ms {}, max_lease_ms {}, max_wait_ms {}, "
+                     "max_line_bytes {}",
+                     l.max_keys, l.max_waiters_per_key, l.max_waiters, l.sweep_ms.value, l.max_lease_ms.value,
+                     l.max_wait_ms.value, l.max_line_bytes);
+}
+
+// Whether other limits than those assumed explain a key that has no
+// explanation: the protocol's defaults, a `B` allowed anywhere (the target's
+// queue or key limits lower), or other sweep periods. A hint for the report
+// when the assumed limits are not the target's.
+std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint32_t incarnation, const KeyInput& input) {
+  struct Variant {
+    std::string what;
+    Limits limits;
+    bool busy_anywhere = false;
+    bool never_sweeps = false;
+  };
+  std::vector<Variant> variants;
+  const Limits contract;
+  if (!(contract == assumed)) variants.push_back({"the protocol's default limits (" + limits_text(contract) + ")", contract});
+  {
+    Limits lower = assumed;
+    lower.max_waiters_per_key = count_limit_max;
+    variants.push_back({"limits that allow a `B` anywhere (the target's max_keys, max_waiters_per_key or max_waiters "
+                        "lower than assumed)",
+                        lower, true});
+  }
+  for (const std::int64_t sweep : {std::int64_t{1'000}, std::int64_t{5'000}}) {
+    if (sweep == assumed.sweep_ms.value) continue;
+    Limits other = assumed;
+    other.sweep_ms = DurationMs{sweep};
+    variants.push_back({fmt::format("sweep_ms {}", sweep), other});
+  }
+  variants.push_back({"no sweep at all during the run", assumed, false, true});
+  for (const auto& variant : variants) {
+    KeyInput tried = input;
+    tried.limits = variant.limits;
+    KeyOracles key = key_oracles(oracles, variant.limits, incarnation, tried);
+    if (variant.busy_anywhere) {
+      key.keys_may_be_full = [](std::int64_t) { return true; };
+      key.waiters_may_be_full = [](std::int64_t) { return true; };
+    }
+    PhaseSet phases(variant.limits.sweep_ms.value);
+    if (variant.never_sweeps) {
+      const auto period = input.horizon_ms + 2;
+      phases = PhaseSet(period);
+      phases.forbid_instants(0, input.horizon_ms);  // one phase beyond the end: no sweep inside the run
+      if (phases.empty()) continue;
+    }
+    KeyCheckOptions options;
+    options.work_max = 500'000;
+    options.memory_max_bytes = 256ull << 20;
+    if (check_key(tried, key, phases, options).outcome == KeyOutcome::explained) {
+      return fmt::format("with {} this key has an explanation: are the limits assumed ({}) the target's? Give them "
+                         "with --max-keys, --max-waiters-per-key, --max-waiters, --sweep-ms",
+                         variant.what, limits_text(assumed));
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -115,14 +262,15 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   CheckResult result;
   const Built built = build_inputs(history);
   const Limits& limits = history.header.limits;
+  result.limits = limits;
+  result.tolerance_ms = history.header.tolerance_ms;
   result.incarnation_start_us = built.incarnation_start_us;
   result.connections = built.conns.size();
   for (const auto& conn : built.conns) {
     for (const auto& sent : conn.sent) result.requests += sent.malformed ? 0 : 1;
     result.responses += conn.received.size();
   }
-  check_errors(built, history.header.tolerance_ms, result);
-  check_tokens(built, result);
+  check_errors(built, limits, history.header.tolerance_ms, history.header.handled_within_ms, result);
   const Oracles oracles = make_oracles(built);
 
   std::set<std::string> names;
@@ -131,18 +279,51 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   // searched within them, so its explanations narrow them exactly.
   std::vector<PhaseSet> shared(incarnations, PhaseSet(limits.sweep_ms.value));
   std::uint64_t budget = options.budget_states;
-  for (const auto& [where, input] : built.keys) {
+  // Every key's verdict, for the order of tokens across keys.
+  std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> verdicts;
+  int hinted = 0;
+  // Two passes: first every key within its share of the budget (what is
+  // left divided among the keys not yet searched, at most a quarter), so
+  // that keys whose search is hard cannot starve the others (a violation on
+  // an easy key is found whatever the hard ones do); then the keys that ran
+  // out of their share, with what is left (searched again from the start:
+  // a share large enough that few keys need it keeps that waste small).
+  const std::uint64_t quarter = std::max<std::uint64_t>(options.budget_states / 4, 1);
+  std::vector<std::pair<std::uint32_t, std::string>> deferred;
+  std::vector<std::string> not_searched;
+  // The verdicts of the keys deferred: what is said of them if nothing is
+  // left to search them again with.
+  std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> first_tries;
+  const auto check_one = [&](const std::pair<std::uint32_t, std::string>& where, const KeyInput& input,
+                             std::uint64_t work_cap, bool last_pass) {
     names.insert(input.key);
     const auto origin = built.incarnation_start_us[where.first];
     const KeyOracles oracles_of_key = key_oracles(oracles, limits, where.first, input);
+    const auto first_try = first_tries.find(where);
+    if (budget == 0 && first_try == first_tries.end()) {
+      not_searched.push_back(input.key);  // the budget was spent on the keys before it
+      return;
+    }
     KeyCheckOptions key_options;
-    key_options.work_max = budget;
+    key_options.work_max = std::min(budget, work_cap);
+    key_options.memory_max_bytes = options.memory_max_bytes;
     key_options.origin_us = origin;
     key_options.record_steps = options.record_steps || input.key == options.explain_key;
-    auto verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
-    budget -= std::min(budget, verdict.work);
-    result.states_expanded += verdict.work;
-    result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
+    KeyVerdict verdict;
+    if (budget == 0) {
+      verdict = std::move(first_try->second);  // nothing left to search it again with
+    } else {
+      verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
+      budget -= std::min(budget, verdict.work);
+      result.states_expanded += verdict.work;
+      result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
+      result.memory_peak_bytes = std::max(result.memory_peak_bytes, verdict.memory_peak_bytes);
+    }
+    if (!last_pass && verdict.outcome == KeyOutcome::undecided && verdict.work > key_options.work_max) {
+      deferred.push_back(where);
+      first_tries.emplace(where, std::move(verdict));
+      return;
+    }
     if (input.key == options.explain_key) {
       result.explain_lines.push_back(fmt::format("explanation of key `{}` (incarnation {}){}:", input.key, where.first + 1,
                                                  verdict.outcome == KeyOutcome::explained ? "" : ", as far as it goes"));
@@ -165,7 +346,8 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
                            (next.received_us - origin) / 1000.0, verdict.state);
       }
       result.unknown.push_back(std::move(why));
-      continue;
+      verdicts.emplace(where, std::move(verdict));
+      return;
     }
     if (verdict.outcome == KeyOutcome::unexplained) {
       // Searched within the phases the keys before it allow: with every
@@ -173,7 +355,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
       const PhaseSet every(limits.sweep_ms.value);
       if (shared[where.first] != every) {
         key_options.work_max = budget;
-        const auto alone = check_key(input, oracles_of_key, every, key_options);
+        auto alone = check_key(input, oracles_of_key, every, key_options);
         budget -= std::min(budget, alone.work);
         result.states_expanded += alone.work;
         if (alone.outcome == KeyOutcome::explained) {
@@ -182,22 +364,50 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
               fmt::format("no single sweep phase explains every key: key `{}` needs sweeps at phases the keys before "
                           "it rule out",
                           input.key),
-              {}, origin});
-          continue;
+              {}, origin, {}});
+          verdicts.emplace(where, std::move(alone));
+          return;
         }
         if (alone.outcome == KeyOutcome::undecided) {
           result.unknown.push_back(fmt::format("key `{}`: undecided with every sweep phase ({})", input.key, alone.why));
-          continue;
+          verdicts.emplace(where, std::move(alone));
+          return;
         }
-        result.violations.push_back(key_finding(history, where.first, input, options.shrink, alone));
-        continue;
+        verdict = std::move(alone);
       }
-      result.violations.push_back(key_finding(history, where.first, input, options.shrink, verdict));
-      continue;
+      auto finding = key_finding(history, where.first, input, options.shrink, verdict);
+      // Other limits are tried on the first few violating keys only: each
+      // try is a search of its own.
+      if (++hinted <= 3) {
+        if (auto hint = limit_hint(oracles, limits, where.first, input); !hint.empty()) {
+          finding.story.push_back("a wrong limit would explain it: " + hint + ".");
+        }
+      }
+      result.violations.push_back(std::move(finding));
+      verdicts.emplace(where, std::move(verdict));
+      return;
     }
     shared[where.first] = verdict.phases;
-    result.explanations.push_back(KeyExplanation{input.key, where.first, std::move(verdict.steps)});
+    result.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
+    verdicts.emplace(where, std::move(verdict));
+  };
+  std::size_t keys_left = built.keys.size();
+  for (const auto& [where, input] : built.keys) {
+    check_one(where, input, std::clamp<std::uint64_t>(budget / keys_left, 1, quarter), false);
+    --keys_left;
   }
+  for (const auto& where : deferred) check_one(where, built.keys.at(where), budget, true);
+  if (!not_searched.empty()) {
+    std::string listed;
+    for (std::size_t i = 0; i < not_searched.size() && i < 8; ++i) listed += (i ? ", `" : "`") + not_searched[i] + "`";
+    if (not_searched.size() > 8) listed += ", ...";
+    result.unknown.push_back(fmt::format("{} key(s) not searched: the budget (--budget-states {}) was spent on the "
+                                         "others: {}",
+                                         not_searched.size(), options.budget_states, listed));
+  }
+  std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> decided;
+  for (const auto& [where, verdict] : verdicts) decided.emplace(where, &verdict);
+  check_tokens(built, decided, result);
   result.keys = names.size();
   result.phases = shared;
   std::stable_sort(result.violations.begin(), result.violations.end(),
@@ -205,6 +415,11 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   if (!result.violations.empty()) {
     result.verdict = Verdict::violation;
   } else if (!result.unknown.empty()) {
+    result.verdict = Verdict::unknown;
+  } else if (result.responses == 0) {
+    // Nothing answered and nothing owed: the history tests nothing, and
+    // that is not a pass.
+    result.unknown.push_back("the history has no response: it tests nothing");
     result.verdict = Verdict::unknown;
   }
   return result;
@@ -215,8 +430,10 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
   lines.push_back(fmt::format("history: {} requests ({} malformed), {} responses, {} keys, {} connections, {} incarnation(s)",
                               result.requests + result.malformed, result.malformed, result.responses, result.keys,
                               result.connections, result.incarnation_start_us.size()));
-  lines.push_back(fmt::format("search: {} configurations stepped, at most {} alive at once", result.states_expanded,
-                              result.frontier_peak));
+  lines.push_back(fmt::format("limits assumed: {}; tolerance {} ms", limits_text(result.limits), result.tolerance_ms));
+  lines.push_back(fmt::format("search: {} configurations stepped, at most {} alive at once, {:.1f} MiB at most at one instant",
+                              result.states_expanded, result.frontier_peak,
+                              static_cast<double>(result.memory_peak_bytes) / (1 << 20)));
   for (std::size_t at = 0; at < result.phases.size(); ++at) {
     const auto& phases = result.phases[at];
     if (phases.empty()) continue;
@@ -229,11 +446,19 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
     }
   }
   for (const auto& why : result.unknown) lines.push_back("unknown: " + why);
-  for (const auto& finding : result.violations) lines.push_back(fmt::format("violation [{}]: {}", finding.check, finding.summary));
+  constexpr std::size_t listed_max = 20;
+  for (std::size_t i = 0; i < result.violations.size() && i < listed_max; ++i) {
+    lines.push_back(fmt::format("violation [{}]: {}", result.violations[i].check, result.violations[i].summary));
+  }
+  if (result.violations.size() > listed_max) {
+    lines.push_back(fmt::format("({} more violations; the report lists them all)", result.violations.size() - listed_max));
+  }
   switch (result.verdict) {
     case Verdict::conforms: lines.push_back("verdict: conforms"); break;
     case Verdict::violation: lines.push_back("verdict: violation"); break;
-    case Verdict::unknown: lines.push_back("verdict: unknown (the search budget ran out; this is not a pass)"); break;
+    case Verdict::unknown:
+      lines.push_back("verdict: unknown (a search budget ran out, or nothing was tested; this is not a pass)");
+      break;
   }
   lines.push_back(fmt::format("violations: {}", result.violations.size()));
   return lines;

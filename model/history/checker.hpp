@@ -1,5 +1,5 @@
 // The black-box checker: does a recorded history have an explanation under
-// the contract (CONTRACT.md, "Black box, in real time")? The history is
+// the contract (docs/protocol.md, "Black box, in real time")? The history is
 // split by incarnation of the target (a restart wipes its state) and by key;
 // each key is a forward sweep over server instants (frontier.hpp); what couples keys is checked
 // apart and soundly: one sweep phase per incarnation shared by all keys,
@@ -19,9 +19,21 @@ namespace lockstep::history {
 
 struct CheckOptions {
   std::uint64_t budget_states = 200'000'000;  // configurations stepped over the whole check
+  std::uint64_t memory_max_bytes = 1ull << 30;  // configurations held at once, estimated
   bool record_steps = false;  // keep every key's explanation, for the HTML report
   bool shrink = true;
   std::string explain_key;  // print the explanation found (or the furthest one) for this key
+};
+
+// Where a key's violation shows, for drawing it: the culprit response and
+// the answer the contract expected instead (times on the history's clock).
+struct Focus {
+  std::int64_t culprit_us = -1;  // when the response at fault was read, or -1
+  std::uint32_t culprit_conn = 0;
+  std::string expected;          // the answer the contract gives there, or empty
+  std::uint32_t expected_conn = 0;
+  std::int64_t expected_from_us = -1, expected_by_us = -1;  // when it could have arrived
+  std::int64_t cause_us = -1;    // its cause (a release, a sweep, a deadline, its request)
 };
 
 // One thing with no explanation, told for a reader.
@@ -32,6 +44,7 @@ struct Finding {
   std::string summary;             // one line
   std::vector<std::string> story;  // the shrunk sub-history as a timeline, and what the model allowed
   std::int64_t at_us = 0;          // where it shows, on the history's clock
+  Focus focus;                     // key findings: the culprit and the expected answer
 };
 
 // The explanation found for one key, for reports: instants of each step.
@@ -51,10 +64,13 @@ struct CheckResult {
   std::vector<std::int64_t> incarnation_start_us;
   std::vector<KeyExplanation> explanations;
   std::vector<std::string> explain_lines;  // for CheckOptions::explain_key
+  Limits limits;  // assumed: the history's header
+  std::int64_t tolerance_ms = 0;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
   std::uint64_t states_expanded = 0;  // configurations stepped
   std::size_t frontier_peak = 0;
+  std::uint64_t memory_peak_bytes = 0;  // estimated, of the configurations held at once
 };
 
 CheckResult check_history(const History& history, const CheckOptions& options = {});

@@ -26,7 +26,7 @@ std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 9
 
 // The server's millisecond grid is not aligned with the tester's: an answer
 // caused at instant n may be read up to 1 ms before n on the tester's clock
-// (CONTRACT.md: instant n stands for a real interval of 1 ms).
+// (docs/protocol.md, "Black box, in real time": instant n stands for a real interval of 1 ms).
 constexpr std::int64_t grid_slack_us = 1000;
 
 // The latest instant that can cause a response read at `received_us`.
@@ -175,12 +175,16 @@ class Frontier {
     for (const auto& seen : in_.observations) {
       if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
     }
+    grant_first_.assign(in_.observations.size(), unbounded_ms);
+    grant_last_.assign(in_.observations.size(), -1);
     std::sort(grant_tokens_.begin(), grant_tokens_.end());
   }
 
   KeyVerdict run();
 
  private:
+  using Cause = KeyFailure::Cause;
+
   std::uint32_t conn_of(std::uint32_t request) const { return in_.requests[request].conn; }
   std::int64_t lease_of(const Holder& holder) const {
     return in_.requests[static_cast<std::uint32_t>(holder.request)].lease_ms;
@@ -191,12 +195,47 @@ class Frontier {
     if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
   }
 
-  // A response caused at `at` may arrive up to 1 + tolerance ms later (an
-  // immediate one any time later on a connection the history cut); if the
-  // connection's observation ended before that, it may go unseen.
-  bool may_be_unseen(std::uint32_t conn, std::int64_t at, bool deferred) const {
-    if (!deferred && in_.conns[conn].cut) return true;
-    return (at + 1 + in_.tolerance_ms) * 1000 > in_.conns[conn].end_us;
+  // Whether the tester stopped watching `conn` before a response caused at
+  // `at` had to arrive (docs/protocol.md, "Black box, in real time": each
+  // request the rules answer gets an answer). A connection a prefix cut
+  // may still have any answer given at once on its way; one the target's
+  // stop ended, any answer caused within the tolerance of the stop. On a
+  // connection the tester watched to its end (or the server closed), what
+  // a request is answered at once is due within the tolerance of its
+  // sending, and its wait's `T` within the tolerance of its deadline
+  // counted from then: a server that handles a request later than that
+  // does not escape by it (the silent pass of a server that answers
+  // nothing).
+  bool may_be_unseen(std::uint32_t conn, std::int64_t at, Cause cause, std::uint32_t request) const {
+    const auto& connection = in_.conns[conn];
+    const auto end_us = connection.end_us;
+    const auto tolerance = in_.tolerance_ms;
+    const bool deferred = cause != Cause::request;
+    if (connection.cut && !deferred) return true;
+    if (connection.cut || connection.stopped) return (at + 1 + tolerance) * 1000 > end_us;
+    // Without a stated bound on how late a request is read, the tolerance
+    // covers the whole way: the request's sending is the cause of what it
+    // is answered at once, and its wait counts from then.
+    const std::int64_t read_by = read_by_ms(request);
+    if (!deferred) at = std::min(at, read_by);
+    if (cause == Cause::deadline) at = std::min(at, read_by + in_.requests[request].wait_ms);
+    return (at + 1 + tolerance) * 1000 > end_us;
+  }
+
+  // The instant a request counts as read by, for what it is owed: its
+  // sending, or the stated bound on reading when the history gives one.
+  std::int64_t read_by_ms(std::uint32_t request) const {
+    return earliest_[request] + (in_.handled_within_ms >= 0 ? in_.handled_within_ms + 1 : 0);
+  }
+  // Whether a close read at `at` may drop `waiter`: not when its `T` was
+  // owed, counted from when it was read (may_be_unseen), more than the
+  // tolerance before. A server that queued it late does not escape its
+  // answer by the close.
+  bool may_drop(const Waiter& waiter, std::int64_t at) const {
+    const auto& connection = in_.conns[conn_of(waiter.request)];
+    if (connection.cut || connection.stopped) return true;
+    const std::int64_t owed = std::min(waiter.hi, read_by_ms(waiter.request)) + wait_of(waiter);
+    return owed + 1 + in_.tolerance_ms > at;
   }
 
   // The first observation of `conn` not yet explained, as a position in
@@ -209,29 +248,44 @@ class Frontier {
   }
 
   void emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token, std::int64_t at,
-            bool deferred, std::uint32_t request, Configs& out) const;
-  void grant(Config c, std::uint32_t request, std::int64_t at, bool deferred, Configs& out) const;
+            Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request = -1,
+            bool optional = false) const;
+  bool matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
+               std::uint64_t token) const;
+  void grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
+             std::int32_t cause_request = -1) const;
   void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
   void acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
   void acquire_held(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
   void release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
-  void release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
-  void hand_off(Config c, std::int64_t at, Configs& out) const;
+  void release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out, bool optional = false) const;
+  void hand_off(Config c, std::int64_t at, Cause cause, std::int32_t cause_request, Configs& out) const;
   bool waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const;
   bool answer_possible(const Config& c, std::uint32_t request, std::int64_t from) const;
 
-  void fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out) const;
+  void fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out);
   void sweep(Config c, std::int64_t at, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
   std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
+  bool pending_is_long(const Config& c, std::int64_t at) const;
   std::vector<std::uint32_t> closable(const Config& c, std::int64_t at) const;
   bool inert(const Config& before, const Config& after) const {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.phases == after.phases;
   }
-  bool alone_in_class(const Config& c, std::uint32_t request) const;
+  bool sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const;
+  bool answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const;
 
   bool alive(const Config& c, std::int64_t at) const;
+  // Budgets: every configuration made at an instant is counted (work and
+  // bytes) when it enters a step; false once a budget is spent.
+  bool spend(const Config& c);
+  static std::uint64_t bytes_of(const Config& c);
+  // The failure of a configuration, kept when it is the furthest so far at
+  // this instant (what a report says went wrong).
+  void fail(const Config& c, KeyFailure failure) const;
+  std::int32_t same_class_pending(const Config& c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner,
+                                  std::uint64_t token) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
   void bulk_sweep(Config c, std::int64_t first, std::int64_t last, Configs& out) const;
   void merge(Configs& configs) const;
@@ -239,6 +293,7 @@ class Frontier {
   bool is_final(const Config& c) const;
 
   std::string describe(const Config& c, std::int64_t at) const;
+  std::string instead_of(const Config& c, std::uint32_t observation) const;
   void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
 
   const KeyInput& in_;
@@ -251,57 +306,147 @@ class Frontier {
   std::vector<std::int64_t> close_lo_, close_hi_;  // per connection: when the server drops its waiters
   std::vector<std::uint64_t> grant_tokens_;        // of the grants seen on this key, sorted
   bool over_budget_ = false;
+  std::string over_budget_why_;
   // The configurations whose inputs at the current instant were expanded.
   std::unordered_set<Fingerprint, FingerprintHash> expanded_;
+  // What the current instant has made: configurations and their bytes.
+  std::uint64_t instant_work_ = 0, instant_bytes_ = 0, work_before_ = 0;
+  // The furthest failure of the current instant: its configuration's
+  // progress (responses explained, requests handled) and what failed.
+  mutable std::pair<std::uint32_t, std::uint32_t> failure_progress_{0, 0};
+  mutable KeyFailure failure_;
+  // Per observation: the instants at which some configuration matched it
+  // as a grant (a bound on when every explanation issued it).
+  mutable std::vector<std::int64_t> grant_first_, grant_last_;
 };
 
+// Whether `seen` (not yet explained) can be the response `kind` for
+// `owner` or `token`: the same kind, owner or token, and for a grant the
+// next of the key's tokens (they increase in the order issued: the next
+// grant seen on this key carries the smallest of its tokens not yet
+// explained).
+bool Frontier::matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
+                       std::uint64_t token) const {
+  if (seen.kind != kind) return false;
+  if (names_owner(kind) && seen.owner != owner) return false;
+  if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) return false;
+  if (kind == ResponseKind::granted) {
+    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+    if (next == grant_tokens_.end() || *next != seen.token) return false;
+  }
+  return true;
+}
+
 // The contract sends `kind` on `conn`, caused at `at`. Responses on one
-// connection arrive in the order the server produced them, so only the
-// first observation of this key on the connection not yet explained can
-// match, or one read in the same millisecond (the order among the answers
-// of one instant is free). A deferred answer (a hand-off, a timeout, a
-// sweep's grant) arrives within 1 + tolerance ms of its cause.
+// connection arrive in the order the server produced them, so an answer
+// given at once can match only the first observation of this key on the
+// connection not yet explained, or one read in the same millisecond (the
+// order among the answers of one instant is free). A deferred answer (a
+// hand-off, a timeout, a sweep's grant) arrives within 1 + tolerance ms of
+// its cause, and within that time it may be overtaken by responses the
+// server produced later (docs/protocol.md, "Black box, in real time"): it can
+// match any observation not yet explained that arrived in time.
 void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
-                    std::int64_t at, bool deferred, std::uint32_t request, Configs& out) const {
+                    std::int64_t at, Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request,
+                    bool optional) const {
+  const bool deferred = cause != Cause::request;
   const auto& list = in_.conns[conn].observations;
-  auto it = first_unexplained(c, conn);
-  // Unseen only when nothing of this key arrives on the connection after
-  // it: what arrives later was produced later, and so behind it.
-  const bool unseen = it == list.end() && may_be_unseen(conn, at, deferred);
-  if (it != list.end()) {
-    const std::int64_t from_us = at * 1000 - grid_slack_us;
-    const std::int64_t until_us = deferred ? (at + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
-    const std::int64_t first_ms = floor_ms(in_.observations[*it].received_us);
-    for (; it != list.end(); ++it) {
+  const auto first = first_unexplained(c, conn);
+  const std::int64_t from_us = at * 1000 - grid_slack_us;
+  const std::int64_t until_us = deferred ? (at + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
+  bool any = false;
+  if (first != list.end()) {
+    const std::int64_t first_ms = floor_ms(in_.observations[*first].received_us);
+    for (auto it = first; it != list.end(); ++it) {
       const auto& seen = in_.observations[*it];
-      if (floor_ms(seen.received_us) != first_ms) break;
-      if (seen.arrived_from_us > until_us) continue;
-      if (seen.received_us < from_us || seen.kind != kind || c.observed.contains(*it)) continue;
-      if (names_owner(kind) && seen.owner != owner) continue;
-      if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) continue;
-      if (kind == ResponseKind::granted) {
-        // Tokens increase in the order issued: the next grant seen on this
-        // key carries the smallest of its tokens not yet explained.
-        const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-        if (next == grant_tokens_.end() || *next != seen.token) continue;
-      }
+      // Arrival times on one connection only grow (build.cpp): past the
+      // tolerance, nothing later can be this answer.
+      if (seen.arrived_from_us > until_us) break;
+      if (!deferred && floor_ms(seen.received_us) != first_ms) break;
+      if (seen.received_us < from_us || c.observed.contains(*it) || !matches(c, seen, kind, owner, token)) continue;
       Config matched = c;
       matched.observed.insert(*it);
       ++matched.explained;
       if (kind == ResponseKind::granted) {
         matched.holder.token = seen.token;
         matched.last_token = seen.token;
+        grant_first_[*it] = std::min(grant_first_[*it], at);
+        grant_last_[*it] = std::max(grant_last_[*it], at);
       }
       record(matched, Step{at, static_cast<std::int32_t>(request), static_cast<std::int32_t>(*it), 'a'});
       out.push_back(std::move(matched));
+      any = true;
     }
   }
-  if (unseen) out.push_back(std::move(c));
+  // Unseen when the connection's observation ended before it could have
+  // arrived; an answer given at once only when nothing of this key arrives
+  // after it (what arrives later was produced later, and so behind it).
+  if (may_be_unseen(conn, at, cause, request) && (deferred || first == list.end())) {
+    out.push_back(std::move(c));
+    return;
+  }
+  // An alternative that only may apply (a `B` a global limit may explain, a
+  // release with a token no grant showed) failing says nothing.
+  if (any || optional) return;
+  KeyFailure failure;
+  failure.kind = KeyFailure::Kind::missing;
+  failure.cause = cause;
+  failure.response = kind;
+  failure.conn = conn;
+  failure.owner = owner;
+  failure.token = token;
+  failure.at_ms = at;
+  failure.due_by_us = deferred ? until_us : -1;
+  failure.request = static_cast<std::int32_t>(request);
+  failure.cause_request = cause_request;
+  fail(c, failure);
 }
 
-void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, bool deferred, Configs& out) const {
+// The first observation on `conn` not yet explained that answers the same
+// owner (A, T, B) or token (R, N) as `kind` would: what came instead.
+std::int32_t Frontier::same_class_pending(const Config& c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner,
+                                          std::uint64_t token) const {
+  const auto& list = in_.conns[conn].observations;
+  for (auto it = first_unexplained(c, conn); it != list.end(); ++it) {
+    if (c.observed.contains(*it)) continue;
+    const auto& seen = in_.observations[*it];
+    if (names_owner(kind) ? names_owner(seen.kind) && seen.owner == owner
+                          : !names_owner(seen.kind) && seen.token == token) {
+      return static_cast<std::int32_t>(*it);
+    }
+  }
+  return -1;
+}
+
+void Frontier::fail(const Config& c, KeyFailure failure) const {
+  const std::pair<std::uint32_t, std::uint32_t> progress{
+      c.explained, c.handled.mark + static_cast<std::uint32_t>(c.handled.extra.size())};
+  // Among equals, an answer the contract gives says more than a death.
+  const bool better = progress > failure_progress_ ||
+                      (progress == failure_progress_ && (failure_.kind == KeyFailure::Kind::none ||
+                                                         (failure.kind == KeyFailure::Kind::missing &&
+                                                          failure_.kind != KeyFailure::Kind::missing)));
+  if (!better) return;
+  failure_progress_ = progress;
+  failure_ = failure;
+  if (failure.kind == KeyFailure::Kind::unexplained && failure.observation >= 0) {
+    failure_.instead = instead_of(c, static_cast<std::uint32_t>(failure.observation));
+  }
+  // What came instead, looked up only for the failure kept (most fail).
+  if (failure.kind == KeyFailure::Kind::missing) {
+    failure_.got = same_class_pending(c, failure.conn, failure.response, failure.owner, failure.token);
+    if (failure.response == ResponseKind::granted) {
+      const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+      failure_.next_token = next == grant_tokens_.end() ? 0 : *next;
+    }
+  }
+}
+
+void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
+                     std::int32_t cause_request) const {
   c.holder = Holder{static_cast<std::int32_t>(request), 0, at, at};
-  emit(std::move(c), conn_of(request), ResponseKind::granted, in_.requests[request].owner, 0, at, deferred, request, out);
+  emit(std::move(c), conn_of(request), ResponseKind::granted, in_.requests[request].owner, 0, at, cause, request, out,
+       cause_request);
 }
 
 void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
@@ -314,22 +459,22 @@ void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs&
   }
 }
 
-// CONTRACT 1-5: a free key is granted (or `B` when a new key would pass
+// Simple mode points 1-5: a free key is granted (or `B` when a new key would pass
 // max_keys); an expired holder is taken over in place, waiters or not.
 void Frontier::acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
   const auto& asked = in_.requests[request];
   if (!c.held()) {
     if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(at)) {
-      emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+      emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, Cause::request, request, out, -1, true);
     }
-    grant(std::move(c), request, at, false, out);
+    grant(std::move(c), request, at, Cause::request, out);
     return;
   }
   // Expired at `at` when granted at or before at - lease.
   const std::int64_t expired_by = at - lease_of(c.holder);
   if (c.holder.lo <= expired_by) {
     Config taken = c;
-    grant(std::move(taken), request, at, false, out);
+    grant(std::move(taken), request, at, Cause::request, out);
   }
   if (c.holder.hi > expired_by) {
     c.holder.lo = std::max(c.holder.lo, expired_by + 1);
@@ -340,15 +485,15 @@ void Frontier::acquire(Config c, std::uint32_t request, std::int64_t at, Configs
 void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
   const auto& asked = in_.requests[request];
   if (asked.wait_ms == 0) {
-    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, false, request, out);
+    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, Cause::request, request, out);
     return;
   }
   if (c.queue.size() >= in_.limits.max_waiters_per_key) {
-    emit(std::move(c), asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+    emit(std::move(c), asked.conn, ResponseKind::busy, asked.owner, 0, at, Cause::request, request, out);
     return;
   }
   if (oracles_.waiters_may_be_full && oracles_.waiters_may_be_full(at)) {
-    emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, false, request, out);
+    emit(c, asked.conn, ResponseKind::busy, asked.owner, 0, at, Cause::request, request, out, -1, true);
   }
   if (!waiter_viable(c, request, at)) return;
   // Kept in request order, not queue order: the queue order is what the
@@ -363,11 +508,24 @@ void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Co
 
 // A waiter queued at `at` is owed a `T` at its deadline or an `A` before;
 // it is queued only if its connection shows such an answer not yet
-// explained, or may have ended before one arrived, or drops it first.
+// explained, or may have ended before one arrived, or drops it first; and
+// never when a `B` for its owner is read that only it can have caused.
 bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const {
   const auto& asked = in_.requests[request];
   const std::int64_t deadline = at + asked.wait_ms;
-  if (may_be_unseen(asked.conn, deadline, true) || close_lo_[asked.conn] < deadline) return true;
+  // A `B` for its owner that no other request can have caused is its
+  // answer: queued, it would leave that `B` unexplained for good.
+  const auto& seen_on_conn = in_.conns[asked.conn].observations;
+  for (auto it = first_unexplained(c, asked.conn); it != seen_on_conn.end(); ++it) {
+    const auto& seen = in_.observations[*it];
+    if (c.observed.contains(*it) || seen.kind != ResponseKind::busy || seen.owner != asked.owner) continue;
+    if (sole_claimant(c, request, seen.received_us)) return false;
+    break;
+  }
+  if (may_be_unseen(asked.conn, deadline, Cause::deadline, request) ||
+      (close_lo_[asked.conn] < deadline && may_drop(Waiter{request, at, at}, close_lo_[asked.conn]))) {
+    return true;
+  }
   const std::int64_t until_us = (deadline + 1 + in_.tolerance_ms) * 1000;
   const auto& list = in_.conns[asked.conn].observations;
   for (auto it = first_unexplained(c, asked.conn); it != list.end(); ++it) {
@@ -380,10 +538,21 @@ bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_
       return true;
     }
   }
+  // Queued here, it is owed a `T` at its deadline at the latest.
+  KeyFailure failure;
+  failure.kind = KeyFailure::Kind::missing;
+  failure.cause = KeyFailure::Cause::deadline;
+  failure.response = ResponseKind::timed_out;
+  failure.conn = asked.conn;
+  failure.owner = asked.owner;
+  failure.at_ms = deadline;
+  failure.due_by_us = until_us;
+  failure.request = static_cast<std::int32_t>(request);
+  fail(c, failure);
   return false;
 }
 
-// CONTRACT 6-7: the holder's token releases (even an expired holder's, on a
+// Simple mode points 6-7: the holder's token releases (even an expired holder's, on a
 // key not yet swept); any other token, or a free key, is `N`.
 void Frontier::release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
   const auto& asked = in_.requests[request];
@@ -397,21 +566,22 @@ void Frontier::release(Config c, std::uint32_t request, std::int64_t at, Configs
     // grant seen anywhere carried it and it is above the key's tokens so far.
     Config same = c;
     same.holder.token = asked.token;
-    release_holder(std::move(same), request, at, out);
+    release_holder(std::move(same), request, at, out, true);
   }
-  emit(std::move(c), asked.conn, ResponseKind::not_held, 0, asked.token, at, false, request, out);
+  emit(std::move(c), asked.conn, ResponseKind::not_held, 0, asked.token, at, Cause::request, request, out);
 }
 
-void Frontier::release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+void Frontier::release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out, bool optional) const {
   const auto& asked = in_.requests[request];
   Configs answered;
-  emit(std::move(c), asked.conn, ResponseKind::released, 0, asked.token, at, false, request, answered);
+  emit(std::move(c), asked.conn, ResponseKind::released, 0, asked.token, at, Cause::request, request, answered, -1,
+       optional);
   for (auto& next : answered) {
     if (next.queue.empty()) {
       next.holder = Holder{};
       out.push_back(std::move(next));
     } else {
-      hand_off(std::move(next), at, out);
+      hand_off(std::move(next), at, Cause::release, static_cast<std::int32_t>(request), out);
     }
   }
 }
@@ -424,7 +594,7 @@ void Frontier::release_holder(Config c, std::uint32_t request, std::int64_t at, 
 // Choosing heads this way one hand-off after another always leaves an order
 // of instants inside the intervals (each choice narrows the others: they
 // were queued no earlier than the head), so FIFO is judged exactly.
-void Frontier::hand_off(Config c, std::int64_t at, Configs& out) const {
+void Frontier::hand_off(Config c, std::int64_t at, Cause cause, std::int32_t cause_request, Configs& out) const {
   for (std::size_t h = 0; h < c.queue.size(); ++h) {
     const Waiter head = c.queue[h];
     LOCKSTEP_ASSERT(head.lo + wait_of(head) > at);
@@ -436,14 +606,15 @@ void Frontier::hand_off(Config c, std::int64_t at, Configs& out) const {
     Config next = c;
     next.queue.erase(next.queue.begin() + static_cast<std::ptrdiff_t>(h));
     for (auto& other : next.queue) other.lo = std::max(other.lo, head.lo);
-    grant(std::move(next), head.request, at, true, out);
+    grant(std::move(next), head.request, at, cause, out, cause_request);
   }
 }
 
 // Wait timeouts due at `at` fire in queue order: a waiter whose deadline
 // interval holds `at` either times out now or, where its deadline is later,
 // waits on.
-void Frontier::fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out) const {
+void Frontier::fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out) {
+  if (!spend(c)) return;
   for (std::size_t j = from; j < c.queue.size(); ++j) {
     const auto wait = wait_of(c.queue[j]);
     LOCKSTEP_ASSERT(c.queue[j].hi + wait >= at);
@@ -458,14 +629,14 @@ void Frontier::fire_timeouts(Config c, std::size_t from, std::int64_t at, Config
     record(c, Step{at, static_cast<std::int32_t>(due.request), -1, 't'});
     Configs answered;
     const auto& asked = in_.requests[due.request];
-    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, true, due.request, answered);
+    emit(std::move(c), asked.conn, ResponseKind::timed_out, asked.owner, 0, at, Cause::deadline, due.request, answered);
     for (auto& next : answered) fire_timeouts(std::move(next), j, at, out);
     return;
   }
   sweep(std::move(c), at, out);
 }
 
-// CONTRACT 8: for the phases that sweep at `at`, an expired holder goes:
+// Simple mode point 8: for the phases that sweep at `at`, an expired holder goes:
 // the key to the head waiter, or deleted. A holder whose grant interval
 // straddles its expiry splits into the part still valid and the expired.
 void Frontier::sweep(Config c, std::int64_t at, Configs& out) const {
@@ -494,11 +665,23 @@ void Frontier::sweep(Config c, std::int64_t at, Configs& out) const {
     out.push_back(std::move(c));
     return;
   }
-  hand_off(std::move(c), at, out);
+  hand_off(std::move(c), at, Cause::sweep, -1, out);
 }
 
 std::vector<std::uint32_t> Frontier::available(const Config& c, std::int64_t at) const {
   std::vector<std::uint32_t> found;
+  if (pending_is_long(c, at)) {
+    // Many requests sent and not handled (a server that answers nothing):
+    // the first unhandled request of each connection, found per connection.
+    for (const auto& connection : in_.conns) {
+      const auto& list = connection.requests;
+      auto it = std::lower_bound(list.begin(), list.end(), c.handled.mark);
+      while (it != list.end() && c.handled.contains(*it)) ++it;
+      if (it != list.end() && earliest_[*it] <= at) found.push_back(*it);
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
   for (auto i = c.handled.mark; i < in_.requests.size() && earliest_[i] <= at; ++i) {
     if (c.handled.contains(i)) continue;
     const auto previous = previous_on_conn_[i];
@@ -506,6 +689,14 @@ std::vector<std::uint32_t> Frontier::available(const Config& c, std::int64_t at)
     found.push_back(i);
   }
   return found;
+}
+
+// Whether more requests were sent and not handled than there are
+// connections: then visiting the first unhandled request of each connection
+// is cheaper than visiting every unhandled one.
+bool Frontier::pending_is_long(const Config& c, std::int64_t at) const {
+  const auto sent = static_cast<std::size_t>(std::upper_bound(earliest_.begin(), earliest_.end(), at) - earliest_.begin());
+  return sent > c.handled.mark && sent - c.handled.mark > 2 * in_.conns.size() + 16;
 }
 
 // Connections whose close the server may read at `at`: all their requests
@@ -524,22 +715,53 @@ std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) 
   return found;
 }
 
-// Whether no other request of the same class on the same connection waits
-// in the queue: then the observation an inert answer matches is its own.
-bool Frontier::alone_in_class(const Config& c, std::uint32_t request) const {
+// Whether `request` is the only request that can be answered by an
+// observation read at `received_us` on its connection: no other request of
+// the same class (the owner of an acquire, the token of a release) on that
+// connection waits in the queue, nor is still to be handled and sent before
+// that observation arrived.
+bool Frontier::sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const {
   const auto& asked = in_.requests[request];
-  if (!asked.acquire) return true;
-  return std::none_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
-    const auto& other = in_.requests[waiter.request];
-    return other.conn == asked.conn && other.owner == asked.owner;
-  });
+  const auto same_class = [&](const KeyRequest& other) {
+    return other.conn == asked.conn && other.acquire == asked.acquire &&
+           (asked.acquire ? other.owner == asked.owner : other.token == asked.token);
+  };
+  if (asked.acquire && std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
+        return waiter.request != request && same_class(in_.requests[waiter.request]);
+      })) {
+    return false;
+  }
+  const auto& requests = in_.conns[asked.conn].requests;
+  for (auto it = std::lower_bound(requests.begin(), requests.end(), c.handled.mark); it != requests.end(); ++it) {
+    const auto other = *it;
+    if (other == request || c.handled.contains(other)) continue;
+    if (in_.requests[other].sent_us > received_us) break;  // sent in order: none later can claim it
+    if (same_class(in_.requests[other])) return false;
+  }
+  return true;
+}
+
+// Whether the observation that `answered` (c with `request` handled) newly
+// explains can be no other request's answer. Otherwise a later request may
+// be the one it answers, and `request`, handled later, may get another
+// answer (queued rather than `B` once a timeout frees a place).
+bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const {
+  const auto& observations = in_.conns[in_.requests[request].conn].observations;
+  for (auto it = first_unexplained(c, in_.requests[request].conn); it != observations.end(); ++it) {
+    if (answered.observed.contains(*it) && !c.observed.contains(*it)) {
+      return sole_claimant(c, request, in_.observations[*it].received_us);
+    }
+  }
+  return false;
 }
 
 // The requests and closes handled at `at`, in every order. A request whose
 // handling now changes nothing but the observation it explains (an inert
 // answer: a `T` on a held key, an `N`, a `B`), and has no other outcome, is
-// handled now without a branch: handling it later reaches the same
-// configurations or fewer.
+// handled now without a branch when the observation it explains can be no
+// other request's answer: handling it later then reaches the same
+// configurations or fewer (its answer must be that observation, and later
+// it changes nothing either).
 void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
   const bool idle = (c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
                     std::all_of(c.queue.begin(), c.queue.end(),
@@ -548,10 +770,12 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
     out.push_back(std::move(c));  // nothing to handle at this instant
     return;
   }
+  if (!spend(c)) return;
   // Orders that commute reach one configuration twice: expand it once.
   if (!expanded_.insert(fingerprint(c, true, blank_none)).second) return;
   if (++orders > orders_max) {
     over_budget_ = true;
+    over_budget_why_ = fmt::format("more than {} orders of the requests of one instant", orders_max);
     return;
   }
   std::vector<std::pair<std::uint32_t, Configs>> moves;
@@ -562,7 +786,7 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
       Configs next;
       handle(c, request, at, next);
       if (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-          alone_in_class(c, request)) {
+          answer_is_its_own(c, request, next.front())) {
         c = std::move(next.front());
         again = true;
         break;
@@ -574,6 +798,10 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
     for (auto& config : next) inputs(std::move(config), at, out, orders);
   }
   for (const auto conn : closable(c, at)) {
+    if (std::any_of(c.queue.begin(), c.queue.end(),
+                    [&](const Waiter& waiter) { return conn_of(waiter.request) == conn && !may_drop(waiter, at); })) {
+      continue;
+    }
     Config closed = c;
     std::erase_if(closed.queue, [&](const Waiter& waiter) { return conn_of(waiter.request) == conn; });
     record(closed, Step{at, -1, -1, 'c'});
@@ -582,14 +810,47 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
   out.push_back(std::move(c));  // nothing more at this instant
 }
 
+std::uint64_t Frontier::bytes_of(const Config& c) {
+  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
+         (c.handled.extra.capacity() + c.observed.extra.capacity()) * sizeof(std::uint32_t) +
+         c.phases.ranges().capacity() * sizeof(std::pair<std::int64_t, std::int64_t>);
+}
+
+// Every configuration that enters a step of the current instant is counted:
+// the steps (against work_max) and its bytes (against memory_max_bytes, with
+// the set of expanded configurations). Counting what enters rather than what
+// is kept bounds what one instant can hold, however it branches.
+bool Frontier::spend(const Config& c) {
+  if (over_budget_) return false;
+  ++instant_work_;
+  instant_bytes_ += bytes_of(c);
+  constexpr std::uint64_t expanded_entry_bytes = 48;  // a fingerprint in a node of the set
+  if (work_before_ + instant_work_ > options_.work_max) {
+    over_budget_ = true;
+    over_budget_why_ = fmt::format("more than {} configurations stepped", options_.work_max);
+  } else if (instant_bytes_ + expanded_.size() * expanded_entry_bytes > options_.memory_max_bytes) {
+    over_budget_ = true;
+    over_budget_why_ = fmt::format("the configurations of one instant past {} MiB", options_.memory_max_bytes >> 20);
+  }
+  return !over_budget_;
+}
+
 // Whether a request not yet handled after `from - 1` can still get its
 // answer: an observation of its class not yet explained that late enough a
 // handling explains, or a connection that may end before the answer.
 bool Frontier::answer_possible(const Config& c, std::uint32_t request, std::int64_t from) const {
   const auto& asked = in_.requests[request];
   const auto& connection = in_.conns[asked.conn];
-  if (connection.cut || close_lo_[asked.conn] < unbounded_ms ||
-      (from + asked.wait_ms + 1 + in_.tolerance_ms) * 1000 > connection.end_us) {
+  if (connection.cut || connection.stopped) return true;
+  // Handled as late as it may be, its answer given at once may not be due
+  // before the observation ended.
+  const std::int64_t last = std::max(from, latest_[request]);
+  if (may_be_unseen(asked.conn, last, Cause::request, request)) return true;
+  // Queued, it may be dropped when its connection closes before its `T` is
+  // owed, or time out unseen.
+  if (asked.acquire && asked.wait_ms > 0 &&
+      (close_lo_[asked.conn] < std::min(last, read_by_ms(request)) + asked.wait_ms + 1 + in_.tolerance_ms ||
+       may_be_unseen(asked.conn, last + asked.wait_ms, Cause::deadline, request))) {
     return true;
   }
   std::size_t looked = 0;
@@ -612,18 +873,47 @@ bool Frontier::answer_possible(const Config& c, std::uint32_t request, std::int6
 // explained, every request that had to be handled by now is, and every
 // pending request can still be answered.
 bool Frontier::alive(const Config& c, std::int64_t at) const {
+  const auto dies = [&](KeyFailure::Kind kind, std::int32_t request, std::int32_t observation) {
+    KeyFailure failure;
+    failure.kind = kind;
+    failure.at_ms = at;
+    failure.request = request;
+    failure.observation = observation;
+    if (observation >= 0) failure.conn = in_.observations[static_cast<std::size_t>(observation)].conn;
+    if (request >= 0) failure.conn = conn_of(static_cast<std::uint32_t>(request));
+    fail(c, failure);
+    return false;
+  };
   if (c.observed.mark < in_.observations.size() &&
       latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
-    return false;
+    return dies(KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
   }
   std::uint32_t i = c.handled.mark;
+  if (pending_is_long(c, at)) {
+    // Only the first unhandled request of each connection: the later ones
+    // have later latest instants (requests of a connection are handled in
+    // order), and whether they can be answered is asked when they are first.
+    for (const auto first : available(c, at)) {
+      if (latest_[first] <= at || !answer_possible(c, first, at + 1)) {
+        return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(first), -1);
+      }
+    }
+    i = static_cast<std::uint32_t>(std::upper_bound(earliest_.begin(), earliest_.end(), at) - earliest_.begin());
+  }
   for (; i < in_.requests.size() && earliest_[i] <= at; ++i) {
     if (c.handled.contains(i)) continue;
-    if (latest_[i] <= at || !answer_possible(c, i, at + 1)) return false;
+    if (latest_[i] <= at || !answer_possible(c, i, at + 1)) {
+      return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+    }
   }
-  if (later_latest_[i] <= at) return false;
+  if (later_latest_[i] <= at) {
+    while (latest_[i] > at) ++i;
+    return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+  }
   for (const auto& waiter : c.queue) {
-    if (close_hi_[conn_of(waiter.request)] <= at) return false;
+    if (close_hi_[conn_of(waiter.request)] <= at) {
+      return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(waiter.request), -1);
+    }
   }
   return true;
 }
@@ -714,6 +1004,18 @@ void Frontier::merge_boxes(Configs& configs) const {
     for (std::size_t j = 0; j < a.queue.size(); ++j) {
       if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
     }
+    // A waiter certainly queued before another in both stays so in the box:
+    // FIFO at the next hand-off is judged on that order (hand_off), and a box
+    // that lost it would let the later one be served first.
+    for (std::size_t i = 0; i < a.queue.size(); ++i) {
+      for (std::size_t j = 0; j < a.queue.size(); ++j) {
+        if (i == j) continue;
+        const bool before_in_a = a.queue[i].hi < a.queue[j].lo, before_in_b = b.queue[i].hi < b.queue[j].lo;
+        if (before_in_a && before_in_b && std::max(a.queue[i].hi, b.queue[i].hi) >= std::min(a.queue[j].lo, b.queue[j].lo)) {
+          return false;
+        }
+      }
+    }
     return true;
   };
   const auto join = [](Config& into, const Config& other) {
@@ -756,14 +1058,42 @@ void Frontier::merge_boxes(Configs& configs) const {
 // left unhandled allowed to be handled after the end, and every waiter
 // left queued allowed an answer that was not seen.
 bool Frontier::is_final(const Config& c) const {
-  if (c.observed.mark < in_.observations.size()) return false;
-  for (auto i = c.handled.mark; i < in_.requests.size(); ++i) {
-    if (!c.handled.contains(i) && latest_[i] < in_.horizon_ms) return false;
+  KeyFailure failure;
+  failure.at_ms = in_.horizon_ms;
+  if (c.observed.mark < in_.observations.size()) {
+    failure.kind = KeyFailure::Kind::unexplained;
+    failure.observation = static_cast<std::int32_t>(c.observed.mark);
+    failure.conn = in_.observations[c.observed.mark].conn;
+    fail(c, failure);
+    return false;
   }
-  return std::all_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
-    return may_be_unseen(conn_of(waiter.request), waiter.hi + wait_of(waiter), true) ||
-           close_lo_[conn_of(waiter.request)] < unbounded_ms;
-  });
+  for (auto i = c.handled.mark; i < in_.requests.size(); ++i) {
+    if (!c.handled.contains(i) && (latest_[i] < in_.horizon_ms || !answer_possible(c, i, in_.horizon_ms))) {
+      failure.kind = KeyFailure::Kind::unhandled;
+      failure.request = static_cast<std::int32_t>(i);
+      failure.conn = conn_of(i);
+      fail(c, failure);
+      return false;
+    }
+  }
+  for (const auto& waiter : c.queue) {
+    const auto conn = conn_of(waiter.request);
+    if (may_be_unseen(conn, waiter.hi + wait_of(waiter), Cause::deadline, waiter.request) ||
+        (close_lo_[conn] < unbounded_ms && may_drop(waiter, close_lo_[conn]))) {
+      continue;
+    }
+    failure.kind = KeyFailure::Kind::missing;
+    failure.cause = KeyFailure::Cause::deadline;
+    failure.response = ResponseKind::timed_out;
+    failure.conn = conn;
+    failure.owner = in_.requests[waiter.request].owner;
+    failure.at_ms = waiter.hi + wait_of(waiter);
+    failure.due_by_us = (failure.at_ms + 1 + in_.tolerance_ms) * 1000;
+    failure.request = static_cast<std::int32_t>(waiter.request);
+    fail(c, failure);
+    return false;
+  }
+  return true;
 }
 
 std::string Frontier::describe(const Config& c, std::int64_t at) const {
@@ -785,6 +1115,55 @@ std::string Frontier::describe(const Config& c, std::int64_t at) const {
                         span(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
   }
   return text;
+}
+
+// What configuration `c` says of the owner (A, T, B) or token (R, N) of an
+// observation it cannot explain: where that owner stands, and the answer
+// the contract gives there instead.
+std::string Frontier::instead_of(const Config& c, std::uint32_t observation) const {
+  const auto& seen = in_.observations[observation];
+  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
+  const auto& key = in_.key;
+  if (!names_owner(seen.kind)) {
+    if (c.held() && c.holder.token != 0 && c.holder.token == seen.token) {
+      return fmt::format("token {} is the holder's: a release with it is answered `R {} {}`", seen.token, seen.token, key);
+    }
+    return fmt::format("no release of token {} awaits an answer there", seen.token);
+  }
+  const std::string& owner = in_.owners[seen.owner];
+  const auto conn_id = in_.conns[seen.conn].id;
+  for (std::size_t position = 0; position < c.queue.size(); ++position) {
+    const auto& waiter = c.queue[position];
+    const auto& asked = in_.requests[waiter.request];
+    if (asked.owner != seen.owner || asked.conn != seen.conn) continue;
+    const auto deadline = waiter.lo + asked.wait_ms == waiter.hi + asked.wait_ms
+                              ? instant(waiter.lo + asked.wait_ms)
+                              : fmt::format("{}..{}", instant(waiter.lo + asked.wait_ms), instant(waiter.hi + asked.wait_ms));
+    if (position > 0) {
+      const auto& head = in_.requests[c.queue.front().request];
+      return fmt::format("`{}` waits in place {} of the queue, behind `{}` on c{}: a hand-off goes to the head waiter "
+                         "first (`A <token> {} {}` on connection {}), and `{}` is answered `T {} {}` at its deadline {} "
+                         "if none reaches it",
+                         owner, position + 1, in_.owners[head.owner], in_.conns[head.conn].id, in_.owners[head.owner],
+                         key, in_.conns[head.conn].id, owner, owner, key, deadline);
+    }
+    if (c.held()) {
+      const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+      return fmt::format("`{}` is the head waiter, but `{}` holds the key until {} at least: `{}` gets `A <token> {} {}` "
+                         "at a release or a sweep after that, or `T {} {}` at its deadline {}",
+                         owner, in_.owners[holder.owner], instant(c.holder.lo + holder.lease_ms), owner, owner, key, owner,
+                         key, deadline);
+    }
+    return fmt::format("`{}` is the head waiter of a free key, its deadline {}", owner, deadline);
+  }
+  if (c.held()) {
+    const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+    if (holder.owner == seen.owner && holder.conn == seen.conn) {
+      return fmt::format("`{}` already holds the key there (granted {}), and its grant was answered once", owner,
+                         instant(c.holder.lo));
+    }
+  }
+  return fmt::format("no request of `{}` on connection {} awaits an answer there", owner, conn_id);
 }
 
 void Frontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {
@@ -822,31 +1201,36 @@ KeyVerdict Frontier::run() {
     furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
       return a.explained < b.explained;
     }));
-    Configs due;
-    due.reserve(frontier.size());
-    for (auto& c : frontier) fire_timeouts(std::move(c), 0, at, due);
-    Configs after;
     // clear() would zero every bucket a busy instant once grew it to.
     if (expanded_.bucket_count() > 256) {
       expanded_ = {};
     } else {
       expanded_.clear();
     }
+    instant_work_ = instant_bytes_ = 0;
+    work_before_ = verdict.work;
+    failure_ = KeyFailure{};
+    failure_progress_ = {0, 0};
+    Configs due;
+    due.reserve(frontier.size());
+    for (auto& c : frontier) fire_timeouts(std::move(c), 0, at, due);
+    Configs after;
     for (auto& c : due) {
       std::size_t orders = 0;
       inputs(std::move(c), at, after, orders);
     }
-    verdict.work += due.size() + after.size();
+    verdict.work += instant_work_;
+    verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
+    if (over_budget_) return undecided(over_budget_why_);
     std::erase_if(after, [&](const Config& c) { return !alive(c, at); });
     merge(after);
     verdict.frontier_peak = std::max(verdict.frontier_peak, after.size());
-    if (over_budget_) return undecided(fmt::format("more than {} orders of the requests of one instant", orders_max));
-    if (verdict.work > options_.work_max) return undecided(fmt::format("more than {} configurations stepped", options_.work_max));
     if (after.size() > options_.frontier_max) {
       return undecided(fmt::format("more than {} configurations alive at one instant", options_.frontier_max));
     }
     if (after.empty()) {
       verdict.outcome = KeyOutcome::unexplained;
+      verdict.failure = failure_;
       report_furthest(furthest, at, verdict);
       return verdict;
     }
@@ -862,11 +1246,17 @@ KeyVerdict Frontier::run() {
     at = next;
   }
   Configs finals;
+  failure_ = KeyFailure{};
+  failure_progress_ = {0, 0};
   for (const auto& c : frontier) {
     if (is_final(c)) finals.push_back(c);
   }
+  for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
+    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
+  }
   if (finals.empty()) {
     verdict.outcome = KeyOutcome::unexplained;
+    verdict.failure = failure_;
     report_furthest(frontier, at, verdict);
     return verdict;
   }

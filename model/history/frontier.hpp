@@ -28,6 +28,10 @@ struct KeyCheckOptions {
   std::uint64_t work_max = 50'000'000;
   // Configurations alive at one instant; past it the key is undecided.
   std::size_t frontier_max = 100'000;
+  // Bytes the configurations of one instant may take (an estimate of what
+  // they hold); past it the key is undecided, rather than the process
+  // growing without bound.
+  std::uint64_t memory_max_bytes = 1ull << 30;
   // Keep the steps of each configuration, for --explain, reports and
   // stories (costs an allocation per step, so only when asked).
   bool record_steps = false;
@@ -35,6 +39,42 @@ struct KeyCheckOptions {
 };
 
 enum class KeyOutcome { explained, unexplained, undecided };
+
+// Why the furthest configuration went no further: an answer the contract
+// gives there that was not observed (`missing`), an observation nothing
+// gives (`unexplained`), or a request that could not be handled in its
+// window (`unhandled`). Indices are into the KeyInput's lists.
+struct KeyFailure {
+  enum class Kind { none, missing, unexplained, unhandled };
+  // What causes a missing answer: its own request (an answer given at
+  // once), a release or a sweep that hands the key over, a wait ending.
+  enum class Cause { request, release, sweep, deadline };
+  Kind kind = Kind::none;
+  Cause cause = Cause::request;
+  ResponseKind response = ResponseKind::error;  // missing: the contract's answer
+  std::uint32_t conn = 0;                       // its connection (a slot of KeyInput::conns)
+  std::uint32_t owner = 0;                      // A, T, B
+  std::uint64_t token = 0;                      // A (0: any), R, N
+  std::int64_t at_ms = 0;                       // the instant of the answer (or of the death)
+  std::int64_t due_by_us = -1;                  // missing and deferred: the latest arrival allowed
+  std::int32_t request = -1;                    // the request answered (or not handled)
+  std::int32_t cause_request = -1;              // a release that handed the key over
+  std::int32_t got = -1;                        // missing: what came instead for that owner or token
+  std::uint64_t next_token = 0;                 // missing grant: the key's next token seen (0: none left)
+  std::int32_t observation = -1;                // unexplained: the observation
+  // Unexplained: what the furthest explanation says of the culprit's owner
+  // (or token) there, and so what the contract would answer instead, in
+  // words ("`bob` waits behind `alice` on c2: a hand-off goes to `alice`
+  // first, `A <token> alice k`"). Empty when there is nothing to say.
+  std::string instead;
+};
+
+// When a grant observed on the key may have been issued: every
+// explanation issues it at an instant of [first_ms, last_ms].
+struct GrantWindow {
+  std::uint32_t observation = 0;
+  std::int64_t first_ms = 0, last_ms = 0;
+};
 
 struct KeyVerdict {
   KeyOutcome outcome = KeyOutcome::undecided;
@@ -44,6 +84,12 @@ struct KeyVerdict {
   std::vector<Step> steps;
   std::uint64_t work = 0;          // configurations stepped
   std::size_t frontier_peak = 0;   // most configurations alive at one instant
+  std::uint64_t memory_peak_bytes = 0;  // estimated, of the configurations of one instant
+  // Explained: for each grant observed, the instants it may have been
+  // issued at (for the order of tokens across keys).
+  std::vector<GrantWindow> grants;
+  // Unexplained: why the furthest configuration died.
+  KeyFailure failure;
   // Unexplained or undecided: the furthest configuration, how many responses
   // it explained, the first it could not, and its state in words.
   std::uint32_t explained = 0;

@@ -67,6 +67,13 @@ std::variant<Header, std::string> read_header(const json& object) {
     }
     header.tolerance_ms = tolerance.get<std::int64_t>();
   }
+  if (object.contains("handled_within_ms")) {
+    const auto& within = object["handled_within_ms"];
+    if (!within.is_number_unsigned() || within.get<std::uint64_t>() > 3'600'000) {
+      return std::string("handled_within_ms must be an integer from 0 to 3600000");
+    }
+    header.handled_within_ms = within.get<std::int64_t>();
+  }
   if (object.contains("target") && object["target"].is_string()) header.target = object["target"];
   if (object.contains("seed") && object["seed"].is_number_unsigned()) header.seed = object["seed"];
   return header;
@@ -230,6 +237,7 @@ std::string header_line(const Header& header) {
               {"tolerance_ms", header.tolerance_ms},
               {"target", header.target},
               {"seed", header.seed}};
+  if (header.handled_within_ms >= 0) object["handled_within_ms"] = header.handled_within_ms;
   return object.dump();
 }
 

@@ -1,4 +1,4 @@
-// A history of a black-box run against a live lock server (CONTRACT.md,
+// A history of a black-box run against a live lock server (docs/protocol.md,
 // "Live targets", "Black box, in real time"): what the tester sent and
 // received on each connection, stamped on one monotonic clock in
 // microseconds, and the target's limits and the timing tolerance, so that
@@ -26,6 +26,10 @@ struct Header {
   std::int64_t tolerance_ms = 50;
   std::string target;     // free text: what was tested
   std::uint64_t seed = 0;  // the workload's seed, 0 when recorded by other clients
+  // When the tester knows it: every request reaches the server and is
+  // handled within this many ms of being sent (a simulated network's
+  // largest delay). -1: unknown, a server may read a request late.
+  std::int64_t handled_within_ms = -1;
 };
 
 enum class EventKind {

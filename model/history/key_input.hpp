@@ -46,14 +46,18 @@ struct KeyConnection {
   std::vector<std::uint32_t> observations;  // indices into KeyInput::observations, by arrival
   std::int64_t end_us = 0;              // nothing is observed on it after this
   bool closes = false;                  // its waiters are dropped some time after end_us
-  // The history stops while it is open (or a prefix was cut from it): an
-  // immediate answer may then still be on its way, however long ago its
-  // request was handled.
+  // A prefix of the history was cut while it was open (the shrinking of a
+  // counter-example): an immediate answer may then still be on its way,
+  // however long ago its request was handled. A connection still open at
+  // the real end of a history is not cut: it was observed until the end.
   bool cut = false;
   // The server ended it (`eof`): its waiters were dropped no later than the
   // end was read. Otherwise the tester closed it, and the server drops its
   // waiters once it reads the close (within tolerance_ms).
   bool closed_by_server = false;
+  // It ended because the target was stopped (`down`): requests in flight
+  // may never have been read, so their answers may be missing.
+  bool stopped = false;
 };
 
 // What may couple keys, answered by the checker from the whole history:
@@ -70,6 +74,7 @@ struct KeyInput {
   std::string key;
   Limits limits;
   std::int64_t tolerance_ms = 0;
+  std::int64_t handled_within_ms = -1;       // the history's (-1: unknown)
   std::vector<KeyRequest> requests;          // by send time
   std::vector<KeyObservation> observations;  // by arrival time
   std::vector<KeyConnection> conns;

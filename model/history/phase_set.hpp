@@ -1,6 +1,6 @@
 // The sweep phases still possible: a set of residues modulo the sweep
 // period, kept as sorted disjoint inclusive ranges. The sweeps of a black-box
-// server run at phase + k * sweep_ms for one unknown phase (CONTRACT.md,
+// server run at phase + k * sweep_ms for one unknown phase (docs/protocol.md,
 // "Black box, in real time"); each observation that needs or forbids a
 // sweep at some instants narrows the set.
 #pragma once

@@ -30,7 +30,7 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
     if (event.t_us >= cut_us) break;
     prefix.events.push_back(event);
   }
-  const Built built = build_inputs(prefix);
+  const Built built = build_inputs(prefix, true);
   const auto it = built.keys.find({incarnation, key});
   if (it == built.keys.end()) return result;
   const Oracles oracles = make_oracles(built);
@@ -52,17 +52,109 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
 
 std::string at(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
 
+// The response the contract gives, as it would read on the wire (a grant's
+// token is the server's to choose).
+std::string response_text(const KeyInput& input, const KeyFailure& failure) {
+  const auto& owner = failure.owner < input.owners.size() ? input.owners[failure.owner] : std::string("?");
+  switch (failure.response) {
+    case ResponseKind::granted: return fmt::format("A <token> {} {}", owner, input.key);
+    case ResponseKind::timed_out: return fmt::format("T {} {}", owner, input.key);
+    case ResponseKind::busy: return fmt::format("B {} {}", owner, input.key);
+    case ResponseKind::released: return fmt::format("R {} {}", failure.token, input.key);
+    case ResponseKind::not_held: return fmt::format("N {} {}", failure.token, input.key);
+    case ResponseKind::error: break;
+  }
+  return "E";
+}
+
 }  // namespace
+
+// The culprit and what the contract would have answered there, in the
+// furthest explanation: "expected `A <token> bob k` on connection 2 by
+// +195.000 ms (...), got `T bob k` at +174.000 ms".
+std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  const auto instant = [&](std::int64_t ms) { return at(ms * 1000, origin_us); };
+  const auto conn_id = [&](std::uint32_t slot) { return slot < input.conns.size() ? input.conns[slot].id : 0; };
+  const auto request_line = [&](std::int32_t index) {
+    return index >= 0 ? std::string(input.requests[static_cast<std::size_t>(index)].line) : std::string("?");
+  };
+  switch (failure.kind) {
+    case KeyFailure::Kind::none: return {};
+    case KeyFailure::Kind::missing: {
+      std::string when;
+      switch (failure.cause) {
+        case KeyFailure::Cause::request:
+          when = fmt::format("at once to `{}` sent at {} (handled by {} in the furthest explanation)",
+                             request_line(failure.request),
+                             at(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
+                             instant(failure.at_ms + 1));
+          break;
+        case KeyFailure::Cause::release:
+          when = fmt::format("by {} (the release `{}` at {} handed the key to its head waiter)", at(failure.due_by_us, origin_us),
+                             request_line(failure.cause_request), instant(failure.at_ms));
+          break;
+        case KeyFailure::Cause::sweep:
+          when = fmt::format("by {} (the sweep at {} handed the expired key to its head waiter)",
+                             at(failure.due_by_us, origin_us), instant(failure.at_ms));
+          break;
+        case KeyFailure::Cause::deadline:
+          when = fmt::format("by {} (the wait of `{}` ended at {})", at(failure.due_by_us, origin_us),
+                             request_line(failure.request), instant(failure.at_ms));
+          break;
+      }
+      std::string got;
+      if (failure.got >= 0) {
+        const auto& seen = input.observations[static_cast<std::size_t>(failure.got)];
+        const bool same = seen.kind == failure.response;
+        std::string timing = !same ? ""
+                             : seen.received_us < failure.at_ms * 1000 - 1000 ? " (too early)"
+                             : failure.due_by_us >= 0 && seen.arrived_from_us > failure.due_by_us ? " (too late)"
+                                                                                                  : "";
+        if (same && timing.empty() && seen.kind == ResponseKind::granted && seen.token != failure.next_token) {
+          timing = failure.next_token == 0
+                       ? " (no token of the key is left for it: tokens increase in the order issued)"
+                       : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
+                                     failure.next_token);
+        }
+        got = fmt::format("got `{}` at {}{}", seen.line, at(seen.received_us, origin_us), timing);
+      } else {
+        const auto& conn = input.conns[failure.conn];
+        got = fmt::format("nothing of the kind arrived (the connection was watched until {})", at(conn.end_us, origin_us));
+      }
+      return fmt::format("expected `{}` on connection {} {}, {}", response_text(input, failure), conn_id(failure.conn),
+                         when, got);
+    }
+    case KeyFailure::Kind::unexplained: {
+      const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
+      if (!failure.instead.empty()) {
+        return fmt::format("`{}` on connection {} at {} has no explanation: in the furthest explanation {}",
+                           seen.line, conn_id(seen.conn), at(seen.received_us, origin_us), failure.instead);
+      }
+      return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
+                         seen.line, conn_id(seen.conn), at(seen.received_us, origin_us));
+    }
+    case KeyFailure::Kind::unhandled: {
+      const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
+      return fmt::format("`{}` sent on connection {} at {} cannot be handled by {} with an answer that matches what "
+                         "arrived",
+                         request.line, conn_id(request.conn), at(request.sent_us, origin_us), instant(failure.at_ms));
+    }
+  }
+  return {};
+}
 
 namespace {
 
+// `expected`: a line for the answer the contract gives and nothing matched
+// (at the latest instant it may arrive), empty when there is none.
 std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us, std::int32_t unexplained,
-                                  std::int64_t until_us) {
+                                  std::int64_t until_us, std::int64_t expected_us = -1, std::string expected = {}) {
   struct Line {
     std::int64_t us;
     std::string text;
   };
   std::vector<Line> lines;
+  if (expected_us >= 0) lines.push_back({expected_us, std::move(expected)});
   for (const auto& request : input.requests) {
     lines.push_back({request.sent_us, fmt::format("{:>14}  c{:<4} sent     {}", at(request.sent_us, origin_us),
                                                    input.conns[request.conn].id, request.line)});
@@ -72,7 +164,7 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
     lines.push_back({seen.received_us, fmt::format("{:>14}  c{:<4} received {}{}", at(seen.received_us, origin_us),
                                                     input.conns[seen.conn].id, seen.line,
                                                     static_cast<std::int32_t>(i) == unexplained
-                                                        ? "   <-- no explanation"
+                                                        ? "   <-- the culprit"
                                                         : "")});
   }
   for (const auto& conn : input.conns) {
@@ -145,7 +237,16 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
     bad = (best.verdict->last_alive_ms + 2) * 1000;
     if (unexplained >= 0) bad = std::max(bad, best.input.observations[static_cast<std::size_t>(unexplained)].received_us + 1);
   }
-  if (unexplained >= 0) {
+  if (const auto sentence = failure_sentence(input, whole.failure, origin_us); !sentence.empty()) {
+    // The culprit, from the whole history's furthest explanation: what the
+    // contract answers there, or the response nothing gives.
+    finding.summary = fmt::format("key `{}`: {}", input.key, sentence);
+    finding.at_us = whole.failure.got >= 0 ? input.observations[static_cast<std::size_t>(whole.failure.got)].received_us
+                    : whole.failure.observation >= 0
+                        ? input.observations[static_cast<std::size_t>(whole.failure.observation)].received_us
+                        : whole.failure.due_by_us >= 0 ? whole.failure.due_by_us
+                                                       : whole.failure.at_ms * 1000;
+  } else if (unexplained >= 0) {
     const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
     finding.at_us = seen.received_us;
     finding.summary = fmt::format("key `{}`: `{}` on connection {} at {} has no explanation", input.key, seen.line,
@@ -155,13 +256,47 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
     finding.summary = fmt::format("key `{}`: a response the contract requires by {} never arrived", input.key,
                                   at(bad, origin_us));
   }
+  // The timeline of the shrunk prefix, stretched to show the culprit, with
+  // the answer the contract expected where nothing matched it.
+  const auto& failure = whole.failure;
+  std::int32_t culprit = failure.got >= 0 ? failure.got : failure.observation;
+  if (culprit < 0 && failure.kind == KeyFailure::Kind::none) culprit = unexplained;
+  std::int64_t until_us = bad;
+  if (culprit >= 0) until_us = std::max(until_us, input.observations[static_cast<std::size_t>(culprit)].received_us + 1);
+  std::int64_t expected_us = -1;
+  std::string expected;
+  if (culprit >= 0) {
+    finding.focus.culprit_us = input.observations[static_cast<std::size_t>(culprit)].received_us;
+    finding.focus.culprit_conn = input.conns[input.observations[static_cast<std::size_t>(culprit)].conn].id;
+  }
+  if (failure.kind == KeyFailure::Kind::missing) {
+    finding.focus.expected = response_text(input, failure);
+    finding.focus.expected_conn = input.conns[failure.conn].id;
+    finding.focus.cause_us = failure.at_ms * 1000;
+    finding.focus.expected_from_us = failure.at_ms * 1000 - 1000;
+    finding.focus.expected_by_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000 + 1000;
+    if (failure.cause == KeyFailure::Cause::request && failure.request >= 0) {
+      finding.focus.cause_us = input.requests[static_cast<std::size_t>(failure.request)].sent_us;
+    }
+  }
+  if (failure.kind == KeyFailure::Kind::missing) {
+    expected_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000;
+    expected = fmt::format("{:>14}  c{:<4} expected {}   <-- {}", at(expected_us, origin_us), input.conns[failure.conn].id,
+                           response_text(input, failure), failure.due_by_us >= 0 ? "due by then" : "due at once");
+    until_us = std::max(until_us, expected_us + 1);
+  }
   finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
-                                      input.key, at(bad, origin_us)));
-  for (auto& line : timeline(best.input, origin_us, unexplained, bad)) finding.story.push_back("  " + line);
+                                      input.key, at(until_us, origin_us)));
+  for (auto& line : timeline(input, origin_us, culprit, until_us, expected_us, std::move(expected))) {
+    finding.story.push_back("  " + line);
+  }
   if (best.verdict) {
     finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
                                         best.verdict->explained, best.input.observations.size(), state_text));
-    if (unexplained >= 0) {
+    if (failure.kind == KeyFailure::Kind::missing) {
+      finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
+                              "tolerance avoids the expected answer, and it did not arrive in time.");
+    } else if (culprit >= 0) {
       finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
                               "tolerance makes the contract give the marked response.");
     } else {

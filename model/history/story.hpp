@@ -15,6 +15,10 @@ namespace lockstep::history {
 
 // `whole` is the key's verdict on the whole history: where its last
 // configuration died, and that configuration's state.
+// The culprit and the contract's answer there, in words (empty when the
+// search recorded no failure).
+std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us);
+
 Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
                     const KeyVerdict& whole);
 

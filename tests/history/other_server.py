@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A second lock server, written the plain way, for testing the fuzzer's checker.
 
-It follows CONTRACT.md (simple mode) but shares no code or structure with
+It follows docs/protocol.md (simple mode) but shares no code or structure with
 lockstep's engine: a dictionary of keys, waiter lists, float clocks read from
 time.monotonic(), and asyncio timers that may fire late (--timer-lag-ms adds
 lateness on purpose, as a loaded machine does). Like any conforming server,

@@ -1,0 +1,163 @@
+// `lockstep miss-rate`: the share of bug seeds the simulator catches that
+// the black-box checker misses, on swarm seeds of a range (sim/miss_rate.*
+// runs them; this driver parses options and prints the table). Exit 0 when
+// every clean seed conforms and every bug seed the simulator's own
+// clients'-side checker reports (so visible from the clients) is reported
+// by the black-box checker too; each other missed seed is listed with the
+// simulator's checkers that saw it. 1 otherwise.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validators.hpp"
+#include "impl/decimal.hpp"
+#include "sim/miss_rate.hpp"
+
+namespace lockstep::cli {
+
+namespace {
+
+struct MissRateCommand {
+  std::string seeds = "1..20";
+  std::vector<std::string> bugs;
+  std::uint64_t budget_states = 3'000'000;
+};
+
+std::string seed_list(const std::vector<std::uint64_t>& seeds) {
+  std::string text;
+  for (std::size_t i = 0; i < seeds.size() && i < 12; ++i) text += (i ? " " : "") + std::to_string(seeds[i]);
+  if (seeds.size() > 12) text += " ...";
+  return text;
+}
+
+// At most this many seeds in one run: a range past it is a typo, not a plan.
+constexpr std::uint64_t seeds_max = 100'000;
+
+// `A..B` or `A`, whole numbers with A <= B and at most seeds_max seeds.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seeds(const std::string& text) {
+  const auto dots = text.find("..");
+  const auto first = parse_decimal(text.substr(0, dots));
+  const auto last = dots == std::string::npos ? first : parse_decimal(text.substr(dots + 2));
+  if (!first || !last || *last < *first || *last - *first >= seeds_max) return std::nullopt;
+  return std::pair{*first, *last};
+}
+
+CLI::Validator seeds_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_seeds(text)) return {};
+        return fmt::format("'{}' is not A..B with A <= B and at most {} seeds", text, seeds_max);
+      },
+      "A..B", "seed range");
+}
+
+std::vector<std::string> bug_names() {
+  std::vector<std::string> names;
+  for (const auto& bug : sim::simple_mode_bugs()) names.push_back(bug.name);
+  return names;
+}
+
+int run_miss_rate(const MissRateCommand& command) {
+  sim::MissRateOptions options;
+  std::tie(options.first_seed, options.last_seed) = *parse_seeds(command.seeds);  // checked when parsed
+  options.budget_states = command.budget_states;
+  const auto all = sim::simple_mode_bugs();
+  if (command.bugs.empty()) {
+    options.bugs = all;
+  } else {
+    for (const auto& name : command.bugs) {  // each checked when parsed
+      options.bugs.push_back(
+          *std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; }));
+    }
+  }
+  fmt::print("miss rate of the black-box checker on simulated histories: swarm seeds {}..{}, each run's clients' view\n"
+             "checked by check-history ({} configurations at most per history)\n",
+             options.first_seed, options.last_seed, options.budget_states);
+  const auto started = std::chrono::steady_clock::now();
+  const auto tallies = sim::measure_miss_rate(options);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>9}\n", "bug", "seeds", "simulator", "its clients",
+             "checker", "missed", "undecided", "miss rate");
+  bool ok = true;
+  std::uint64_t caught = 0, missed = 0, visible_caught = 0, visible_missed = 0, client_missed = 0;
+  std::uint64_t false_alarms = 0, clean_undecided = 0;
+  std::vector<std::string> notes;
+  for (const auto& tally : tallies) {
+    const auto& name = tally.bug.name;
+    if (name == "none") {
+      fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>9}\n", "none (clean)", tally.seeds, "-", "-", "-", "-",
+                 tally.undecided, fmt::format("false alarms: {}", tally.false_alarms));
+      false_alarms += tally.false_alarms;
+      clean_undecided += tally.undecided;
+      if (tally.false_alarms > 0) notes.push_back("false alarms on clean seeds: " + seed_list(tally.false_alarm_seeds));
+      if (tally.undecided > 0) notes.push_back("clean seeds undecided: " + seed_list(tally.undecided_seeds));
+      if (tally.false_alarms > 0 || tally.undecided > 0) ok = false;
+      continue;
+    }
+    const auto not_caught = tally.missed + tally.undecided;
+    const double rate = tally.simulator_caught == 0 ? 0.0 : 100.0 * static_cast<double>(not_caught) /
+                                                               static_cast<double>(tally.simulator_caught);
+    fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>8.1f}%\n", name, tally.seeds, tally.simulator_caught,
+               tally.clients_caught, tally.checker_caught, tally.missed, tally.undecided, rate);
+    caught += tally.checker_caught;
+    missed += not_caught;
+    if (const auto blind = sim::blind_in_real_time(tally.bug)) {
+      notes.push_back(fmt::format("{}: not visible in real time: {}", name, *blind));
+      continue;
+    }
+    visible_caught += tally.checker_caught;
+    visible_missed += not_caught;
+    for (const auto& seed : tally.missed_seeds) {
+      // A seed that the simulator's clients'-side checker also reported was
+      // visible from the clients: the black-box checker must report it.
+      if (seed.clients_saw_it) {
+        ok = false;
+        ++client_missed;
+      }
+      notes.push_back(fmt::format("{} seed {}: {}; the simulator saw it {} ({})", name, seed.seed,
+                                  seed.undecided ? "undecided" : "passed",
+                                  seed.clients_saw_it ? "from its clients too: a miss"
+                                                      : "but its clients'-side checker did not",
+                                  seed.simulator_checkers));
+    }
+  }
+  for (const auto& note : notes) fmt::print("  {}\n", note);
+  const auto rate = [](std::uint64_t miss, std::uint64_t hit) {
+    return miss + hit == 0 ? 0.0 : 100.0 * static_cast<double>(miss) / static_cast<double>(miss + hit);
+  };
+  fmt::print("miss rate: {:.1f}% ({} of {} bug seeds the simulator caught); of the bugs real time can see: {:.1f}% "
+             "({} of {}); seen by the simulator's clients and missed: {}\n",
+             rate(missed, caught), missed, missed + caught, rate(visible_missed, visible_caught), visible_missed,
+             visible_missed + visible_caught, client_missed);
+  fmt::print("false alarms: {}, clean seeds undecided: {}\n", false_alarms, clean_undecided);
+  fmt::print("wall time: {:.1f} s\n", wall_s);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
+  auto options = std::make_shared<MissRateCommand>();
+  auto* command = app.add_subcommand(
+      "miss-rate",
+      "Runs the simulator on swarm seeds, clean and with each catalogued bug, writes what the clients\n"
+      "saw as a history and checks it with the black-box checker: prints, per bug, the seeds the\n"
+      "simulator caught, those the checker caught too, and the miss rate. Exit 0 when every clean\n"
+      "seed conforms and every bug real time can see is caught wherever the simulator caught it.");
+  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->check(seeds_check())->capture_default_str();
+  command->add_option("--bug", options->bugs, "only this bug (repeatable; `none` for the clean runs)")
+      ->check(one_of(bug_names(), "the simple-mode bugs", "lockstep serve --list-bugs, and none and restart-forgets-tokens"));
+  command->add_option("--budget-states", options->budget_states, "configurations the checker may step per history")
+      ->check(whole(1, std::uint64_t{1} << 40))
+      ->capture_default_str();
+  command->callback([options, &run] { run = [options] { return run_miss_rate(*options); }; });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,69 @@
+// The clients' view of a simulated run as a history of the black-box
+// checker (model/history, schema `lockstep.history/1`): what each
+// connection sent and received and when, on the simulated clock
+// (t_us = simulated ms × 1000), the connections the clients closed, and the
+// server's deaths and restarts. Checking these histories measures how much
+// of what the simulator's own checkers see a real-time tester sees.
+//
+// HistoryRecorder knows nothing of the world that feeds it, so the cluster
+// simulator's clients can feed one too; SimpleHistoryObserver feeds it from
+// simple mode's observer events. Like every observer, it never changes the
+// run.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "model/history/history.hpp"
+#include "sim/observer.hpp"
+#include "sim/params.hpp"
+
+namespace lockstep::sim {
+
+class HistoryRecorder {
+ public:
+  explicit HistoryRecorder(history::Header header);
+
+  void connect(TimeMs at, std::uint32_t connection);
+  void send(TimeMs at, std::uint32_t connection, std::string_view line);
+  void receive(TimeMs at, std::uint32_t connection, std::string_view line);
+  // The client closed the connection (or dropped it, or died).
+  void close(TimeMs at, std::uint32_t connection);
+  // The target died: every connection ends with it; what its clients send
+  // or receive on them afterwards is left out (the history's `down` ends
+  // them, and a response still in flight may go unseen).
+  void target_down(TimeMs at);
+  void target_up(TimeMs at);
+  // The end of the run: the connections still open were watched until `at`.
+  void finish(TimeMs at);
+
+  const history::History& history() const { return history_; }
+
+ private:
+  void add(TimeMs at, history::EventKind kind, std::uint32_t connection, std::string_view line = {});
+
+  history::History history_;
+  std::set<std::uint32_t> open_;  // ordered: finish closes them in a stable order
+};
+
+// The tolerance a simulated run needs: a deferred answer reaches its client
+// within the network's largest delay of its cause.
+history::Header simulated_header(const SimParams& params, std::string target);
+
+class SimpleHistoryObserver final : public Observer {
+ public:
+  explicit SimpleHistoryObserver(const SimParams& params, std::string target);
+
+  void server_step(const ServerStep& step, const SimpleServerNode& server) override;
+  void world(TimeMs at, WorldEvent event, std::uint32_t client, ConnectionId connection,
+             std::string_view line) override;
+
+  HistoryRecorder& recorder() { return recorder_; }
+
+ private:
+  HistoryRecorder recorder_;
+};
+
+}  // namespace lockstep::sim
