@@ -82,9 +82,12 @@ struct ClusterRunResult {
 };
 
 class ClusterTimelineRecorder;
+class ClusterTraceWriter;
 
-// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp);
-// recording only watches, so the run is the same.
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr);
+// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp),
+// with a `trace` written to it (sim/cluster_trace.hpp); both only watch, so
+// the run is the same.
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr,
+                                        ClusterTraceWriter* trace = nullptr);
 
 }  // namespace lockstep::sim

@@ -20,6 +20,10 @@ struct RaftSimOptions {
   std::optional<std::uint32_t> clients, keys;
   bool skew_beyond_bound = false;
   std::string timeline;
+  // --mode cluster, one seed: write its trace (sim/cluster_trace.hpp), and
+  // have TLC check it against spec/TraceLockCluster.tla.
+  std::string trace;
+  bool validate_trace = false;
 };
 
 int run_raft_sim(const RaftSimOptions& options);
