@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "impl/counters.hpp"
 #include "impl/line_framer.hpp"
 #include "impl/protocol.hpp"
 
@@ -145,5 +146,18 @@ class ClusterClient {
   std::vector<std::string> unexpected_;
   Stats stats_;
 };
+
+// The client's counters, each once (impl/counters.hpp), for sums over clients.
+inline constexpr std::array<Counter<ClusterClient::Stats>, 8> cluster_client_counters{{
+    {"requests", &ClusterClient::Stats::requests},
+    {"answered", &ClusterClient::Stats::answered},
+    {"indeterminate", &ClusterClient::Stats::indeterminate},
+    {"attempts", &ClusterClient::Stats::attempts},
+    {"redirects", &ClusterClient::Stats::redirects},
+    {"reconnects", &ClusterClient::Stats::reconnects},
+    {"timeouts", &ClusterClient::Stats::timeouts},
+    {"connections lost", &ClusterClient::Stats::connections_lost},
+}};
+static_assert(lists_every_counter(cluster_client_counters), "a counter of ClusterClient::Stats is missing");
 
 }  // namespace lockstep::client

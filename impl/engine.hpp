@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "impl/bugs.hpp"
+#include "impl/counters.hpp"
 #include "impl/key_index.hpp"
 #include "impl/limits.hpp"
 #include "impl/protocol.hpp"
@@ -66,6 +67,27 @@ struct EngineCounters {
   std::uint64_t dropped_waiters = 0;  // waiters of closed connections
   std::uint64_t exhausted = 0;  // acquires answered E and waiters answered T: no token left
 };
+
+// The engine's counters, each once, with its summary label (impl/counters.hpp).
+inline constexpr std::array<Counter<EngineCounters>, 16> engine_counters{{
+    {"requests", &EngineCounters::requests},
+    {"malformed", &EngineCounters::malformed},
+    {"grants", &EngineCounters::grants},
+    {"takeovers", &EngineCounters::takeovers},
+    {"hand-offs (release)", &EngineCounters::handoffs},
+    {"hand-offs (sweep)", &EngineCounters::sweep_handoffs},
+    {"queued", &EngineCounters::queued},
+    {"timeouts", &EngineCounters::timeouts},
+    {"try-locks refused", &EngineCounters::refused},
+    {"busy", &EngineCounters::busy},
+    {"releases", &EngineCounters::releases},
+    {"not held", &EngineCounters::not_held},
+    {"sweeps", &EngineCounters::sweeps},
+    {"sweep deletions", &EngineCounters::sweep_deletions},
+    {"waiters dropped", &EngineCounters::dropped_waiters},
+    {"tokens exhausted", &EngineCounters::exhausted},
+}};
+static_assert(lists_every_counter(engine_counters), "a counter of EngineCounters is missing from engine_counters");
 
 // What a key looks like from outside, for tools and failure reports.
 struct KeyView {

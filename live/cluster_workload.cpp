@@ -11,22 +11,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::uint64_t next(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-std::int64_t between(std::uint64_t& state, std::int64_t low, std::int64_t high) {
-  if (high <= low) return low;
-  return low + static_cast<std::int64_t>(next(state) % static_cast<std::uint64_t>(high - low + 1));
-}
-
-bool chance(std::uint64_t& state, double p) {
-  return static_cast<double>(next(state) >> 11) * (1.0 / 9007199254740992.0) < p;
-}
-
 }  // namespace
 
 struct ClusterWorkload::Client {
@@ -53,7 +37,7 @@ ClusterWorkload::ClusterWorkload(std::vector<client::NodeAddress> nodes, Cluster
     o.answer_timeout = options_.answer_timeout;
     o.attempts_max = options_.attempts_max;
     c->connection = std::make_unique<client::ClusterClient>(o);
-    c->next_act = epoch_ + milliseconds{between(prng_, 0, options_.think_max_ms)};
+    c->next_act = epoch_ + milliseconds{prng_.between(0, options_.think_max_ms)};
     clients_.push_back(std::move(c));
   }
 }
@@ -92,7 +76,7 @@ void ClusterWorkload::act(Client& c) {
       }
       c.busy = false;
       c.held.reset();
-      c.next_act = Clock::now() + milliseconds{between(prng_, 0, options_.think_max_ms)};
+      c.next_act = Clock::now() + milliseconds{prng_.between(0, options_.think_max_ms)};
     });
     operations_[index].sequence = op.sequence;
     return;
@@ -101,9 +85,9 @@ void ClusterWorkload::act(Client& c) {
   ClusterOperation op;
   op.client = c.name;
   op.owner = c.name;
-  op.key = fmt::format("k{}", between(prng_, 0, options_.keys - 1));
-  op.lease_ms = DurationMs{between(prng_, options_.lease_min_ms, options_.lease_max_ms)};
-  op.wait_ms = DurationMs{chance(prng_, options_.try_lock) ? 0 : between(prng_, 1, options_.wait_max_ms)};
+  op.key = fmt::format("k{}", prng_.between(0, options_.keys - 1));
+  op.lease_ms = DurationMs{prng_.between(options_.lease_min_ms, options_.lease_max_ms)};
+  op.wait_ms = DurationMs{prng_.chance(options_.try_lock) ? 0 : prng_.between(1, options_.wait_max_ms)};
   const auto index = record(op);
   c.busy = true;
   const auto sequence = c.connection->acquire(
@@ -112,7 +96,7 @@ void ClusterWorkload::act(Client& c) {
         done.sent_us = micros(result.first_sent);
         done.attempts = result.attempts;
         c.busy = false;
-        c.next_act = Clock::now() + milliseconds{between(prng_, 0, options_.think_max_ms)};
+        c.next_act = Clock::now() + milliseconds{prng_.between(0, options_.think_max_ms)};
         if (result.kind != client::ClusterClient::Result::Kind::answered) return;
         done.answered_us = micros(result.finished);
         done.response = result.response;
@@ -121,15 +105,15 @@ void ClusterWorkload::act(Client& c) {
         // holder counts its lease from its first send (it cannot know when
         // the grant was applied); the cluster counts it from the grant,
         // applied a little before the A arrived.
-        Client::Held held{done.key, result.response.token, !chance(prng_, options_.let_expire)};
+        Client::Held held{done.key, result.response.token, !prng_.chance(options_.let_expire)};
         const auto lease_end = result.first_sent + milliseconds{done.lease_ms.value};
-        if (held.release && chance(prng_, options_.release_late)) {
+        if (held.release && prng_.chance(options_.release_late)) {
           c.next_act = result.finished + milliseconds{done.lease_ms.value} -
-                       milliseconds{between(prng_, 0, options_.release_late_max_ms)};
+                       milliseconds{prng_.between(0, options_.release_late_max_ms)};
         } else if (held.release) {
           const auto left = std::max<std::int64_t>(
               0, std::chrono::duration_cast<milliseconds>(lease_end - Clock::now()).count() / 2);
-          c.next_act = Clock::now() + milliseconds{between(prng_, 0, left)};
+          c.next_act = Clock::now() + milliseconds{prng_.between(0, left)};
         } else {
           c.next_act = lease_end;
         }
@@ -188,15 +172,7 @@ std::uint64_t ClusterWorkload::grants_since(std::int64_t since_us) const {
 client::ClusterClient::Stats ClusterWorkload::stats() const {
   client::ClusterClient::Stats total;
   for (const auto& c : clients_) {
-    const auto& s = c->connection->stats();
-    total.requests += s.requests;
-    total.answered += s.answered;
-    total.indeterminate += s.indeterminate;
-    total.attempts += s.attempts;
-    total.redirects += s.redirects;
-    total.reconnects += s.reconnects;
-    total.timeouts += s.timeouts;
-    total.connections_lost += s.connections_lost;
+    add_counters(total, c->connection->stats(), client::cluster_client_counters);
   }
   return total;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/cluster_client.hpp"
+#include "impl/prng.hpp"
 #include "model/cluster_client_checker.hpp"
 
 namespace lockstep::live {
@@ -66,7 +67,7 @@ class ClusterWorkload {
   std::vector<std::unique_ptr<Client>> clients_;
   std::vector<ClusterOperation> operations_;
   std::chrono::steady_clock::time_point epoch_;
-  std::uint64_t prng_;
+  SplitMix64 prng_;
   bool stopping_ = false;
 };
 

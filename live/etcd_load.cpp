@@ -10,19 +10,13 @@
 #include <fmt/format.h>
 
 #include "impl/etcd/client.hpp"
+#include "impl/prng.hpp"
 
 namespace lockstep::live {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint64_t mix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 struct Worker {
   std::vector<std::uint32_t> latencies_us;
@@ -33,7 +27,7 @@ struct Worker {
 void work(const EtcdLoadConfig& config, const etcd::Target& target, int index, Clock::time_point start,
           Clock::time_point stop_at, Worker& worker) {
   etcd::Client client(target);
-  std::uint64_t prng = config.seed * 1'000'003 + static_cast<std::uint64_t>(index);
+  SplitMix64 prng(config.seed * 1'000'003 + static_cast<std::uint64_t>(index));
   const std::string owner = fmt::format("caller-{}", index);
   std::this_thread::sleep_until(start);
   const auto timed = [&](const etcdserverpb::TxnRequest& txn, etcdserverpb::TxnResponse& response) {
@@ -48,7 +42,7 @@ void work(const EtcdLoadConfig& config, const etcd::Target& target, int index, C
     return true;
   };
   while (Clock::now() < stop_at) {
-    const auto key = fmt::format("{}key:{}", config.prefix, mix(prng) % static_cast<std::uint64_t>(config.keys));
+    const auto key = fmt::format("{}key:{}", config.prefix, prng.below(static_cast<std::uint64_t>(config.keys)));
     etcdserverpb::TxnRequest lock;
     auto* vacant = lock.add_compare();
     vacant->set_key(key);

@@ -19,9 +19,9 @@
 
 #include "client/line_socket.hpp"
 #include "impl/line_framer.hpp"
+#include "impl/prng.hpp"
 #include "impl/protocol.hpp"
 #include "live/process.hpp"
-#include "sim/prng.hpp"
 
 namespace lockstep::live {
 
@@ -507,7 +507,7 @@ class Fuzzer {
   }
 
   FuzzOptions options_;
-  sim::Prng rng_;
+  Prng rng_;
   Clock::time_point start_;
   FuzzRun run_;
   double gap_ms_ = 10;

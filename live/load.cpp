@@ -16,6 +16,8 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
+#include "impl/prng.hpp"
+
 namespace lockstep::live {
 
 namespace {
@@ -121,13 +123,6 @@ struct Conn {
   std::map<std::string, int> by_owner;
 };
 
-std::uint64_t mix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 std::unique_ptr<LoadProtocol> lockstep_protocol() { return std::make_unique<LockstepProtocol>(); }
@@ -135,7 +130,7 @@ std::unique_ptr<LoadProtocol> redis_protocol(std::string sha) { return std::make
 
 LoadResult run_load(const LoadConfig& config, LoadProtocol& protocol) {
   LoadResult result;
-  std::uint64_t prng = config.seed;
+  SplitMix64 prng(config.seed);
   std::uint64_t nonce = 1;
   const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   std::vector<Conn> conns(static_cast<std::size_t>(config.connections));
@@ -146,7 +141,7 @@ LoadResult run_load(const LoadConfig& config, LoadProtocol& protocol) {
       c.out += protocol.release(s.key, s.token);
       s.acquiring = false;
     } else {
-      s.key = fmt::format("key:{}", mix(prng) % static_cast<std::uint64_t>(key_count));
+      s.key = fmt::format("key:{}", prng.below(static_cast<std::uint64_t>(key_count)));
       s.value = std::to_string(nonce);
       c.out += protocol.acquire(s.key, s.owner, config.lease_ms, config.wait_ms, nonce++);
       s.acquiring = true;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "impl/cluster/bugs.hpp"
+#include "impl/counters.hpp"
 #include "impl/cluster/sessions.hpp"
 #include "impl/limits.hpp"
 #include "impl/units.hpp"
@@ -75,6 +76,28 @@ struct ClusterLockStats {
   std::uint64_t snapshots = 0;
   std::uint64_t closed_unknown = 0;  // connections a node closed: a request's fate unknown
 };
+
+// The lock service's counters in a cluster run, each once with its summary
+// label (impl/counters.hpp).
+inline constexpr std::array<Counter<ClusterLockStats>, 16> cluster_lock_counters{{
+    {"lock requests", &ClusterLockStats::requests},
+    {"attempts", &ClusterLockStats::attempts},
+    {"retries", &ClusterLockStats::retries},
+    {"redirects", &ClusterLockStats::redirects},
+    {"granted (A)", &ClusterLockStats::granted},
+    {"timed out (T)", &ClusterLockStats::timed_out},
+    {"busy (B)", &ClusterLockStats::busy},
+    {"released (R)", &ClusterLockStats::released},
+    {"not held (N)", &ClusterLockStats::not_held},
+    {"errors (E)", &ClusterLockStats::errors},
+    {"Expires proposed", &ClusterLockStats::expires_proposed},
+    {"Expires applied", &ClusterLockStats::expires_applied},
+    {"Timeouts proposed", &ClusterLockStats::timeouts_proposed},
+    {"Timeouts applied", &ClusterLockStats::timeouts_applied},
+    {"lock snapshots", &ClusterLockStats::snapshots},
+    {"closed: fate unknown", &ClusterLockStats::closed_unknown},
+}};
+static_assert(lists_every_counter(cluster_lock_counters), "a counter of ClusterLockStats is missing from cluster_lock_counters");
 
 struct ClusterRunResult {
   RaftRunResult raft;  // params.raft, Raft figures, every violation

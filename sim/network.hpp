@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "impl/assert.hpp"
+#include "impl/prng.hpp"
 #include "impl/units.hpp"
-#include "sim/prng.hpp"
 
 namespace lockstep::sim {
 

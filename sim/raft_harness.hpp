@@ -32,10 +32,10 @@
 #include <fmt/format.h>
 
 #include "impl/assert.hpp"
+#include "impl/prng.hpp"
 #include "sim/clock.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/network.hpp"
-#include "sim/prng.hpp"
 #include "sim/raft_cluster.hpp"
 #include "sim/raft_sim.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/prng.hpp"
+#include "impl/prng.hpp"
 #include "sim/raft_harness.hpp"
 
 namespace lockstep::sim {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "impl/counters.hpp"
 #include "impl/raft/bugs.hpp"
 #include "impl/raft/node.hpp"
 #include "impl/units.hpp"
@@ -75,6 +76,28 @@ struct RaftSimStats {
   std::uint64_t crashes = 0, torn_writes = 0, restarts = 0, partitions = 0, clock_jumps = 0;
   TimeMs simulated_until{0};
 };
+
+// The Raft run's counters, each once with its summary label
+// (impl/counters.hpp); events is the swarm runner's own row.
+inline constexpr std::array<Counter<RaftSimStats>, 15> raft_counters{{
+    {"elections", &RaftSimStats::elections},
+    {"leader changes", &RaftSimStats::leader_changes},
+    {"commits", &RaftSimStats::committed},
+    {"proposals accepted", &RaftSimStats::proposed},
+    {"acknowledged", &RaftSimStats::acknowledged},
+    {"proposals refused", &RaftSimStats::refused},
+    {"messages sent", &RaftSimStats::sent},
+    {"messages dropped", &RaftSimStats::dropped},
+    {"messages duplicated", &RaftSimStats::duplicated},
+    {"snapshots sent", &RaftSimStats::snapshots_sent},
+    {"partitions", &RaftSimStats::partitions},
+    {"crashes", &RaftSimStats::crashes},
+    {"torn writes", &RaftSimStats::torn_writes},
+    {"restarts", &RaftSimStats::restarts},
+    {"clock jumps", &RaftSimStats::clock_jumps},
+}};
+static_assert(lists_every_counter(raft_counters, sizeof(std::uint64_t) + sizeof(TimeMs)),
+              "a counter of RaftSimStats is missing from raft_counters");
 
 struct RaftRunResult {
   RaftSimParams params;

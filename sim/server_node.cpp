@@ -17,24 +17,6 @@ std::string render(const Outputs& out, std::size_t first) {
   return text + "]";
 }
 
-void add_counters(EngineCounters& sum, const EngineCounters& c) {
-  sum.requests += c.requests;
-  sum.malformed += c.malformed;
-  sum.grants += c.grants;
-  sum.takeovers += c.takeovers;
-  sum.handoffs += c.handoffs;
-  sum.sweep_handoffs += c.sweep_handoffs;
-  sum.queued += c.queued;
-  sum.timeouts += c.timeouts;
-  sum.refused += c.refused;
-  sum.busy += c.busy;
-  sum.releases += c.releases;
-  sum.not_held += c.not_held;
-  sum.sweeps += c.sweeps;
-  sum.sweep_deletions += c.sweep_deletions;
-  sum.dropped_waiters += c.dropped_waiters;
-}
-
 // The key a response or request is about, for focusing the shrinker.
 std::string key_of(const Outputs& out, std::size_t first) {
   return first < out.size() ? out[first].response.key : std::string();
@@ -70,7 +52,7 @@ void SimpleServerNode::start(TimeMs now) {
 
 void SimpleServerNode::crash() {
   LOCKSTEP_ASSERT(up());
-  add_counters(earlier_, engine_->counters());
+  add_counters(earlier_, engine_->counters(), engine_counters);
   engine_.reset();
   model_.reset();
   protocol_.reset();
@@ -219,7 +201,7 @@ void SimpleServerNode::check_invariants() const {
 
 EngineCounters SimpleServerNode::totals() const {
   EngineCounters sum = earlier_;
-  if (up()) add_counters(sum, engine_->counters());
+  if (up()) add_counters(sum, engine_->counters(), engine_counters);
   return sum;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "impl/counters.hpp"
 #include "impl/engine.hpp"
 #include "sim/client_edge.hpp"
 #include "sim/observer.hpp"
@@ -46,6 +47,22 @@ struct SimStats {
   EngineCounters engine;  // summed over the server's incarnations
   TimeMs simulated_until;
 };
+
+// The simulated world's counters beside the engine's, each once with its
+// summary label (impl/counters.hpp).
+inline constexpr std::array<Counter<SimStats>, 8> sim_counters{{
+    {"requests sent", &SimStats::requests_sent},
+    {"responses received", &SimStats::responses_received},
+    {"connections", &SimStats::connections},
+    {"connection drops", &SimStats::drops},
+    {"client crashes", &SimStats::crashes},
+    {"restarts", &SimStats::restarts},
+    {"messages lost", &SimStats::lost_messages},
+    {"server steps", &SimStats::server_steps},
+}};
+// events is the runner's own row; the engine's counters have their table.
+static_assert(lists_every_counter(sim_counters, sizeof(std::uint64_t) + sizeof(EngineCounters) + sizeof(TimeMs)),
+              "a counter of SimStats is missing from sim_counters");
 
 struct RunOptions {
   bool compare_with_model = true;

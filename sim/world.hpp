@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "impl/prng.hpp"
 #include "impl/protocol.hpp"
 #include "sim/client_edge.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/network.hpp"
 #include "sim/params.hpp"
-#include "sim/prng.hpp"
 #include "sim/server_node.hpp"
 #include "sim/simulation.hpp"
 #include "sim/storage.hpp"

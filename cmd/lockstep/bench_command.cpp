@@ -19,6 +19,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/engine.hpp"
+#include "impl/prng.hpp"
 #include "live/cluster_bench.hpp"
 #include "live/server_bench.hpp"
 
@@ -32,21 +33,6 @@ struct BenchOptions {
   std::uint64_t seed = 1;
 };
 
-// splitmix64: a small, fast, seedable generator for the workload.
-class Prng {
- public:
-  explicit Prng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t bound) { return next() % bound; }
-
- private:
-  std::uint64_t state_;
-};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -98,7 +84,7 @@ struct MixResult {
 MixResult run_mix(const BenchOptions& options, const std::vector<std::string>& names) {
   Engine engine({bench_limits(options.keys), Token{1}, std::uint64_t{1} << 20, InjectedBug::none});
   std::vector<std::uint64_t> token_of(options.keys, 0);
-  Prng prng(options.seed);
+  SplitMix64 prng(options.seed);
   Outputs out;
   const auto absorb = [&] {
     for (const auto& o : out) {

@@ -12,25 +12,10 @@
 
 #include "impl/raft/bugs.hpp"
 #include "impl/raft/types.hpp"
+#include "impl/prng.hpp"
 #include "impl/units.hpp"
 
 namespace lockstep::raft {
-
-// A small seeded PRNG (splitmix64) for the randomized election timeout
-// (§5.2). Seeded by the driver, so one seed still drives a whole run.
-class TimeoutPrng {
- public:
-  explicit TimeoutPrng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 struct RaftConfig {
   NodeId id = node_none;
@@ -158,7 +143,7 @@ class RaftNode {
   void observe_time(TimeMs now);
 
   RaftConfig config_;
-  TimeoutPrng prng_;
+  SplitMix64 prng_;  // the randomized election timeout (§5.2), seeded by the driver
   HardState hard_;
   Snapshot snapshot_;
   std::vector<Entry> log_;  // entries snapshot_.index + 1 ..
