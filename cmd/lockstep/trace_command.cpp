@@ -13,65 +13,16 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/embedded_spec.hpp"
-#include "cmd/lockstep/validate_trace.hpp"
 #include "cmd/lockstep/validators.hpp"
+#include "sim/tlc/tlc_runner.hpp"
 
 namespace lockstep::cli {
 
-std::optional<sim::TlaTrace> read_trace_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "cannot read {}\n", path);
-    return std::nullopt;
-  }
-  try {
-    return sim::trace_to_tla(in, "TraceRun", sim::TraceSpecs{trace_lock_server_tla, trace_lock_cluster_tla});
-  } catch (const sim::TraceFormatError& e) {
-    fmt::print(stderr, "{}: {}\n", path, e.what());
-    return std::nullopt;
-  } catch (const std::exception& e) {  // a field of an unexpected JSON type
-    fmt::print(stderr, "{}: not a trace this version reads: {}\n", path, e.what());
-    return std::nullopt;
-  }
-}
-
-TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir) {
-  std::string dir = keep_dir;
-  if (dir.empty()) {
-    dir = make_work_dir();
-  } else {
-    std::filesystem::create_directories(dir);
-  }
-  auto verdict = validate_trace(trace, jar, dir);
-  if (keep_dir.empty()) remove_work_dir(dir);
-  return verdict;
-}
-
-TraceVerdict::Kind validate_run_trace(const std::string& trace_path, const std::string& jar, std::uint64_t violations,
-                                      std::optional<std::int64_t> first_violation_ms) {
-  const auto trace = read_trace_file(trace_path);
-  if (!trace) return TraceVerdict::Kind::error;
-  const auto verdict = validate_in_fresh_dir(*trace, jar, "");
-  fmt::print("{}", format_verdict(*trace, verdict));
-  const bool sim_failed = violations > 0;
-  const std::string sim_side = first_violation_ms
-                                   ? fmt::format("the simulator's first violation is at {} ms", *first_violation_ms)
-                                   : std::string("the simulator saw no violation");
-  switch (verdict.kind) {
-    case TraceVerdict::Kind::valid:
-      fmt::print("verdicts: {}; {}\n", sim_failed ? "differ" : "agree", sim_side);
-      break;
-    case TraceVerdict::Kind::invalid: {
-      const auto t = verdict.event >= 1 && verdict.event <= trace->steps.size() ? trace->steps[verdict.event - 1].t : -1;
-      fmt::print("verdicts: {}; the spec first fails at {} ms, {}\n", sim_failed ? "agree" : "differ", t, sim_side);
-      break;
-    }
-    case TraceVerdict::Kind::error:
-      break;
-  }
-  return verdict.kind;
-}
+using tlc::find_tla2tools_jar;
+using tlc::format_coverage;
+using tlc::make_work_dir;
+using tlc::read_trace_file;
+using tlc::write_tla_files;
 
 namespace {
 
@@ -114,8 +65,6 @@ struct ValidateOptions {
   bool require_coverage = false;
 };
 
-int validate_each(const ValidateOptions& o, const std::string& jar);
-
 int run_validate(const ValidateOptions& o) {
   const auto jar = find_tla2tools_jar();
   if (!jar.jar) {
@@ -123,52 +72,11 @@ int run_validate(const ValidateOptions& o) {
     return 2;
   }
   try {
-    return validate_each(o, *jar.jar);
+    return tlc::validate_traces(o.traces, *jar.jar, o.keep_dir, o.require_coverage);
   } catch (const std::exception& e) {
     fmt::print(stderr, "validate-trace: {}\n", e.what());
     return 2;
   }
-}
-
-int validate_each(const ValidateOptions& o, const std::string& jar) {
-  std::map<sim::TraceMode, sim::TraceCoverage> coverage;  // of the valid traces, per mode
-  std::uint64_t valid = 0, invalid = 0, errors = 0;
-  double seconds_max = 0, cpu_seconds_max = 0;
-  for (const auto& path : o.traces) {
-    const auto trace = read_trace_file(path);
-    if (!trace) {
-      ++errors;
-      continue;
-    }
-    const auto verdict = validate_in_fresh_dir(*trace, jar, o.keep_dir);
-    fmt::print("{}: {}", path, format_verdict(*trace, verdict));
-    seconds_max = std::max(seconds_max, verdict.tlc_seconds);
-    cpu_seconds_max = std::max(cpu_seconds_max, verdict.tlc_cpu_seconds);
-    if (verdict.kind == TraceVerdict::Kind::valid) {
-      ++valid;
-      coverage[trace->mode].merge(trace->coverage);
-    } else if (verdict.kind == TraceVerdict::Kind::invalid) {
-      ++invalid;
-    } else {
-      ++errors;
-    }
-  }
-  std::string missing;
-  for (const auto& [mode, covered] : coverage) {
-    fmt::print("{}", format_coverage(mode, covered));
-    const auto lacking = missing_coverage(mode, covered);
-    if (!lacking.empty()) {
-      fmt::print("not covered by the valid {} traces: {}\n", sim::trace_mode_name(mode), lacking);
-      missing += lacking;
-    }
-  }
-  if (coverage.empty()) missing = "no valid trace";
-  fmt::print("traces: {} valid, {} invalid, {} not validated; slowest TLC run {:.1f} s (CPU {:.1f} s)\n", valid,
-             invalid, errors, seconds_max, cpu_seconds_max);
-  if (errors > 0) return 2;
-  if (invalid > 0) return 1;
-  if (o.require_coverage && !missing.empty()) return 1;
-  return 0;
 }
 
 }  // namespace

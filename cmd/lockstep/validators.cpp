@@ -43,6 +43,23 @@ std::string system_error() { return std::strerror(errno); }
 
 }  // namespace
 
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seed_range(const std::string& text) {
+  const auto dots = text.find("..");
+  const auto first = digits_value(text.substr(0, dots));
+  const auto last = dots == std::string::npos ? first : digits_value(text.substr(dots + 2));
+  if (!first || !last || *first > seed_max || *last > seed_max || *last < *first) return std::nullopt;
+  return std::pair{*first, *last};
+}
+
+CLI::Validator seed_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_seed_range(text)) return {};
+        return fmt::format("'{}' is not A..B with seeds A <= B in 0..{}", text, seed_max);
+      },
+      "A..B", "seed range");
+}
+
 CLI::Validator whole(std::uint64_t low, std::uint64_t high) {
   const auto range = range_text(low, high);
   return CLI::Validator(

@@ -3,11 +3,11 @@
 // tla2tools.jar beside it. The text is spec/*.tla as of the build.
 #pragma once
 
-namespace lockstep::cli {
+namespace lockstep::tlc {
 
 extern const char* const lock_server_tla;         // spec/LockServer.tla
 extern const char* const trace_lock_server_tla;   // spec/TraceLockServer.tla
 extern const char* const lock_cluster_tla;        // spec/LockCluster.tla
 extern const char* const trace_lock_cluster_tla;  // spec/TraceLockCluster.tla
 
-}  // namespace lockstep::cli
+}  // namespace lockstep::tlc

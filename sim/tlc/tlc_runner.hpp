@@ -3,15 +3,21 @@
 // (spec/TraceLockServer.tla or spec/TraceLockCluster.tla) and reads TLC's
 // verdict. TLC is not part of the build: TLA2TOOLS_JAR names a tla2tools.jar
 // and `java` must be on PATH.
+//
+// A driver, kept apart from the deterministic simulator (its own library,
+// lockstep_tlc): it starts a process, makes temporary folders and times TLC
+// with the wall clock. Nothing in sim/ calls it; `lockstep sim
+// --validate-trace` and `lockstep validate-trace` do.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/trace_tla.hpp"
 
-namespace lockstep::cli {
+namespace lockstep::tlc {
 
 struct TraceVerdict {
   enum class Kind { valid, invalid, error };
@@ -56,6 +62,13 @@ std::optional<sim::TlaTrace> read_trace_file(const std::string& path);
 TraceVerdict::Kind validate_run_trace(const std::string& trace_path, const std::string& jar, std::uint64_t violations,
                         std::optional<std::int64_t> first_violation_ms);
 
+// `lockstep validate-trace`: each trace's verdict and TLC's time, the
+// coverage of the valid ones per mode, and a total line; returns 0 all
+// valid (and covering, with require_coverage), 1 one invalid, 2 one not
+// checked.
+int validate_traces(const std::vector<std::string>& traces, const std::string& jar, const std::string& keep_dir,
+                    bool require_coverage);
+
 // validate_trace in a fresh temporary directory removed afterwards, or in
 // `keep_dir` when it is not empty (created if need be, kept).
 TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir);
@@ -64,4 +77,4 @@ TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string
 std::string make_work_dir();
 void remove_work_dir(const std::string& dir);
 
-}  // namespace lockstep::cli
+}  // namespace lockstep::tlc
