@@ -26,10 +26,22 @@ enum class InjectedBug {
   double_answer,
 };
 
+// How a tester outside the server can see a bug: in a real-time history
+// (the fuzzer), or only by exact replay on the test clock, when the bug
+// reorders what happens within one instant.
+enum class BugReach { real_time, exact_replay };
+
+// Each entry also says how its tests must see it, so that a bug added here
+// is tested by every layer without a test list to edit: `symptom` is what
+// one of the simulator's clients'-side checkers says when it reports the
+// bug (the protocol rules of model/client_checker, or sim/client_edge), and
+// `reach` which black-box test must fail.
 struct BugDescription {
   InjectedBug bug;
   std::string_view name;
   std::string_view story;
+  std::string_view symptom;
+  BugReach reach;
 };
 
 // Every bug but `none`, in catalogue order.

@@ -1,6 +1,7 @@
 #include "sim/params.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -94,13 +95,29 @@ std::string describe(const SimParams& p) {
       p.limits.max_waiters, p.token_block, p.duration_ms.value);
 }
 
+namespace {
+
+constexpr std::array server_faults{
+    ServerFaultDescription{ServerFault::restart_forgets_tokens, "restart-forgets-tokens",
+                           "a restarted server starts its tokens at 1 again", "granted twice"},
+};
+
+}  // namespace
+
+std::span<const ServerFaultDescription> server_fault_catalogue() { return server_faults; }
+
 std::optional<ServerFault> server_fault_from_name(const std::string& name) {
-  if (name == "restart-forgets-tokens") return ServerFault::restart_forgets_tokens;
+  for (const auto& entry : server_faults) {
+    if (entry.name == name) return entry.fault;
+  }
   return std::nullopt;
 }
 
 std::string server_fault_name(ServerFault fault) {
-  return fault == ServerFault::restart_forgets_tokens ? "restart-forgets-tokens" : "none";
+  for (const auto& entry : server_faults) {
+    if (entry.fault == fault) return std::string(entry.name);
+  }
+  return "none";
 }
 
 KeyChooser::KeyChooser(std::uint32_t keys, KeyShape shape, double exponent) : keys_(keys) {

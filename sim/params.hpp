@@ -8,14 +8,16 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/bugs.hpp"
 #include "impl/limits.hpp"
+#include "impl/prng.hpp"
 #include "impl/units.hpp"
 #include "sim/network.hpp"
-#include "sim/prng.hpp"
 
 namespace lockstep::sim {
 
@@ -80,7 +82,16 @@ DurationMs drain_ms(const SimParams& params);
 // A one-line description, for failure reports and trace headers.
 std::string describe(const SimParams& params);
 
-// A fault that a name on the command line chooses, beside the engine's bugs.
+// A fault that a name on the command line chooses, beside the engine's bugs;
+// its catalogue entry says the same as an engine bug's (impl/bugs.hpp): its
+// story, and what the clients'-side protocol checker says when it sees it.
+struct ServerFaultDescription {
+  ServerFault fault;
+  std::string_view name;
+  std::string_view story;
+  std::string_view symptom;
+};
+std::span<const ServerFaultDescription> server_fault_catalogue();
 std::optional<ServerFault> server_fault_from_name(const std::string& name);
 std::string server_fault_name(ServerFault fault);
 

@@ -27,10 +27,17 @@ enum class ClusterBug {
                                // request handling, impl/cluster/node.cpp)
 };
 
+// Each entry also says which checker of sim/cluster_checker must report it
+// first in the simulator's swarm (and, for one bug, a second checker that
+// may come first), so that a bug added here is tested without a test list
+// to edit. The rule checkers judge the table before the model is asked, so
+// model-agreement names only a bug that no single rule names.
 struct ClusterBugDescription {
   ClusterBug bug;
   std::string_view name;
   std::string_view story;
+  std::string_view caught_by;
+  std::string_view or_caught_by = {};
 };
 
 std::span<const ClusterBugDescription> cluster_bug_catalogue();

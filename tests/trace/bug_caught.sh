@@ -7,12 +7,22 @@
 # Close, Tick, Restart) whose line differs between the two traces is where
 # the bug shows, and TLC must name exactly that event.
 #
-# usage: bug_caught.sh LOCKSTEP WORK_DIR BUG SEED
+# The seed is the first swarm seed (1..20) whose run the simulator fails
+# with the bug, found without TLC, so that a bug added to the catalogue
+# needs no seed written down for it.
+#
+# usage: bug_caught.sh LOCKSTEP WORK_DIR BUG
 set -uo pipefail
 source "$(dirname "$0")/../require_tlc.sh"
 
-lockstep=$1 work_dir=$2 bug=$3 seed=$4
+lockstep=$1 work_dir=$2 bug=$3
 mkdir -p "$work_dir"
+seed=
+for candidate in $(seq 1 20); do
+  "$lockstep" sim --seed "$candidate" --swarm --inject-bug "$bug" --shrink-dir "$work_dir" >/dev/null 2>&1
+  if [ $? -eq 1 ]; then seed=$candidate; break; fi
+done
+[ -n "$seed" ] || { echo "FAIL: no swarm seed of 1..20 fails with $bug"; exit 1; }
 clean="$work_dir/$bug-clean.ndjson" broken="$work_dir/$bug.ndjson"
 
 "$lockstep" sim --seed "$seed" --swarm --trace "$clean" >/dev/null
