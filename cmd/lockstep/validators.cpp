@@ -228,4 +228,30 @@ CLI::Validator writable_folder() {
                         "a folder that can be written", "writable folder");
 }
 
+// The redis-server binary: a path to an executable file, or a name found
+// on PATH. Checked before anything starts, so a typo is one line, not a
+// server that never answers.
+CLI::Validator executable_on_path() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        const auto executable = [](const std::filesystem::path& path) {
+          std::error_code error;
+          return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
+        };
+        if (name.find('/') != std::string::npos) {
+          return executable(name) ? std::string() : fmt::format("{} is not an executable file", name);
+        }
+        const char* path = std::getenv("PATH");
+        std::string folders = path != nullptr ? path : "";
+        for (std::size_t start = 0; start <= folders.size();) {
+          const auto end = std::min(folders.find(':', start), folders.size());
+          const auto folder = folders.substr(start, end - start);
+          if (!folder.empty() && executable(std::filesystem::path(folder) / name)) return {};
+          start = end + 1;
+        }
+        return fmt::format("{} is not found on PATH", name);
+      },
+      "an executable", "executable");
+}
+
 }  // namespace lockstep::cli

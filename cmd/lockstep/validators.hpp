@@ -55,6 +55,8 @@ CLI::Validator protocol_name();
 CLI::Validator one_of(std::vector<std::string> names, std::string catalogue, std::string listed_by);
 
 // A file that exists, is not a folder, and can be read.
+// An executable: a path to an executable file, or a name found on PATH.
+CLI::Validator executable_on_path();
 CLI::Validator readable_file();
 // A file or a folder that exists and can be read.
 CLI::Validator readable_path();
