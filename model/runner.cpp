@@ -289,7 +289,16 @@ std::unique_ptr<LockService> make_cluster_service(ServiceKind kind, const Limits
 VectorVerdict run_vector(const Vector& vector, ServiceKind kind, InjectedBug bug) {
   const auto service = vector.mode == VectorMode::cluster ? make_cluster_service(kind, vector.limits)
                                                           : make_service(kind, vector.limits, bug);
-  return InProcessRun(vector, *service).run();
+  // The services check their invariants after every step; a broken one (an
+  // injected bug can break one before any answer differs) fails the vector,
+  // it does not end the process that replays it.
+  try {
+    return InProcessRun(vector, *service).run();
+  } catch (const InvariantViolation& violation) {
+    return VectorVerdict{VectorVerdict::Status::fail, 0,
+                         fmt::format("the {}'s invariant failed: {}", kind == ServiceKind::engine ? "engine" : "model",
+                                     violation.what())};
+  }
 }
 
 VectorVerdict run_vector_file(const std::string& path, ServiceKind kind, InjectedBug bug) {
