@@ -115,20 +115,21 @@ def localize(command, port):
     return command
 
 
-def run_foreground_server(command, port):
-    """A server the README starts in the foreground: it must listen, answer
-    a request, and stop with exit 0 on SIGTERM."""
-    process = subprocess.Popen("exec " + command, shell=True, cwd=WORK, start_new_session=True,
+def run_foreground(command, port, cwd, request, expected, what):
+    """A server the README starts in the foreground: it must listen on
+    `port`, answer `request` with a first line holding `expected`, and stop
+    with exit 0 on SIGTERM."""
+    process = subprocess.Popen("exec " + command, shell=True, cwd=cwd, start_new_session=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         if not wait_for_port(port, process):
             fail(f"{command}: never listened on {port}")
             return
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-            s.sendall(b"A readme-key readme-owner 1000 0\n")
+            s.sendall(request)
             answer = s.makefile().readline().strip()
-        if not answer.startswith("A "):
-            fail(f"{command}: answered {answer!r} to a free key's acquire")
+        if expected not in answer:
+            fail(f"{command}: answered {answer!r} to {what}")
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -140,27 +141,16 @@ def run_foreground_server(command, port):
         fail(f"{command}: exit {code} on SIGTERM, expected 0")
 
 
+def run_foreground_server(command, port):
+    run_foreground(command, port, WORK, b"A readme-key readme-owner 1000 0\n", "A ", "a free key's acquire")
+
+
 def run_page_server(command):
-    """`lockstep playground` in the foreground: it must print its address
-    and serve the page, then stop on SIGTERM."""
+    """`lockstep playground` serves the page the web preset built (the test
+    requires the web_page fixture) from the repository's root."""
     page_port = free_port()
     command = command.replace("playground", f"playground --port {page_port}", 1)
-    process = subprocess.Popen("exec " + command, shell=True, cwd=SOURCE, start_new_session=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        if not wait_for_port(page_port, process):
-            fail(f"{command}: never listened (is the web preset built? {process.stdout.read() if process.poll() is not None else ''})")
-            return
-        with socket.create_connection(("127.0.0.1", page_port), timeout=5) as s:
-            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            status = s.makefile().readline()
-        if " 200 " not in status:
-            fail(f"{command}: GET / answered {status.strip()!r}")
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        code = process.wait(timeout=10)
-    if code != 0:
-        fail(f"{command}: exit {code} on SIGTERM, expected 0")
+    run_foreground(command, page_port, SOURCE, b"GET / HTTP/1.0\r\n\r\n", " 200 ", "GET /")
 
 
 BUILD_STEP = re.compile(r"^(bash scripts/setup\.sh|cmake --preset \w+|cmake --build --preset \w+)$")
@@ -265,13 +255,19 @@ def main():
         paths.add(tuple(words[:2]))
     helped = 0
     for path in sorted(paths):
-        for length in (len(path), 1, 0):  # `bench engine`, else `sim` of `sim --seed`, else the binary
+        # The longest prefix of the span's words that is a subcommand: its
+        # --help opens with its own usage line (`Usage: ... lockstep sim
+        # [OPTIONS]`); a word that is not one falls back to its parent's.
+        found = ()
+        for length in range(len(path), 0, -1):
             done = subprocess.run([LOCKSTEP, *path[:length], "--help"], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
-            if done.returncode == 0:
+            usage = re.search(r"^Usage: \S*lockstep((?: [a-z][a-z\-]*)*) \[OPTIONS\]", done.stdout, re.M)
+            if done.returncode == 0 and usage and tuple(usage.group(1).split()) == path[:length]:
+                found = path[:length]
                 break
-        if done.returncode != 0 or length == 0 and path:
-            fail(f"`lockstep {' '.join(path)}` is named by the README, but no such subcommand answers --help")
+        if path and not found:
+            fail(f"`lockstep {' '.join(path)}` is named by the README, but `{path[0]}` is no subcommand")
         helped += 1
     print(f"README: {ran} commands run, {helped} subcommands' --help checked, {len(failures)} failed")
     sys.exit(1 if failures else 0)
