@@ -20,7 +20,7 @@ namespace lockstep {
 inline constexpr std::size_t name_bytes_max = 250;
 bool is_valid_name(std::string_view name);
 
-// The session fields a cluster node takes after a request (CONTRACT.md,
+// The session fields a cluster node takes after a request (docs/protocol.md,
 // "Cluster nodes on the wire"): the client's id, 1 to 250 bytes of printable
 // ASCII without space (as key and owner), and its sequence number,
 // 1 .. 2^63-1, which the client raises by one per new request.

@@ -178,7 +178,7 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
     const Waiter head = state.queue.front();
     state.queue.pop_front();
     if (clock_ >= head.deadline) {
-      // CONTRACT "Time": at now >= deadline a waiter is answered T, never granted.
+      // docs/protocol.md, "Time": at now >= deadline a waiter is answered T, never granted.
       const auto response = Response::timed_out(head.owner, key);
       answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
       out.push_back({head.connection, response});

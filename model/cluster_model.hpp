@@ -1,5 +1,5 @@
 // The reference model of cluster mode's lock table: a plain sequential
-// reading of CONTRACT.md, "Cluster mode" and "Cluster semantics in
+// reading of docs/protocol.md, "Cluster mode" and "Cluster semantics in
 // conformance vectors", written apart from impl/cluster/lock_machine.cpp so
 // that the two can be checked against each other (a vector run on each, a
 // property over random commands, the simulator's checker).
@@ -20,7 +20,7 @@
 //   left the key is deleted.
 // Waiters are numbered 1, 2, ... in the order they are queued, over the whole
 // table: Timeout commands name them by that number.
-// Sessions (CONTRACT.md, "Cluster nodes on the wire"), for requests that
+// Sessions (docs/protocol.md, "Cluster nodes on the wire"), for requests that
 // carry one (an anonymous request is applied as it comes):
 // - the model remembers, per client, what each of its last `window`
 //   sequence numbers came to: answered (the response), still queued (the

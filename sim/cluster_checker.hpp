@@ -1,5 +1,5 @@
 // The lock checkers of cluster mode, judged after every apply on every node
-// and at every response a client receives (CONTRACT.md, "Properties every
+// and at every response a client receives (docs/protocol.md, "Properties every
 // layer is checked against"; spec/LockCluster.tla's invariants):
 //   replica-agreement  the nodes that applied one log index hold the same
 //                      state of the key it touched, the same next token and

@@ -1,6 +1,6 @@
 ----------------------------- MODULE LockCluster -----------------------------
 (***************************************************************************)
-(* Cluster mode of the lockstep lock service (CONTRACT.md, "Cluster mode", *)
+(* Cluster mode of the lockstep lock service (docs/protocol.md, "Cluster mode", *)
 (* "Cluster semantics in conformance vectors"): the lock state machine     *)
 (* replicated over a consensus log, with a clock per node.                 *)
 (*                                                                         *)
@@ -28,7 +28,7 @@
 (* due, by instant (at one instant Timeouts, in queueing order, before     *)
 (* Expires, in token order), and only then client requests.                *)
 (*                                                                         *)
-(* Cluster rules (CONTRACT.md): a key is held until its Expire commits     *)
+(* Cluster rules (docs/protocol.md): a key is held until its Expire commits     *)
 (* (no take-over in place); Expire(key, token) checks the token (still the *)
 (* holder's: hand to the head waiter with a new token, or delete; else     *)
 (* nothing); Timeout(key, waiter) removes a waiter whose deadline passed.  *)

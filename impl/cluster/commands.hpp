@@ -1,4 +1,4 @@
-// The commands of the cluster's replicated log (CONTRACT.md, "Cluster mode"),
+// The commands of the cluster's replicated log (docs/protocol.md, "Cluster mode"),
 // as plain values, and their byte encoding.
 //
 // Every command carries the instant the leader stamped on it when it

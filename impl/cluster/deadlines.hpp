@@ -1,4 +1,4 @@
-// The leader's deadline heap (CONTRACT.md, "Cluster mode"): every holder's
+// The leader's deadline heap (docs/protocol.md, "Cluster mode"): every holder's
 // expiry and every waiter's deadline of the applied state, smallest first,
 // so the leader knows when to propose Expire and Timeout commands.
 //

@@ -110,7 +110,7 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
     return answered(std::move(response));
   };
   if (found == keys_.end()) {
-    // CONTRACT 1 and 5: register a new key unless max_keys are registered.
+    // simple mode points 1 and 5: register a new key unless max_keys are registered.
     if (keys_.size() >= config_.limits.max_keys) return refuse(Response::busy(command.owner, command.key));
     KeyState& state = keys_[command.key];
     grant(state, command.key, command.owner, command.lease_ms, command.connection, applied);
@@ -118,14 +118,14 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
   }
   // Cluster mode: the key is held until its Expire applies, expired or not.
   KeyState& state = found->second;
-  // CONTRACT 3: a try-lock on a held key is T at once, never queued, never B.
+  // simple mode point 3: a try-lock on a held key is T at once, never queued, never B.
   if (command.wait_ms.value == 0) return refuse(Response::timed_out(command.owner, command.key));
-  // CONTRACT 5: queueing past a waiter limit is B, nothing changed.
+  // simple mode point 5: queueing past a waiter limit is B, nothing changed.
   if (state.queue.size() >= config_.limits.max_waiters_per_key ||
       waiter_keys_.size() >= config_.limits.max_waiters) {
     return refuse(Response::busy(command.owner, command.key));
   }
-  // CONTRACT 4 (and 9: the holder's own owner queues like anyone): the tail.
+  // simple mode point 4 (and 9: the holder's own owner queues like anyone): the tail.
   const WaiterId id = next_waiter_;
   ++next_waiter_.value;
   const TimeMs deadline = clock_ + command.wait_ms;
@@ -157,13 +157,13 @@ void LockMachine::release(const Release& command, Applied& applied) {
   const bool stale_accepted =
       bug(ClusterBug::stale_release) && found != keys_.end() && command.token < found->second.token;
   if (found == keys_.end() || (found->second.token != command.token && !stale_accepted)) {
-    // CONTRACT 7: another token, or no such key: N, nothing changes.
+    // simple mode point 7: another token, or no such key: N, nothing changes.
     auto response = Response::not_held(command.token, command.key);
     applied.responses.push_back({command.connection, response});
     if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
     return;
   }
-  // CONTRACT 6: R; then the head waiter gets the key, or it is deleted.
+  // simple mode point 6: R; then the head waiter gets the key, or it is deleted.
   auto response = Response::released(command.token, command.key);
   applied.responses.push_back({command.connection, response});
   if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
@@ -194,7 +194,7 @@ void LockMachine::timeout(const Timeout& command, Applied& applied) {
 void LockMachine::close(const Close& command) {
   const auto found = connection_waiters_.find(command.connection);
   if (found == connection_waiters_.end()) return;
-  // CONTRACT 10: the waiters leave silently; held locks stay. remove_waiter
+  // simple mode point 10: the waiters leave silently; held locks stay. remove_waiter
   // erases the set with its last waiter, so walk a copy.
   const std::set<WaiterId> waiters = found->second;
   for (const WaiterId id : waiters) {

@@ -1,4 +1,4 @@
-// The replicated lock table of cluster mode (CONTRACT.md, "Cluster mode"):
+// The replicated lock table of cluster mode (docs/protocol.md, "Cluster mode"):
 // what the committed log drives, one per node (cluster::Node feeds it).
 //
 // Applying a command reads no clock: the instant it uses is the one stamped
@@ -25,7 +25,7 @@
 // the node:
 //   1. `responses`: the lines to send, each to its connection. A node sends
 //      those addressed to connections it owns, and only now: after commit and
-//      apply (CONTRACT: an A a client saw survives a minority of crashes);
+//      apply (docs/protocol.md: an A a client saw survives a minority of crashes);
 //   2. `deadlines`: the holder expiries and waiter deadlines this command
 //      created, for the leader's DeadlineHeap;
 //   3. `settled`: the deadlines the applied Expires and Timeouts were
@@ -60,7 +60,7 @@ inline constexpr std::uint8_t snapshot_format_version = 2;
 // What a deadline is for: an Expire of `key` with token `id`, or a Timeout of
 // waiter `id` on `key`. Ordered so that, at one instant, timeouts come before
 // expiries, timeouts in queueing order and expiries in token order
-// (CONTRACT.md, "Cluster semantics in conformance vectors").
+// (docs/protocol.md, "Cluster semantics in conformance vectors").
 struct DeadlineTarget {
   enum class Kind : std::uint8_t { timeout = 0, expire = 1 };
   Kind kind = Kind::timeout;

@@ -109,7 +109,7 @@ void Node::handle_request(ConnectionId connection, const SessionRequest& parsed,
     out.to_clients.push_back({connection, ToClient::Kind::response, std::move(response), {}});
   };
   if (!leading_) {
-    // CONTRACT "Cluster nodes on the wire": a follower applies nothing.
+    // docs/protocol.md, "Cluster nodes on the wire": a follower applies nothing.
     ++stats_.redirects;
     answer(Response::error(leader_address_.empty() ? "not-leader" : "not-leader " + leader_address_));
     return;
@@ -147,7 +147,7 @@ void Node::handle_request(ConnectionId connection, const SessionRequest& parsed,
 }
 
 void Node::handle_clock_line(ConnectionId connection, std::string_view line, NodeOutputs& out) {
-  // As simple mode's test clock (CONTRACT.md, "Exact, with a test clock"):
+  // As simple mode's test clock (docs/protocol.md, "Exact, with a test clock"):
   // 1 to 19 digits, leading zeros allowed, at most time_max, never back.
   const auto digits = line.substr(2);
   const bool numeric = !digits.empty() && digits.size() <= 19 && is_digits(digits);
@@ -217,7 +217,7 @@ void Node::continue_clock(NodeOutputs& out) {
 void Node::on_close(ConnectionId connection, TimeMs now, NodeOutputs& out) {
   const auto found = connections_.find(connection);
   if (found == connections_.end()) return;  // closed by the node already
-  // CONTRACT 10: its waiters leave silently; requests still in flight may
+  // simple mode point 10: its waiters leave silently; requests still in flight may
   // queue more, so the Close goes after them. A follower can propose
   // nothing: its waiters (from when it led) stay until answered.
   if (leading_ && (found->second.in_flight > 0 || machine_.has_waiters(connection))) {
@@ -390,7 +390,7 @@ void Node::lose_leadership(NodeOutputs& out) {
   leading_ = false;
   heap_.step_down();
   // Requests in flight may still commit under the next leader, or never:
-  // their connections close instead of guessing (CONTRACT.md, "Cluster
+  // their connections close instead of guessing (docs/protocol.md, "Cluster
   // nodes on the wire"); their clients retry with their sessions.
   std::set<ConnectionId> unknown;
   for (const auto& [id, pending] : pending_) {

@@ -1,4 +1,4 @@
-// One node of a lock-service cluster, sans IO (CONTRACT.md, "Cluster mode"
+// One node of a lock-service cluster, sans IO (docs/protocol.md, "Cluster mode"
 // and "Cluster nodes on the wire"): everything a node does above consensus,
 // written once and driven by two drivers: the simulator over our Raft
 // (sim/cluster_sim.cpp, the term as the epoch) and the server over etcd (the

@@ -1,5 +1,5 @@
 // A one-node cluster that commits each proposal at the instant it is made
-// (CONTRACT.md, "Cluster semantics in conformance vectors"): a thin driver of
+// (docs/protocol.md, "Cluster semantics in conformance vectors"): a thin driver of
 // cluster::Node on its test clock, leading from the start, whose log is a
 // counter. It offers the simple-mode engine's calls (on_line, on_close,
 // advance, next_due), so that the vector runner replays `config

@@ -2,7 +2,7 @@
 // holds one (it only hands committed entries out in Ready::committed), so
 // the lock table and the test register are two implementations the driver
 // chooses between. Applying must be deterministic and read no clock: any
-// time it needs comes in the entry (CONTRACT.md, "Cluster mode").
+// time it needs comes in the entry (docs/protocol.md, "Cluster mode").
 #pragma once
 
 #include <string>
