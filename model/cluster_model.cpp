@@ -106,6 +106,8 @@ void ClusterModel::acquire(const cluster::Acquire& command, Outputs& out) {
     remember(command.session, Remembered{Remembered::Kind::answered, response, 0});
     out.push_back({command.connection, std::move(response)});
   };
+  // No token left: every acquire is E, whatever its key's state.
+  if (tokens_exhausted()) return answer(Response::error("tokens exhausted"));
   auto found = keys_.find(command.key);
   if (found == keys_.end()) {
     // A free key is granted at once, unless max_keys keys are registered.
@@ -177,8 +179,9 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
   while (!state.queue.empty()) {
     const Waiter head = state.queue.front();
     state.queue.pop_front();
-    if (clock_ >= head.deadline) {
-      // docs/protocol.md, "Time": at now >= deadline a waiter is answered T, never granted.
+    if (clock_ >= head.deadline || tokens_exhausted()) {
+      // docs/protocol.md, "Time": at now >= deadline a waiter is answered T,
+      // never granted; and "Tokens": with no token left, so is every waiter.
       const auto response = Response::timed_out(head.owner, key);
       answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
       out.push_back({head.connection, response});
@@ -198,7 +201,7 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
 
 Token ClusterModel::new_token() {
   const Token token = next_token_;
-  ++next_token_.value;
+  next_token_.value = token.value == UINT64_MAX ? 0 : token.value + 1;  // 0: none left
   return token;
 }
 

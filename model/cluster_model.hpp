@@ -74,7 +74,8 @@ class ClusterModel {
   // A canonical text of the lock table, identical to
   // cluster::canonical_table(const LockMachine&) for the same state.
   std::string canonical() const;
-  Token next_token() const { return next_token_; }
+  Token next_token() const { return next_token_; }  // 0 once 2^64 - 1 was issued
+  bool tokens_exhausted() const { return next_token_.value == 0; }
 
   const std::map<std::string, Key>& keys() const { return keys_; }
   TimeMs clock() const { return clock_; }

@@ -109,6 +109,9 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
     applied.responses.push_back({command.connection, response});
     return answered(std::move(response));
   };
+  // docs/protocol.md, "Tokens": once the last token is issued, every acquire
+  // is E at once, whatever its key's state, and changes nothing.
+  if (tokens_exhausted()) return refuse(Response::error("tokens exhausted"));
   if (found == keys_.end()) {
     // simple mode points 1 and 5: register a new key unless max_keys are registered.
     if (keys_.size() >= config_.limits.max_keys) return refuse(Response::busy(command.owner, command.key));
@@ -225,8 +228,9 @@ void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_
   while (!state.queue.empty()) {
     const Waiter& head = newest_first ? state.queue.rbegin()->second : state.queue.begin()->second;
     const WaiterId id = head.id;
-    if (head.deadline <= clock_) {
-      // Past its deadline (its Timeout not yet applied): T, never a grant.
+    // Past its deadline (its Timeout not yet applied), or no token left to
+    // grant it with (docs/protocol.md, "Tokens"): T, never a grant.
+    if (head.deadline <= clock_ || tokens_exhausted()) {
       auto response = Response::timed_out(head.owner, key);
       applied.responses.push_back({head.connection, response});
       sessions_.settle_waiter(head.session, id, answered(std::move(response)));
@@ -264,9 +268,10 @@ void LockMachine::move_waiter(WaiterId id, ConnectionId connection) {
 }
 
 Token LockMachine::issue_token() {
-  LOCKSTEP_ASSERT(next_token_.value < UINT64_MAX);
+  LOCKSTEP_ASSERT(!tokens_exhausted());  // callers refuse first
   const Token token = next_token_;
-  ++next_token_.value;
+  // After the last token, 2^64 - 1, the counter holds 0: none left.
+  next_token_.value = token.value == UINT64_MAX ? 0 : token.value + 1;
   return token;
 }
 
@@ -394,7 +399,7 @@ void LockMachine::check_invariants() const {
     // this assertion, is what must catch it).
     LOCKSTEP_ASSERT(state.token >= config_.first_token);
     if (!bug(ClusterBug::token_per_key)) {
-      LOCKSTEP_ASSERT(state.token < next_token_);
+      LOCKSTEP_ASSERT(tokens_exhausted() || state.token < next_token_);
       LOCKSTEP_ASSERT(tokens.insert(state.token).second);
     }
     LOCKSTEP_ASSERT(state.granted_at <= clock_);

@@ -152,7 +152,10 @@ class LockMachine {
   // The connection has waiters queued (a Close would drop them).
   bool has_waiters(ConnectionId connection) const { return connection_waiters_.contains(connection); }
   TimeMs clock() const { return clock_; }
+  // The token the next grant takes; 0 once the last token, 2^64 - 1, was
+  // issued: then acquires are E and waiters whose turn comes are T.
   Token next_token() const { return next_token_; }
+  bool tokens_exhausted() const { return next_token_.value == 0; }
   const std::map<std::string, KeyState, std::less<>>& keys() const { return keys_; }
   std::size_t waiter_count() const { return waiter_keys_.size(); }
   std::uint64_t rejected_entries() const { return rejected_entries_; }

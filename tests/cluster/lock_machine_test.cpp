@@ -72,6 +72,29 @@ TEST(LockMachine, HandOffSkipsWaitersPastTheirDeadline) {
   EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 60)), "c1 R 1 k; c2 T bob k; c3 A 2 carol k");
 }
 
+// docs/protocol.md, "Tokens": the last token is 2^64 - 1. Once it is issued,
+// every acquire is E at once (whatever its key's state) and changes nothing,
+// releases are served, and a waiter whose turn comes is T, its key deleted.
+TEST(LockMachine, AfterTheLastTokenAcquiresAreErrorsAndWaitersTimeOut) {
+  Driven d({Limits{}, SessionLimits{}, Token{UINT64_MAX - 1}, ClusterBug::none});
+  EXPECT_EQ(d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0)), "c1 A 18446744073709551614 alice k");
+  EXPECT_EQ(d.run(acquire(2, 1, 2, "k", "bob", 100, 500, 0)), "");
+  EXPECT_EQ(d.run(acquire(3, 1, 3, "j", "carol", 100, 500, 0)), "c3 A 18446744073709551615 carol j");
+  EXPECT_TRUE(d.machine.tokens_exhausted());
+  EXPECT_EQ(d.run(acquire(4, 1, 4, "x", "dave", 100, 0, 10)), "c4 E tokens exhausted");
+  EXPECT_EQ(d.run(acquire(4, 2, 4, "k", "dave", 100, 500, 10)), "c4 E tokens exhausted");
+  EXPECT_EQ(d.machine.waiter_count(), 1u);
+  EXPECT_FALSE(d.machine.keys().contains("x"));
+  // alice's release is served; bob's turn comes and he is T; k is gone.
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", UINT64_MAX - 1, 20)), "c1 R 18446744073709551614 k; c2 T bob k");
+  EXPECT_FALSE(d.machine.keys().contains("k"));
+  EXPECT_EQ(d.run(release(3, 2, 3, "j", UINT64_MAX, 30)), "c3 R 18446744073709551615 j");
+  // The exhausted counter survives a snapshot.
+  Driven restored({Limits{}, SessionLimits{}, Token{1}, ClusterBug::none});
+  restored.machine.restore(d.index, d.machine.snapshot());
+  EXPECT_TRUE(restored.machine.tokens_exhausted());
+}
+
 TEST(LockMachine, LimitsAnswerBusyAsInSimpleMode) {
   Driven d({tight_limits(), SessionLimits{}, Token{1}, ClusterBug::none});
   d.run(acquire(1, 1, 1, "a", "o", 100, 0, 0));

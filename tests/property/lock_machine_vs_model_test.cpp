@@ -185,9 +185,10 @@ struct CloseStep : Apply {
   }
 };
 
-void check_machine_against_model(cluster::ClusterBug bug) {
+void check_machine_against_model(cluster::ClusterBug bug, Token first_token = Token{1}) {
   State initial;
-  System system{cluster::LockMachine(cluster::MachineConfig{small_limits(), small_sessions(), Token{1}, bug})};
+  initial.model = model::ClusterModel{small_limits(), first_token, small_sessions()};
+  System system{cluster::LockMachine(cluster::MachineConfig{small_limits(), small_sessions(), first_token, bug})};
   rc::state::check(initial, system,
                    rc::state::gen::execOneOfWithArgs<AcquireStep, AcquireStep, AcquireStep, ReleaseStep, ReleaseStep,
                                                      ExpireStep, ExpireStep, TimeoutStep, CloseStep>());
@@ -195,6 +196,14 @@ void check_machine_against_model(cluster::ClusterBug bug) {
 
 RC_GTEST_PROP(LockMachineVsClusterModel, SameResponsesAndTableForEveryCommandSequence, ()) {
   check_machine_against_model(cluster::ClusterBug::none);
+}
+
+// The last tokens: a few grants from 2^64 - 1 the tokens run out, and from
+// then on both must answer every acquire E and every waiter whose turn
+// comes T, while releases are still served (docs/protocol.md, "Tokens").
+RC_GTEST_PROP(LockMachineVsClusterModel, SameAnswersWhenTheTokensRunOut, ()) {
+  const auto left = *rc::gen::inRange<std::uint64_t>(1, 6);
+  check_machine_against_model(cluster::ClusterBug::none, Token{UINT64_MAX - left + 1});
 }
 
 // The comparison bites: a table whose Expire ignores the token is told apart
