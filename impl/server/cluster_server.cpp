@@ -24,6 +24,7 @@
 #include "impl/cluster/node.hpp"
 #include "impl/etcd/log.hpp"
 #include "impl/line_framer.hpp"
+#include "impl/server/socket_connection.hpp"
 
 namespace lockstep {
 
@@ -32,7 +33,6 @@ namespace {
 using namespace etcd::log_event;
 using etcd::LogEvent;
 
-constexpr std::size_t read_chunk_bytes = 64 * 1024;
 constexpr int epoll_batch = 256;
 constexpr std::uint64_t listener_key = 0;
 constexpr std::uint64_t signal_key = UINT64_MAX;
@@ -50,22 +50,10 @@ std::int64_t wall_clock_ms() {
 
 bool valid_node_id(std::string_view id) { return is_valid_name(id) && id.size() <= 64; }
 
-struct Connection {
-  int fd = -1;
-  ConnectionId id;
-  LineFramer framer;
-  std::string output;
-  std::size_t output_sent = 0;
-  bool reading = true;       // false after EOF, an overlong line or the node's close
-  bool discarding = false;   // lines still buffered are dropped (overlong line, node's close)
-  bool node_knows = true;    // false once the node forgot it (its close, or on_close called)
-  bool slow = false;         // did not read its responses: closed at once
-  unsigned interest = EPOLLIN;
+struct Connection : SocketConnection {
+  bool node_knows = true;  // false once the node forgot it (its close, or on_close called)
 
-  Connection(int descriptor, ConnectionId identity, std::size_t max_line)
-      : fd(descriptor), id(identity), framer(max_line) {}
-  std::size_t pending_output() const { return output.size() - output_sent; }
-  bool has_work() const { return !discarding && framer.has_complete_line(); }
+  using SocketConnection::SocketConnection;
   // Input ended and every line it brought was handed to the node.
   bool drained() const { return !reading && !has_work(); }
   bool finished() const { return slow || (drained() && !node_knows && pending_output() == 0); }
@@ -272,16 +260,7 @@ int ClusterServer::run() {
   if (const int code = start(); code != 0) return code;
   std::vector<epoll_event> events(epoll_batch);
   while (!stopping_ && exit_code_ == 0) {
-    int timeout_ms = -1;
-    const bool backlog = std::any_of(connections_.begin(), connections_.end(),
-                                     [](const auto& entry) { return entry.second->has_work(); });
-    if (backlog) {
-      timeout_ms = 0;
-    } else if (!config_.test_clock) {
-      if (const auto due = node_->next_due()) {
-        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(due->value - now().value, 0, 60'000));
-      }
-    }
+    const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, node_->next_due(), now());
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
       fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
@@ -459,24 +438,15 @@ void ClusterServer::handle(cluster::NodeOutputs& out) {
 
 void ClusterServer::accept_all() {
   while (true) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (connections_.size() >= config_.max_connections) {
-      static constexpr std::string_view refusal = "E too many connections\n";
-      [[maybe_unused]] const auto written = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
-      ::close(fd);
+    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
+    if (client.refused) {
       ++refused_;
       continue;
     }
-    const int yes = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    if (client.fd < 0) return;
     const ConnectionId id = next_connection_id();
-    auto connection = std::make_unique<Connection>(fd, id, config_.limits.max_line_bytes);
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = id.value;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    connections_.emplace(id, std::move(connection));
+    watch_client(epoll_fd_, client.fd, id);
+    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
     ++accepted_;
     cluster::NodeOutputs out;
     node_->on_connect(id, out);
@@ -485,18 +455,7 @@ void ClusterServer::accept_all() {
 }
 
 void ClusterServer::read_from(Connection& c) {
-  if (!c.reading || c.framer.has_complete_line()) return;
-  char chunk[read_chunk_bytes];
-  const auto got = ::recv(c.fd, chunk, sizeof chunk, 0);
-  if (got > 0) {
-    c.framer.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
-    return;
-  }
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  // EOF or an error: the lines already received are still handled; then
-  // the node is told (the main loop, once they are).
-  c.reading = false;
-  set_interest(c);
+  if (c.read_chunk()) c.update_interest(epoll_fd_);
 }
 
 void ClusterServer::handle_lines(Connection& c) {
@@ -533,35 +492,11 @@ void ClusterServer::end_input(Connection& c) {
 }
 
 void ClusterServer::flush(Connection& c) {
-  while (c.pending_output() > 0 && !c.slow) {
-    const auto wrote = ::send(c.fd, c.output.data() + c.output_sent, c.pending_output(), MSG_NOSIGNAL);
-    if (wrote < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      c.slow = true;  // the peer is gone
-      break;
-    }
-    c.output_sent += static_cast<std::size_t>(wrote);
-  }
-  if (c.output_sent == c.output.size()) {
-    c.output.clear();
-    c.output_sent = 0;
-  } else if (c.output_sent > read_chunk_bytes) {
-    c.output.erase(0, c.output_sent);
-    c.output_sent = 0;
-  }
-  set_interest(c);
+  c.send_pending();
+  c.update_interest(epoll_fd_);
 }
 
-void ClusterServer::set_interest(Connection& c) {
-  const unsigned interest = (c.reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
-                            (c.pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);
-  if (interest == c.interest) return;
-  c.interest = interest;
-  epoll_event event{};
-  event.events = interest;
-  event.data.u64 = c.id.value;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &event);
-}
+void ClusterServer::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
 
 void ClusterServer::close_connection(Connection& c) {
   const ConnectionId id = c.id;

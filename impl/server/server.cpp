@@ -21,13 +21,13 @@
 
 #include "impl/engine.hpp"
 #include "impl/line_framer.hpp"
+#include "impl/server/socket_connection.hpp"
 #include "impl/server/token_store.hpp"
 
 namespace lockstep {
 
 namespace {
 
-constexpr std::size_t read_chunk_bytes = 64 * 1024;
 constexpr int epoll_batch = 256;
 constexpr std::uint64_t listener_key = 0;
 constexpr std::uint64_t signal_key = UINT64_MAX;
@@ -38,22 +38,10 @@ std::int64_t monotonic_ms() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-struct Connection {
-  int fd = -1;
-  ConnectionId id;
-  LineFramer framer;
-  std::string output;
-  std::size_t output_sent = 0;
-  bool reading = true;        // EOF, X or an overlong line stop reading
-  bool discarding = false;    // after X or an overlong line, buffered lines are dropped
-  bool engine_closed = false; // its waiters were dropped
-  bool slow = false;          // did not read its responses: closed at once
-  unsigned interest = EPOLLIN;
+struct Connection : SocketConnection {
+  bool engine_closed = false;  // its waiters were dropped
 
-  Connection(int descriptor, ConnectionId identity, std::size_t max_line)
-      : fd(descriptor), id(identity), framer(max_line) {}
-  std::size_t pending_output() const { return output.size() - output_sent; }
-  bool has_work() const { return !discarding && framer.has_complete_line(); }
+  using SocketConnection::SocketConnection;
   bool finished() const { return slow || (!reading && !has_work() && pending_output() == 0); }
 };
 
@@ -176,18 +164,7 @@ int Server::run() {
   std::vector<epoll_event> events(epoll_batch);
   bool stopping = false;
   while (!stopping && !failed_) {
-    // Wake at the engine's next due instant, or at once when lines are left
-    // over from the previous turn.
-    int timeout_ms = -1;
-    const bool backlog = std::any_of(connections_.begin(), connections_.end(),
-                                     [](const auto& entry) { return entry.second->has_work(); });
-    if (backlog) {
-      timeout_ms = 0;
-    } else if (!config_.test_clock) {
-      if (const auto due = engine_->next_due()) {
-        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(due->value - now().value, 0, 60'000));
-      }
-    }
+    const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now());
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
       fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
@@ -229,44 +206,21 @@ int Server::run() {
 
 void Server::accept_all() {
   while (true) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (connections_.size() >= config_.max_connections) {
-      // Past the limit: accept, say why, close.
-      static constexpr std::string_view refusal = "E too many connections\n";
-      [[maybe_unused]] const auto written = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
-      ::close(fd);
+    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
+    if (client.refused) {
       ++refused_;
       continue;
     }
-    const int yes = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    if (client.fd < 0) return;
     const ConnectionId id{next_connection_++};
-    auto connection = std::make_unique<Connection>(fd, id, config_.limits.max_line_bytes);
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = id.value;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    connections_.emplace(id, std::move(connection));
+    watch_client(epoll_fd_, client.fd, id);
+    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
     ++accepted_;
   }
 }
 
 void Server::read_from(Connection& c) {
-  // Read only once the engine has taken every complete line: the framer
-  // then never holds more than one chunk plus one partial line.
-  if (!c.reading || c.framer.has_complete_line()) return;
-  char chunk[read_chunk_bytes];
-  const auto got = ::recv(c.fd, chunk, sizeof chunk, 0);
-  if (got > 0) {
-    c.framer.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
-    return;
-  }
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  // EOF or an error: the lines already received are still handled, then the
-  // connection closes (and takes its waiters with it).
-  c.reading = false;
-  set_interest(c);
+  if (c.read_chunk()) c.update_interest(epoll_fd_);
 }
 
 void Server::handle_lines(Connection& c) {
@@ -364,35 +318,11 @@ void Server::dispatch() {
 }
 
 void Server::flush(Connection& c) {
-  while (c.pending_output() > 0 && !c.slow) {
-    const auto wrote = ::send(c.fd, c.output.data() + c.output_sent, c.pending_output(), MSG_NOSIGNAL);
-    if (wrote < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      c.slow = true;  // the peer is gone: nothing more can be written
-      break;
-    }
-    c.output_sent += static_cast<std::size_t>(wrote);
-  }
-  if (c.output_sent == c.output.size()) {
-    c.output.clear();
-    c.output_sent = 0;
-  } else if (c.output_sent > read_chunk_bytes) {
-    c.output.erase(0, c.output_sent);
-    c.output_sent = 0;
-  }
-  set_interest(c);
+  c.send_pending();
+  c.update_interest(epoll_fd_);
 }
 
-void Server::set_interest(Connection& c) {
-  const unsigned interest = (c.reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
-                            (c.pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);
-  if (interest == c.interest) return;
-  c.interest = interest;
-  epoll_event event{};
-  event.events = interest;
-  event.data.u64 = c.id.value;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &event);
-}
+void Server::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
 
 void Server::close_connection(Connection& c) {
   const ConnectionId id = c.id;

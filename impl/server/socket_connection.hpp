@@ -1,0 +1,76 @@
+// One client's TCP connection as both servers' epoll loops keep it (a
+// driver: sockets and epoll): its line framer, its output not yet sent, and
+// what the loop wants to hear of it. Reading a chunk, sending what the
+// socket takes and keeping the epoll interest in step are written once
+// here; what a connection means to the engine or to the cluster node stays
+// with each server.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "impl/line_framer.hpp"
+#include "impl/units.hpp"
+
+namespace lockstep {
+
+struct SocketConnection {
+  static constexpr std::size_t read_chunk_bytes = 64 * 1024;
+
+  int fd = -1;
+  ConnectionId id;
+  LineFramer framer;
+  std::string output;
+  std::size_t output_sent = 0;
+  bool reading = true;       // false after EOF, X, an overlong line or the server's close
+  bool discarding = false;   // lines still buffered are dropped (X, an overlong line, the server's close)
+  bool slow = false;         // did not read its responses, or is gone: closed at once
+  unsigned interest = EPOLLIN;
+
+  SocketConnection(int descriptor, ConnectionId identity, std::size_t max_line)
+      : fd(descriptor), id(identity), framer(max_line) {}
+  std::size_t pending_output() const { return output.size() - output_sent; }
+  bool has_work() const { return !discarding && framer.has_complete_line(); }
+
+  // Reads one chunk once every complete line was taken (so the framer never
+  // holds more than a chunk and a partial line); at EOF or an error, stops
+  // reading. Returns true when input ended now.
+  bool read_chunk();
+  // Sends what the socket takes now; a peer that is gone makes it slow.
+  void send_pending();
+  // Registers with `epoll_fd` the events the connection needs now.
+  void update_interest(int epoll_fd);
+};
+
+// The next client waiting on `listen_fd`, non-blocking with TCP_NODELAY:
+// fd -1 when none is waiting. At the connection limit a client is still
+// accepted, told `E too many connections` and closed (`refused`), so that it
+// learns why instead of hanging in the backlog.
+struct AcceptedClient {
+  int fd = -1;
+  bool refused = false;
+};
+AcceptedClient accept_client(int listen_fd, bool at_limit);
+// Adds a client's socket to the epoll set, reading, under its id.
+void watch_client(int epoll_fd, int fd, ConnectionId id);
+
+// How long the epoll loop may sleep: not at all while lines are left over
+// from the previous turn (one connection's share is bounded per turn), until
+// the next due instant of the engine or node on the wall clock (at most a
+// minute), or until an event with the test clock, whose time moves only on
+// request.
+template <class Connections>
+int epoll_timeout_ms(const Connections& connections, bool test_clock, std::optional<TimeMs> due, TimeMs now) {
+  const bool backlog = std::any_of(connections.begin(), connections.end(),
+                                   [](const auto& entry) { return entry.second->has_work(); });
+  if (backlog) return 0;
+  if (test_clock || !due) return -1;
+  return static_cast<int>(std::clamp<std::int64_t>(due->value - now.value, 0, 60'000));
+}
+
+}  // namespace lockstep
