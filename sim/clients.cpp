@@ -59,7 +59,7 @@ void World::connect(std::uint32_t c) {
   if (!server_.up()) {
     schedule(now() + DurationMs{fault_prng_.between(params_.faults.reconnect_min_ms.value,
                                                     params_.faults.reconnect_max_ms.value)},
-             Event{EventKind::reconnect, c, 0, 0, client.link});
+             event::Reconnect{c, client.link});
     return;
   }
   const ConnectionId connection{connections_.size() + 1};
@@ -88,7 +88,7 @@ DurationMs World::think_time() {
 }
 
 void World::wake_slot_later(std::uint32_t c, std::uint32_t s) {
-  schedule(now() + think_time(), Event{EventKind::slot_wake, c, s, 0, clients_[c].link});
+  schedule(now() + think_time(), event::SlotWake{c, s, clients_[c].link});
 }
 
 void World::on_slot_wake(std::uint32_t c, std::uint32_t s) {
@@ -141,7 +141,7 @@ void World::on_answer(std::uint32_t c, const Answer& answer) {
   if (free == client.holds.end()) return;  // too much held: let this one expire
   *free = Hold{answer.key, answer.token, answer.request, answer.owner, true};
   schedule(now() + hold_time(answer.sent_at, answer.lease_ms),
-           Event{EventKind::release_due, c, static_cast<std::uint32_t>(free - client.holds.begin()), 0, client.life});
+           event::ReleaseDue{c, static_cast<std::uint32_t>(free - client.holds.begin()), client.life});
 }
 
 void World::on_release_due(std::uint32_t c, std::uint32_t h) {
@@ -149,7 +149,7 @@ void World::on_release_due(std::uint32_t c, std::uint32_t h) {
   Hold& hold = client.holds[h];
   if (!hold.live || !sending()) return;
   if (!client.connection) {
-    schedule(now() + release_retry_ms, Event{EventKind::release_due, c, h, 0, client.life});
+    schedule(now() + release_retry_ms, event::ReleaseDue{c, h, client.life});
     return;
   }
   const RequestId id = next_request_++;
@@ -162,7 +162,7 @@ void World::on_release_due(std::uint32_t c, std::uint32_t h) {
     message.release_of = stale.request;
     edge_.sent_release(now(), id, *client.connection, stale.key, stale.token);
     send_upstream(c, std::move(message));
-    schedule(now() + DurationMs{workload_prng_.between(1, 50)}, Event{EventKind::release_due, c, h, 0, client.life});
+    schedule(now() + DurationMs{workload_prng_.between(1, 50)}, event::ReleaseDue{c, h, client.life});
     return;
   }
   message.line = fmt::format("R {} {}", key_names_[hold.key], hold.token.value);
@@ -192,7 +192,7 @@ void World::on_crash(std::uint32_t c) {
   for (auto& hold : client.holds) hold.live = false;  // held until they expire
   client.released.clear();
   schedule(now() + DurationMs{fault_prng_.between(100, 5000)},
-           Event{EventKind::client_revive, c, 0, 0, client.life});
+           event::ClientRevive{c, client.life});
 }
 
 void World::on_revive(std::uint32_t c) {

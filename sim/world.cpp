@@ -8,6 +8,20 @@ namespace lockstep::sim {
 
 namespace {
 
+// An event as the run's hash takes it: its kind's number, its client and
+// its slot or hold (the fields every kind had when the hash was defined).
+std::uint64_t event_word(const Event& e) {
+  return std::visit(
+      [&e](const auto& typed) {
+        std::uint64_t client = 0, slot = 0;
+        if constexpr (requires { typed.client; }) client = typed.client;
+        if constexpr (requires { typed.slot; }) slot = typed.slot;
+        if constexpr (requires { typed.hold; }) slot = typed.hold;
+        return static_cast<std::uint64_t>(e.index()) | client << 8 | slot << 40;
+      },
+      e);
+}
+
 constexpr std::size_t events_max = std::size_t{1} << 22;
 constexpr std::size_t in_flight_max = std::size_t{1} << 20;
 constexpr DurationMs audit_period_ms{1000};
@@ -47,19 +61,18 @@ RunResult World::run() {
   server_.start(now());
   for (std::uint32_t client = 0; client < clients_.size(); ++client) start_client(client);
   const double clients = static_cast<double>(clients_.size());
-  schedule_fault(EventKind::drop, params_.faults.drops_per_client_hour * clients);
-  schedule_fault(EventKind::client_crash, params_.faults.crashes_per_client_hour * clients);
-  schedule_fault(EventKind::server_crash, params_.faults.restarts_per_hour);
-  schedule(TimeMs{0} + audit_period_ms, Event{EventKind::audit});
-  schedule(TimeMs{0} + params_.duration_ms, Event{EventKind::workload_end});
+  schedule_fault(event::Drop{}, params_.faults.drops_per_client_hour * clients);
+  schedule_fault(event::ClientCrash{}, params_.faults.crashes_per_client_hour * clients);
+  schedule_fault(event::ServerCrash{}, params_.faults.restarts_per_hour);
+  schedule(TimeMs{0} + audit_period_ms, event::Audit{});
+  schedule(TimeMs{0} + params_.duration_ms, event::WorkloadEnd{});
 
   while (!queue_.empty() && queue_.next_time() <= end_ &&
          !(options_.stop_at_first_violation && violations_.any())) {
     const auto entry = queue_.pop();
     ++stats_.events;
     mix(static_cast<std::uint64_t>(entry.at.value));
-    mix(static_cast<std::uint64_t>(entry.payload.kind) | std::uint64_t{entry.payload.client} << 8 |
-        std::uint64_t{entry.payload.slot} << 40);
+    mix(event_word(entry.payload));
     try {
       dispatch(entry.payload);
     } catch (const std::exception& error) {
@@ -91,72 +104,84 @@ RunResult World::run() {
 void World::schedule(TimeMs at, Event event) { queue_.push(at, event); }
 
 void World::dispatch(const Event& e) {
-  Client* client = e.client < clients_.size() ? &clients_[e.client] : nullptr;
-  switch (e.kind) {
-    case EventKind::slot_wake:
-      if (client->alive && e.generation == client->link) on_slot_wake(e.client, e.slot);
-      return;
-    case EventKind::release_due:
-      if (client->alive && e.generation == client->life) on_release_due(e.client, e.slot);
-      return;
-    case EventKind::to_server:
-      deliver_to_server(upstream_pool_.take(static_cast<std::uint32_t>(e.value)));
-      return;
-    case EventKind::to_client:
-      deliver_to_client(downstream_pool_.take(static_cast<std::uint32_t>(e.value)));
-      return;
-    case EventKind::server_tick:
-      if (tick_armed_at_ && *tick_armed_at_ <= now()) tick_armed_at_.reset();
-      tick_server_to(now());
-      arm_server_tick();
-      return;
-    case EventKind::drop:
-      if (draining_) return;
-      if (const auto c = static_cast<std::uint32_t>(fault_prng_.below(clients_.size()));
-          clients_[c].alive && clients_[c].connection) {
-        on_drop(c);
-      }
-      schedule_fault(EventKind::drop, params_.faults.drops_per_client_hour * static_cast<double>(clients_.size()));
-      return;
-    case EventKind::client_crash:
-      if (draining_) return;
-      if (const auto c = static_cast<std::uint32_t>(fault_prng_.below(clients_.size())); clients_[c].alive) {
-        on_crash(c);
-      }
-      schedule_fault(EventKind::client_crash, params_.faults.crashes_per_client_hour * static_cast<double>(clients_.size()));
-      return;
-    case EventKind::client_revive:
-      if (e.generation == client->life) on_revive(e.client);
-      return;
-    case EventKind::reconnect:
-      if (client->alive && !client->connection && e.generation == client->link) connect(e.client);
-      return;
-    case EventKind::reset_notice:
-      if (client->connection && client->connection->value == e.value) {
-        notify_world(WorldEvent::reset, e.client, *client->connection);
-        close_client_side(e.client);
-        schedule(now() + DurationMs{fault_prng_.between(params_.faults.reconnect_min_ms.value,
-                                                        params_.faults.reconnect_max_ms.value)},
-                 Event{EventKind::reconnect, e.client, 0, 0, client->link});
-      }
-      return;
-    case EventKind::server_crash:
-      if (draining_) return;
-      if (server_.up()) on_server_crash();
-      schedule_fault(EventKind::server_crash, params_.faults.restarts_per_hour);
-      return;
-    case EventKind::server_up:
-      on_server_up();
-      return;
-    case EventKind::audit:
-      edge_.audit(now());
-      if (now() + audit_period_ms <= end_) schedule(now() + audit_period_ms, Event{EventKind::audit});
-      return;
-    case EventKind::workload_end:
-      draining_ = true;
-      return;
-  }
+  std::visit([this](const auto& typed) { handle(typed); }, e);
 }
+
+Client& World::client_at(std::uint32_t index) {
+  LOCKSTEP_ASSERT(index < clients_.size());
+  return clients_[index];
+}
+
+void World::handle(const event::SlotWake& e) {
+  const Client& client = client_at(e.client);
+  if (client.alive && e.link == client.link) on_slot_wake(e.client, e.slot);
+}
+
+void World::handle(const event::ReleaseDue& e) {
+  const Client& client = client_at(e.client);
+  if (client.alive && e.life == client.life) on_release_due(e.client, e.hold);
+}
+
+void World::handle(const event::ToServer& e) { deliver_to_server(upstream_pool_.take(e.message)); }
+
+void World::handle(const event::ToClient& e) { deliver_to_client(downstream_pool_.take(e.message)); }
+
+void World::handle(const event::ServerTick&) {
+  if (tick_armed_at_ && *tick_armed_at_ <= now()) tick_armed_at_.reset();
+  tick_server_to(now());
+  arm_server_tick();
+}
+
+void World::handle(const event::Drop&) {
+  if (draining_) return;
+  if (const auto c = static_cast<std::uint32_t>(fault_prng_.below(clients_.size()));
+      clients_[c].alive && clients_[c].connection) {
+    on_drop(c);
+  }
+  schedule_fault(event::Drop{}, params_.faults.drops_per_client_hour * static_cast<double>(clients_.size()));
+}
+
+void World::handle(const event::ClientCrash&) {
+  if (draining_) return;
+  if (const auto c = static_cast<std::uint32_t>(fault_prng_.below(clients_.size())); clients_[c].alive) {
+    on_crash(c);
+  }
+  schedule_fault(event::ClientCrash{}, params_.faults.crashes_per_client_hour * static_cast<double>(clients_.size()));
+}
+
+void World::handle(const event::ClientRevive& e) {
+  if (e.life == client_at(e.client).life) on_revive(e.client);
+}
+
+void World::handle(const event::Reconnect& e) {
+  const Client& client = client_at(e.client);
+  if (client.alive && !client.connection && e.link == client.link) connect(e.client);
+}
+
+void World::handle(const event::ResetNotice& e) {
+  Client& client = client_at(e.client);
+  if (!client.connection || *client.connection != e.connection) return;
+  notify_world(WorldEvent::reset, e.client, *client.connection);
+  close_client_side(e.client);
+  schedule(now() + DurationMs{fault_prng_.between(params_.faults.reconnect_min_ms.value,
+                                                  params_.faults.reconnect_max_ms.value)},
+           event::Reconnect{e.client, client.link});
+}
+
+void World::handle(const event::ServerCrash&) {
+  if (draining_) return;
+  if (server_.up()) on_server_crash();
+  schedule_fault(event::ServerCrash{}, params_.faults.restarts_per_hour);
+}
+
+void World::handle(const event::ServerUp&) { on_server_up(); }
+
+void World::handle(const event::Audit&) {
+  edge_.audit(now());
+  if (now() + audit_period_ms <= end_) schedule(now() + audit_period_ms, event::Audit{});
+}
+
+void World::handle(const event::WorkloadEnd&) { draining_ = true; }
 
 // ---- network ---------------------------------------------------------------
 
@@ -168,7 +193,7 @@ void World::send_upstream(std::uint32_t client, Upstream message) {
     notify_world(WorldEvent::send, client, message.connection, message.line);
   }
   const TimeMs at = ends.upstream.delivery_time(now(), params_.latency.sample(network_prng_));
-  schedule(at, Event{EventKind::to_server, client, 0, upstream_pool_.put(std::move(message)), 0});
+  schedule(at, event::ToServer{client, upstream_pool_.put(std::move(message))});
 }
 
 void World::send_downstream(const Outputs& out, std::size_t first) {
@@ -184,7 +209,7 @@ void World::send_downstream(const Outputs& out, std::size_t first) {
     ConnectionEnds& ends = connections_[o.connection.value - 1];
     const TimeMs at = ends.downstream.delivery_time(now(), params_.latency.sample(network_prng_));
     const auto index = downstream_pool_.put(Downstream{o.connection, o.response, server_.incarnation()});
-    schedule(at, Event{EventKind::to_client, ends.client, 0, index, 0});
+    schedule(at, event::ToClient{ends.client, index});
   }
 }
 
@@ -246,7 +271,7 @@ void World::arm_server_tick() {
   if (!due || *due > end_) return;
   if (tick_armed_at_ && *tick_armed_at_ <= *due) return;
   tick_armed_at_ = *due;
-  schedule(std::max(*due, now()), Event{EventKind::server_tick});
+  schedule(std::max(*due, now()), event::ServerTick{});
 }
 
 void World::on_server_crash() {
@@ -260,11 +285,11 @@ void World::on_server_crash() {
   for (std::uint32_t c = 0; c < clients_.size(); ++c) {
     if (!clients_[c].connection) continue;
     schedule(now() + params_.latency.sample(network_prng_),
-             Event{EventKind::reset_notice, c, 0, clients_[c].connection->value, 0});
+             event::ResetNotice{c, *clients_[c].connection});
   }
   schedule(now() + DurationMs{fault_prng_.between(params_.faults.server_down_min_ms.value,
                                                   params_.faults.server_down_max_ms.value)},
-           Event{EventKind::server_up});
+           event::ServerUp{});
 }
 
 void World::on_server_up() {
@@ -282,15 +307,15 @@ void World::on_drop(std::uint32_t client) {
   send_upstream(client, Upstream{connection, true, {}, 0, 0});
   schedule(now() + DurationMs{fault_prng_.between(params_.faults.reconnect_min_ms.value,
                                                   params_.faults.reconnect_max_ms.value)},
-           Event{EventKind::reconnect, client, 0, 0, clients_[client].link});
+           event::Reconnect{client, clients_[client].link});
 }
 
-void World::schedule_fault(EventKind kind, double per_hour) {
+void World::schedule_fault(Event fault, double per_hour) {
   if (per_hour <= 0) return;
   const double mean_ms = 3'600'000.0 / per_hour;
   const double delay = -mean_ms * std::log(1.0 - fault_prng_.unit());
   const TimeMs at = now() + DurationMs{1 + static_cast<std::int64_t>(std::min(delay, 1e12))};
-  if (at < TimeMs{0} + params_.duration_ms) schedule(at, Event{kind});
+  if (at < TimeMs{0} + params_.duration_ms) schedule(at, fault);
 }
 
 void World::final_checks() {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "impl/prng.hpp"
@@ -21,30 +22,56 @@
 
 namespace lockstep::sim {
 
-enum class EventKind : std::uint8_t {
-  slot_wake,      // an owner of a client may send its next acquire
-  release_due,    // a client's hold is to be released
-  to_server,      // a message reaches the server's end of a connection
-  to_client,      // a response reaches the client's end
-  server_tick,    // something is due at the server
-  drop,           // a connection breaks (fault)
-  client_crash,   // a client dies (fault)
-  client_revive,  // a crashed client starts again
-  reconnect,      // a client tries to connect
-  reset_notice,   // a client learns that the server side of its connection died
-  server_crash,   // the server dies (fault)
-  server_up,      // the server starts again
-  audit,          // the clients' checker looks for requests never answered
-  workload_end,   // the drain begins
+// The world's events, one struct per kind with the fields it needs. The
+// variant's order is each kind's number in the run's event hash, with the
+// client and the slot or hold (sim/world.cpp, event_word), so that the hash
+// of a seed stays what it was.
+namespace event {
+// An owner slot of a client may send its next acquire (while `link`, the
+// client's connection it was planned on, is still current).
+struct SlotWake {
+  std::uint32_t client = 0, slot = 0;
+  std::uint64_t link = 0;
 };
-
-struct Event {
-  EventKind kind = EventKind::audit;
+// A client's hold is to be released (while the client lives the `life` it
+// was taken in).
+struct ReleaseDue {
+  std::uint32_t client = 0, hold = 0;
+  std::uint64_t life = 0;
+};
+// A message reaches the server's end of a connection, or a response the
+// client's end: `message` indexes the world's pool of messages in flight.
+struct ToServer {
+  std::uint32_t client = 0, message = 0;
+};
+struct ToClient {
+  std::uint32_t client = 0, message = 0;
+};
+struct ServerTick {};   // something is due at the server
+struct Drop {};         // a connection breaks (a fault; the client is drawn then)
+struct ClientCrash {};  // a client dies (a fault; the client is drawn then)
+struct ClientRevive {   // a crashed client starts again
   std::uint32_t client = 0;
-  std::uint32_t slot = 0;       // an owner slot, a hold index
-  std::uint64_t value = 0;      // a pool index, a connection id
-  std::uint64_t generation = 0; // the client's life or link it belongs to
+  std::uint64_t life = 0;
 };
+struct Reconnect {  // a client tries to connect
+  std::uint32_t client = 0;
+  std::uint64_t link = 0;
+};
+struct ResetNotice {  // a client learns that the server side of `connection` died
+  std::uint32_t client = 0;
+  ConnectionId connection;
+};
+struct ServerCrash {};  // the server dies (a fault)
+struct ServerUp {};     // the server starts again
+struct Audit {};        // the clients' checker looks for requests never answered
+struct WorkloadEnd {};  // the drain begins
+}  // namespace event
+
+using Event = std::variant<event::SlotWake, event::ReleaseDue, event::ToServer, event::ToClient, event::ServerTick,
+                           event::Drop, event::ClientCrash, event::ClientRevive, event::Reconnect,
+                           event::ResetNotice, event::ServerCrash, event::ServerUp, event::Audit,
+                           event::WorkloadEnd>;
 
 // A message from a client to the server: a request line, or the end of the
 // connection (TCP's FIN, which follows the data sent before it).
@@ -103,6 +130,21 @@ class World {
  private:
   // world.cpp
   void dispatch(const Event& event);
+  void handle(const event::SlotWake& e);
+  void handle(const event::ReleaseDue& e);
+  void handle(const event::ToServer& e);
+  void handle(const event::ToClient& e);
+  void handle(const event::ServerTick& e);
+  void handle(const event::Drop& e);
+  void handle(const event::ClientCrash& e);
+  void handle(const event::ClientRevive& e);
+  void handle(const event::Reconnect& e);
+  void handle(const event::ResetNotice& e);
+  void handle(const event::ServerCrash& e);
+  void handle(const event::ServerUp& e);
+  void handle(const event::Audit& e);
+  void handle(const event::WorkloadEnd& e);
+  Client& client_at(std::uint32_t index);
   void schedule(TimeMs at, Event event);
   void send_upstream(std::uint32_t client, Upstream message);
   void send_downstream(const Outputs& out, std::size_t first);
@@ -117,7 +159,7 @@ class World {
   void on_drop(std::uint32_t client);
   void on_server_crash();
   void on_server_up();
-  void schedule_fault(EventKind kind, double per_hour);
+  void schedule_fault(Event fault, double per_hour);
   void final_checks();
   void mix(std::uint64_t value);
   void mix(std::string_view text);
