@@ -1,5 +1,5 @@
 // The virtual network. A channel is one direction of one link (a client
-// connection's upstream or downstream, or later one node-to-node pipe): it
+// connection's upstream or downstream, or a node-to-node pipe): it
 // delivers in the order sent, as TCP does, after a delay drawn from a
 // latency model. A message never overtakes an earlier one on its channel, so
 // its delivery time is max(sent + latency, previous delivery). Payloads

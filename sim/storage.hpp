@@ -1,8 +1,8 @@
-// A node's durable storage: what survives a crash. Simple mode persists one
-// thing, the engine's token mark, so that a restarted server never reissues
-// a token; cluster mode will keep its Raft log and term here. Writes are
-// synchronous (done when write returns), which is what "persist before
-// send" needs; a torn or lost write is a fault a later issue can add.
+// The simple-mode server's durable storage: what survives its crash. It
+// persists one thing, the engine's token mark, so that a restarted server
+// never reissues a token. Writes are synchronous (done when write returns),
+// which is what "persist before send" needs. (The Raft simulator keeps its
+// own disks, which lose unsynced writes: sim/raft_cluster.hpp.)
 #pragma once
 
 #include <cstdint>
