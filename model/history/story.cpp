@@ -101,6 +101,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
           when = fmt::format("by {} (the wait of `{}` ended at {})", at(failure.due_by_us, origin_us),
                              request_line(failure.request), instant(failure.at_ms));
           break;
+        case KeyFailure::Cause::expire:
+          when = fmt::format("by {} (the Expire at {} of the grant to `{}` handed the key to its head waiter)",
+                             at(failure.due_by_us, origin_us), instant(failure.at_ms), request_line(failure.cause_request));
+          break;
       }
       std::string got;
       if (failure.got >= 0) {
@@ -128,6 +132,14 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
       const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
       return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
                          seen.line, conn_id(seen.conn), at(seen.received_us, origin_us));
+    }
+    case KeyFailure::Kind::late: {
+      const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
+                         : failure.cause == KeyFailure::Cause::deadline ? "the Timeout of"
+                                                                        : "an answer caused by time or by another request, to";
+      return fmt::format("{} `{}` is later than the maximum lateness allows: it was due by {} at the latest, and the "
+                         "explanation that needs the least lateness has it at {}",
+                         what, request_line(failure.request), at(failure.due_by_us, origin_us), instant(failure.at_ms));
     }
     case KeyFailure::Kind::unhandled: {
       const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
