@@ -49,6 +49,9 @@ struct RaftSimParams {
   std::uint32_t compact_threshold = 48;  // compact when this many applied entries are in the log
   std::uint32_t log_keep = 8;            // entries kept behind the snapshot for slow followers
   raft::RaftConfig raft;                 // id and peers are filled per node
+  // Stop at the first violation; a run recorded for its clients' view goes
+  // on, to where they see its effects.
+  bool stop_at_first_violation = true;
 };
 
 RaftSimParams raft_default_params(std::uint64_t seed, std::uint32_t nodes);

@@ -360,22 +360,57 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
     run = [options] { return run_fuzz_command(*options); };
   });
 
-  auto check = std::make_shared<std::pair<std::string, Outputs>>();
+  struct CheckHistory {
+    std::string file;
+    Outputs outputs;
+    // The reading, over the header's: the rules (simple or cluster), and
+    // cluster mode's clock allowance and maximum lateness.
+    std::string mode;
+    std::optional<std::int64_t> clock_allowance_ms, max_lateness_ms;
+  };
+  auto check = std::make_shared<CheckHistory>();
   auto* command = app.add_subcommand(
       "check-history",
       "Check a recorded history (NDJSON, schema lockstep.history/1, docs/protocol.md) against the\n"
-      "protocol; its first line gives the target's limits and the tolerance. Exit 0 conforms,\n"
-      "1 a violation, 2 unknown or unreadable.");
-  command->add_option("file", check->first, "the history file")->required()->check(readable_file());
-  add_output_options(*command, check->second);
+      "protocol; its first line gives the target's limits, the tolerance and the mode (simple or\n"
+      "cluster). Exit 0 conforms, 1 a violation, 2 unknown or unreadable.");
+  command->add_option("file", check->file, "the history file")->required()->check(readable_file());
+  command->add_option("--mode", check->mode,
+                      "read the history by simple mode's rules or a cluster's (no sweep, late Expires and Timeouts, "
+                      "sessions), whatever its header says")
+      ->check(one_of({"simple", "cluster"}, "the modes", "simple or cluster"));
+  command->add_option("--clock-allowance-ms", check->clock_allowance_ms,
+                      "cluster mode: how far apart two node clocks may be (2*S): an Expire or a Timeout may come that "
+                      "much before its deadline")
+      ->check(whole_signed(0, 3'600'000));
+  command->add_option("--max-lateness-ms", check->max_lateness_ms,
+                      "cluster mode: fail when an Expire, a Timeout or a caused answer comes later than this past its "
+                      "deadline and the clock allowance (without it, lateness is only reported)")
+      ->check(whole_signed(0, 86'400'000));
+  add_output_options(*command, check->outputs);
   command->callback([check, &run] {
     run = [check] {
-      auto read = history::read_history_file(check->first);
+      auto read = history::read_history_file(check->file);
       if (const auto* error = std::get_if<history::ReadError>(&read)) {
-        fmt::print(stderr, "check-history: {}:{}: {}\n", check->first, error->line, error->message);
+        fmt::print(stderr, "check-history: {}:{}: {}\n", check->file, error->line, error->message);
         return 2;
       }
-      return judge(std::get<history::History>(read), check->second, "lockstep.check-history");
+      auto& recorded = std::get<history::History>(read);
+      auto& header = recorded.header;
+      if (!check->mode.empty()) header.mode = check->mode == "cluster" ? history::Mode::cluster : history::Mode::simple;
+      if (header.mode != history::Mode::cluster && (check->clock_allowance_ms || check->max_lateness_ms)) {
+        fmt::print(stderr, "check-history: --clock-allowance-ms and --max-lateness-ms read a cluster's history: {} is "
+                           "read in simple mode (give --mode cluster)\n",
+                   check->file);
+        return 2;
+      }
+      if (header.mode == history::Mode::simple) {
+        header.clock_allowance_ms = 0;
+        header.max_lateness_ms = -1;
+      }
+      if (check->clock_allowance_ms) header.clock_allowance_ms = *check->clock_allowance_ms;
+      if (check->max_lateness_ms) header.max_lateness_ms = *check->max_lateness_ms;
+      return judge(recorded, check->outputs, "lockstep.check-history");
     };
   });
 }

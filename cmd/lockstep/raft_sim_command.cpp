@@ -15,6 +15,7 @@
 #include "impl/cluster/bugs.hpp"
 #include "sim/cluster_sim.hpp"
 #include "sim/cluster_timeline.hpp"
+#include "sim/history_recorder.hpp"
 #include "sim/raft_sim.hpp"
 
 namespace lockstep::cli {
@@ -90,20 +91,31 @@ int run_raft_sim(const RaftSimOptions& o) {
     fmt::print(stderr, "sim: --timeline draws one seed; use --seed N\n");
     return 2;
   }
+  if (!o.history.empty() && (!o.cluster || o.first_seed != o.last_seed)) {
+    fmt::print(stderr, "sim: --history records one seed of the lock service; use --seed N\n");
+    return 2;
+  }
   sim::RaftSimStats totals;
   sim::ClusterLockStats lock_totals;
   std::uint64_t seeds = 0, failed = 0, violations = 0, simulated_ms = 0;
   const auto start = std::chrono::steady_clock::now();
   // One seed's run: the register's, or the lock cluster's with its figures.
   const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock,
-                            sim::ClusterTimelineRecorder* timeline = nullptr) {
+                            sim::ClusterTimelineRecorder* timeline = nullptr,
+                            sim::ClusterHistoryRecorder* history = nullptr) {
     if (!o.cluster) {
       auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
       if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
       params.raft.bug = *bug;
       return sim::run_raft_simulation(params);
     }
-    auto result = sim::run_cluster_simulation(cluster_params(o, seed), timeline);
+    sim::ClusterRunOptions options;
+    options.timeline = timeline;
+    options.clients = history;
+    // The whole run, past a violation too: what the clients saw of it.
+    options.stop_at_first_violation = history == nullptr;
+    auto result = sim::run_cluster_simulation(cluster_params(o, seed), options);
+    if (history != nullptr) history->finish(result.raft.stats.simulated_until);
     if (lock != nullptr) *lock = result.lock;
     return result.raft;
   };
@@ -111,7 +123,19 @@ int run_raft_sim(const RaftSimOptions& o) {
     sim::ClusterLockStats lock;
     std::unique_ptr<sim::ClusterTimelineRecorder> timeline;
     if (!o.timeline.empty()) timeline = std::make_unique<sim::ClusterTimelineRecorder>(o.nodes);
-    auto r = run_seed(seed, &lock, timeline.get());
+    std::unique_ptr<sim::ClusterHistoryRecorder> history;
+    if (!o.history.empty()) {
+      history = std::make_unique<sim::ClusterHistoryRecorder>(cluster_params(o, seed), reproduce_command(o, seed));
+    }
+    auto r = run_seed(seed, &lock, timeline.get(), history.get());
+    if (history) {
+      std::ofstream file(o.history, std::ios::binary);
+      history::write_history(file, history->history());
+      if (!file) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.history);
+        return 2;
+      }
+    }
     if (timeline) {
       std::ofstream svg(o.timeline, std::ios::binary);
       svg << sim::render_cluster_svg(*timeline, cluster_params(o, seed), r.stats.simulated_until);

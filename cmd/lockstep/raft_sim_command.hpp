@@ -20,6 +20,7 @@ struct RaftSimOptions {
   std::optional<std::uint32_t> clients, keys;
   bool skew_beyond_bound = false;
   std::string timeline;
+  std::string history;  // --mode cluster, one seed: the clients' view as a history
 };
 
 int run_raft_sim(const RaftSimOptions& options);

@@ -363,9 +363,13 @@ Built build_inputs(const History& history, bool prefix) {
   };
   std::vector<TextMap<std::int64_t>> first_asked(built.conns.size());
   std::set<std::pair<std::uint64_t, std::string>> replays;  // cluster mode: grants heard so far
+  TextMap<std::int64_t> first_asked_anywhere;
   for (std::size_t c = 0; c < built.conns.size(); ++c) {
     for (const auto& sent : built.conns[c].sent) {
-      if (sent.acquire) first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      if (!sent.acquire) continue;
+      first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      auto [it, added] = first_asked_anywhere.emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      if (!added) it->second = std::min(it->second, sent.sent_us);
     }
   }
   for (std::size_t number = 0; number < history.events.size(); ++number) {
@@ -432,8 +436,11 @@ Built build_inputs(const History& history, bool prefix) {
       // Issued no earlier than the first request of that owner on that key
       // sent on this connection (the grant answers one of them).
       std::int64_t from_us = received.received_us;
-      const auto first = first_asked[item.conn].find(key_and_owner(received.response.key, received.response.owner));
-      if (first != first_asked[item.conn].end()) from_us = std::min(from_us, first->second);
+      // (Cluster mode: on any connection, the operation's sends being spread
+      // over several.)
+      const auto& asked = cluster ? first_asked_anywhere : first_asked[item.conn];
+      const auto first = asked.find(key_and_owner(received.response.key, received.response.owner));
+      if (first != asked.end()) from_us = std::min(from_us, first->second);
       built.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
                                        received.response.owner, conn.id, conn.incarnation, observation,
                                        received.received_us, from_us});
@@ -494,6 +501,12 @@ KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32
     const auto it = std::upper_bound(waits->begin(), waits->end(), std::make_pair(at_ms, std::numeric_limits<std::int64_t>::max()));
     const std::int64_t count = it == waits->begin() ? 0 : std::prev(it)->second;
     return static_cast<std::uint64_t>(count) > max_waiters;  // the request asking is one of them
+  };
+  made.waiters_may_be_full_within = [waits, max_waiters](std::int64_t from_ms, std::int64_t to_ms) {
+    auto it = std::upper_bound(waits->begin(), waits->end(), std::make_pair(from_ms, std::numeric_limits<std::int64_t>::max()));
+    std::int64_t count = it == waits->begin() ? 0 : std::prev(it)->second;
+    for (; it != waits->end() && it->first <= to_ms; ++it) count = std::max(count, it->second);
+    return static_cast<std::uint64_t>(count) > max_waiters;
   };
   const auto* tokens = &oracles.tokens;
   made.token_was_seen = [tokens](std::uint64_t token) { return tokens->contains(token); };

@@ -239,6 +239,7 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
     if (variant.busy_anywhere) {
       key.keys_may_be_full = [](std::int64_t) { return true; };
       key.waiters_may_be_full = [](std::int64_t) { return true; };
+      key.waiters_may_be_full_within = [](std::int64_t, std::int64_t) { return true; };
     }
     PhaseSet phases(variant.limits.sweep_ms.value);
     if (variant.never_sweeps) {

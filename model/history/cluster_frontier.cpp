@@ -1,20 +1,22 @@
 // The cluster reading's frontier: every configuration the replicated table
-// may be in, carried forward one instant at a time. At each instant a
-// configuration first lets what is due happen (Timeouts that must have come,
-// the last chance of a waiter's observed `T`, the holder's Expire once its
-// window is open), then handles any of its available operations in any
-// order. Timeouts are taken lazily: a waiter leaves the queue (with its `T`)
-// only where that matters (a hand-off past it, a full queue, the last
-// instant its observed `T` can be caused at), at the earliest instant it
-// could have, which every explanation that removes it earlier reaches too.
-// Between instants where nothing can be handled or observed, the frontier
-// jumps, with the Expires the gap may hold.
+// may be in, carried forward from one visited instant to the next. Only the
+// instants where something is observed or sent are visited (a request sent,
+// the last instant that can cause an observation, an Expire or a Timeout
+// that a maximum lateness forces): whatever happened since the previous
+// visit (an operation applied, an Expire) is applied at the visit, in every
+// order, each at an instant of the span since the previous visit (a box
+// that holds the instant of every explanation). Timeouts are taken lazily:
+// a waiter leaves the queue (with its `T`) only where that matters (a
+// hand-off past it, a full queue, the last instant its observed `T` can be
+// caused at), at the earliest instant it could have, which every
+// explanation that removes it earlier reaches too.
 //
 // Times: instants are milliseconds of the tester's clock, the reference
 // the node clocks keep within S of (up to a constant offset). A command's
 // stamp, in those units, lies between its proposal and 2·S after it; a
-// holder's `stamp` and a waiter's are lower bounds of it, raised by the
-// table's clock, which never goes back (`clock`).
+// holder's `stamp` and a waiter's are lower bounds of it, and a hand-off's
+// new lease counts from a stamp no earlier than the table's clock, which
+// never goes back.
 #include "model/history/cluster_frontier.hpp"
 
 #include <algorithm>
@@ -46,6 +48,11 @@ constexpr std::size_t orders_max = 16384;
 // Choices of waiters that left a full queue unseen, at one acquire.
 constexpr std::size_t leave_choices_max = 256;
 
+// The instants something may have happened at: [lo, hi].
+struct Span {
+  std::int64_t lo = 0, hi = 0;
+};
+
 struct Holder {
   std::int32_t request = -1;    // the grant's operation; -1: the key is not registered
   std::uint64_t token = 0;      // 0: the grant's answer was not seen
@@ -73,7 +80,6 @@ struct Config {
   IndexSet observed;          // observations explained
   std::uint32_t explained = 0;
   std::uint64_t last_token = 0;  // the largest token of this key's grants explained
-  std::int64_t clock = 0;        // the table's clock is no earlier (from this key's commands)
   // The most any step so far was late (ms), which step, and when: the
   // least over the explanations a configuration stands for once merged.
   std::int64_t lateness = 0;
@@ -113,7 +119,6 @@ Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
     for (const auto index : set->extra) print.add(index);
   }
   print.add(c.last_token);
-  print.add(static_cast<std::uint64_t>(c.clock));
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
   return print.finish();
 }
@@ -175,7 +180,22 @@ class ClusterFrontier {
     }
     for (const auto& seen : in_.observations) {
       if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
+      if (seen.kind == ResponseKind::busy) busy_last_chances_.push_back(latest_cause_ms(seen.received_us));
       last_chances_.push_back(latest_cause_ms(seen.received_us));
+    }
+    std::sort(busy_last_chances_.begin(), busy_last_chances_.end());
+    class_shared_.assign(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& mine = in_.requests[i];
+      for (const auto& copy : copies_[i]) {
+        for (const auto other : in_.conns[copy.conn].requests) {
+          if (other == i) continue;
+          const auto& theirs = in_.requests[other];
+          if (theirs.acquire == mine.acquire && (mine.acquire ? theirs.owner == mine.owner : theirs.token == mine.token)) {
+            class_shared_[i] = true;
+          }
+        }
+      }
     }
     std::sort(grant_tokens_.begin(), grant_tokens_.end());
     std::sort(last_chances_.begin(), last_chances_.end());
@@ -206,9 +226,10 @@ class ClusterFrontier {
   std::int64_t leave_from(const Waiter& w) const {
     return std::max(w.lo, std::min(w.stamp + wait_of(w) - allowance_, leave_by_close_[w.request]));
   }
-  // The table's clock, in the reference's units, has certainly reached the
-  // waiter's deadline: a hand-off answers it `T` instead of granting it.
-  bool certainly_due(const Config& c, const Waiter& w) const { return c.clock >= timeout_due(w); }
+  // The table's clock, no earlier than `floor` (in the reference's units),
+  // has certainly reached the waiter's deadline: a hand-off answers it `T`
+  // instead of granting it.
+  bool certainly_due(std::int64_t floor, const Waiter& w) const { return floor >= timeout_due(w); }
 
   void record(Config& c, Step step) const {
     if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
@@ -230,29 +251,40 @@ class ClusterFrontier {
             bool optional = false) const;
   void replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const;
 
-  void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
-  void acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
-  void acquire_held(Config c, std::uint32_t request, std::int64_t at, std::int64_t stamp, Configs& out) const;
-  void enqueue(Config c, std::uint32_t request, std::int64_t at, std::int64_t stamp, Configs& out) const;
-  void release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
-  void release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out, bool optional = false) const;
+  // The operation is applied at an instant of `when`.
+  void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void acquire(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void enqueue(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void release(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional = false) const;
+  Span span_of(std::uint32_t request, std::int64_t at) const {
+    return Span{std::max(visit_from_, earliest_[request]), std::min(at, latest_[request])};
+  }
   // The key passes on at an instant of [lo, hi]: to the first waiter still
   // waiting, or nobody.
-  void pass_on(Config c, std::int64_t lo, std::int64_t hi, Cause cause, std::int32_t cause_request,
-               std::int64_t on_time, Configs& out) const;
+  // `floor`: the table's clock at the cause is no earlier (the new lease
+  // counts from there).
+  void pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
+               std::int32_t cause_request, std::int64_t on_time, Configs& out) const;
+  void pass_on_nobody(Config c, std::int64_t hi, Configs& out) const;
+  bool timeout_observed(const Config& c, std::uint32_t request) const;
+  ResponseKind observed_kind(const Config& c, std::uint32_t request) const;
+  // Whether a `B` of this key may be caused at `at` or later.
+  bool busy_from(std::int64_t at) const {
+    return !busy_last_chances_.empty() && busy_last_chances_.back() >= at;
+  }
   // Waiter `index` leaves with its `T` at the earliest instant it may.
   void leave(Config c, std::size_t index, Configs& out) const;
   void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
-  bool observed_timeout_ends_now(const Config& c, const Waiter& w, std::int64_t at) const;
+  bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;
 
   void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
-  void due_expire(Config c, std::int64_t at, Configs& out) const;
   void expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
   std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
   bool inert(const Config& before, const Config& after) const {
-    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
-           before.clock == after.clock;
+    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token;
   }
   bool alone_in_class(const Config& c, std::uint32_t request) const;
   bool alive(const Config& c, std::int64_t at) const;
@@ -260,7 +292,6 @@ class ClusterFrontier {
   static std::uint64_t bytes_of(const Config& c);
   void fail(const Config& c, KeyFailure failure) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
-  void bulk(Config c, std::int64_t first, std::int64_t last, Configs& out) const;
   void merge(Configs& configs) const;
   void merge_boxes(Configs& configs) const;
   bool is_final(const Config& c) const;
@@ -280,6 +311,11 @@ class ClusterFrontier {
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
   std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
   std::vector<std::int64_t> last_chances_;       // the latest cause of each observation, sorted
+  std::int64_t visit_from_ = 0;                  // the instant after the previous visit
+  std::vector<std::int64_t> busy_last_chances_;  // of the `B`s observed, sorted
+  // Per request: another request of its class (owner, or token) shares one
+  // of its connections, so an answer of that class may be either's.
+  std::vector<bool> class_shared_;
   mutable bool over_budget_ = false;
   mutable std::string over_budget_why_;
   std::unordered_set<Fingerprint, FingerprintHash> expanded_;
@@ -438,6 +474,10 @@ void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObserva
       if (again.line != seen.line) continue;
       c.observed.insert(index);
       ++c.explained;
+      if (again.kind == ResponseKind::granted) {
+        grant_first_[index] = std::min(grant_first_[index], cause_lo);
+        grant_last_[index] = std::max(grant_last_[index], latest_cause_ms(again.received_us));
+      }
       break;
     }
   }
@@ -472,97 +512,88 @@ void ClusterFrontier::fail(const Config& c, KeyFailure failure) const {
   }
 }
 
-void ClusterFrontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+void ClusterFrontier::handle(Config c, std::uint32_t request, Span when, Configs& out) const {
   c.handled.insert(request);
-  record(c, Step{at, static_cast<std::int32_t>(request), -1, 'h'});
+  record(c, Step{when.lo, static_cast<std::int32_t>(request), -1, 'h'});
   if (in_.requests[request].acquire) {
-    acquire(std::move(c), request, at, out);
+    acquire(std::move(c), request, when, out);
   } else {
-    release(std::move(c), request, at, out);
+    release(std::move(c), request, when, out);
   }
 }
 
 // Cluster mode: a free key is granted (or `B` when a new key would pass
 // max_keys); a held key stays held until its Expire, however late.
-void ClusterFrontier::acquire(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
-  const std::int64_t stamp = std::max(c.clock, earliest_[request]);
+void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Configs& out) const {
   if (!c.held()) {
-    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(at)) {
-      emit(c, request, ResponseKind::busy, 0, at, at, Cause::request, at, -1, out, true);
+    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(when.hi)) {
+      emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out, true);
     }
-    c.clock = stamp;
-    c.holder = Holder{static_cast<std::int32_t>(request), 0, at, at, stamp};
-    emit(std::move(c), request, ResponseKind::granted, 0, at, at, Cause::request, at, -1, out);
+    c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, earliest_[request]};
+    emit(std::move(c), request, ResponseKind::granted, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
     return;
   }
   // Found held after its Expire was due: the Expire is late.
-  if (!note_late(c, at, expire_due(c.holder), c.holder.request, 'e')) return;
-  acquire_held(std::move(c), request, at, stamp, out);
+  if (!note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
+  acquire_held(std::move(c), request, when, out);
 }
 
-void ClusterFrontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, std::int64_t stamp,
-                                   Configs& out) const {
+void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const {
   const auto& asked = in_.requests[request];
   if (asked.wait_ms == 0) {
-    emit(std::move(c), request, ResponseKind::timed_out, 0, at, at, Cause::request, at, -1, out);
+    emit(std::move(c), request, ResponseKind::timed_out, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
     return;
   }
-  const auto limit = in_.limits.max_waiters_per_key;
-  if (c.queue.size() < limit) {
-    if (oracles_.waiters_may_be_full && oracles_.waiters_may_be_full(at)) {
-      emit(c, request, ResponseKind::busy, 0, at, at, Cause::request, at, -1, out, true);
-    }
-    enqueue(std::move(c), request, at, stamp, out);
-    return;
+  // `B`, when a limit on waiters is reached. Waiters join the queue lazily
+  // (enqueue), so its size at an instant is not known: a `B` to a waiting
+  // acquire on a held key is accepted, and a request whose answer was `B`
+  // did not queue (a relaxation: a node that answers `B` below its limits,
+  // or queues past them, is not seen).
+  const auto seen = observed_kind(c, request);
+  if (seen == ResponseKind::busy || class_shared_[request]) {
+    emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out,
+         seen != ResponseKind::busy);
+    if (!class_shared_[request]) return;
   }
-  // Full, as far as this configuration knows: `B`. But waiters whose
-  // Timeout or Close may have come already may have left unseen: then it
-  // queues, once enough of them left (every choice of them).
-  emit(c, request, ResponseKind::busy, 0, at, at, Cause::request, at, -1, out);
-  std::vector<std::uint32_t> may_leave;
-  for (const auto& waiter : c.queue) {
-    if (leave_from(waiter) <= at) may_leave.push_back(waiter.request);
-  }
-  const std::size_t need = c.queue.size() - limit + 1;
-  if (limit == 0 || may_leave.size() < need) return;
-  // Every subset of `need` of them, in lexicographic order.
-  std::vector<std::size_t> pick(need);
-  for (std::size_t k = 0; k < need; ++k) pick[k] = k;
-  std::size_t choices = 0;
-  while (true) {
-    if (++choices > leave_choices_max) {
-      over_budget_ = true;
-      over_budget_why_ = fmt::format("more than {} choices of waiters that left a full queue", leave_choices_max);
-      return;
-    }
-    std::vector<std::uint32_t> leaving;
-    for (const auto k : pick) leaving.push_back(may_leave[k]);
-    Configs left;
-    leave_all(c, std::move(leaving), left);
-    for (auto& next : left) enqueue(std::move(next), request, at, stamp, out);
-    std::size_t k = need;
-    while (k > 0 && pick[k - 1] == may_leave.size() - need + k - 1) --k;
-    if (k == 0) break;
-    ++pick[k - 1];
-    for (std::size_t j = k; j < need; ++j) pick[j] = pick[j - 1] + 1;
-  }
+  enqueue(std::move(c), request, when, out);
 }
 
-void ClusterFrontier::enqueue(Config c, std::uint32_t request, std::int64_t at, std::int64_t stamp, Configs& out) const {
-  c.clock = stamp;
+// The kind of the first unexplained answer of the request's class on its
+// connections (ResponseKind::error: none).
+ResponseKind ClusterFrontier::observed_kind(const Config& c, std::uint32_t request) const {
+  const KeyObservation* first = nullptr;
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : in_.conns[copy.conn].observations) {
+      const auto& seen = in_.observations[index];
+      if (c.observed.contains(index) || !same_class(seen, request)) continue;
+      if (first == nullptr || seen.received_us < first->received_us) first = &seen;
+      break;
+    }
+  }
+  return first == nullptr ? ResponseKind::error : first->kind;
+}
+
+// A waiting acquire on a held key joins the queue as soon as it may: at an
+// instant from `when.lo` on, up to the latest it may be applied at (its
+// answer), or not yet. Its interval stands for both, so that the waiters of
+// a key whose leader is away are one configuration, not one per subset of
+// them applied so far: a hand-off may grant it or pass it by (then it was
+// applied after the head: its interval narrows), and a hand-off to nobody
+// un-applies it (pass_on).
+void ClusterFrontier::enqueue(Config c, std::uint32_t request, Span when, Configs& out) const {
   c.queue.insert(std::upper_bound(c.queue.begin(), c.queue.end(), request,
                                   [](std::uint32_t r, const Waiter& w) { return r < w.request; }),
-                 Waiter{request, at, at, stamp});
+                 Waiter{request, when.lo, std::max(when.hi, latest_[request]), earliest_[request]});
   out.push_back(std::move(c));
 }
 
 // Simple mode points 6-7, without the sweep: the holder's token releases
 // (until its Expire is applied, however late); any other token is `N`.
-void ClusterFrontier::release(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
+void ClusterFrontier::release(Config c, std::uint32_t request, Span when, Configs& out) const {
   const auto& asked = in_.requests[request];
-  if (c.held() && !note_late(c, at, expire_due(c.holder), c.holder.request, 'e')) return;
+  if (c.held() && !note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
   if (c.held() && c.holder.token == asked.token) {
-    release_holder(std::move(c), request, at, out);
+    release_holder(std::move(c), request, when, out);
     return;
   }
   if (c.held() && c.holder.token == 0 && asked.token > c.last_token &&
@@ -570,19 +601,21 @@ void ClusterFrontier::release(Config c, std::uint32_t request, std::int64_t at, 
     // The holder's grant was never heard: its token may be this one.
     Config same = c;
     same.holder.token = asked.token;
-    release_holder(std::move(same), request, at, out, true);
+    release_holder(std::move(same), request, when, out, true);
   }
-  emit(std::move(c), request, ResponseKind::not_held, asked.token, at, at, Cause::request, at, -1, out);
+  emit(std::move(c), request, ResponseKind::not_held, asked.token, when.lo, when.hi, Cause::request, when.lo, -1, out);
 }
 
-void ClusterFrontier::release_holder(Config c, std::uint32_t request, std::int64_t at, Configs& out,
-                                     bool optional) const {
+void ClusterFrontier::release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional) const {
   const auto& asked = in_.requests[request];
   Configs answered;
-  emit(std::move(c), request, ResponseKind::released, asked.token, at, at, Cause::request, at, -1, answered, optional);
+  emit(std::move(c), request, ResponseKind::released, asked.token, when.lo, when.hi, Cause::request, when.lo, -1,
+       answered, optional);
   for (auto& next : answered) {
-    next.clock = std::max(next.clock, earliest_[request]);
-    pass_on(std::move(next), at, at, Cause::release, static_cast<std::int32_t>(request), at, out);
+    // The Release's stamp is no earlier than its sending, nor than the
+    // stamp of the grant it ends (the table's clock never goes back).
+    const auto floor = std::max(next.holder.stamp, earliest_[request]);
+    pass_on(std::move(next), when.lo, when.hi, floor, Cause::release, static_cast<std::int32_t>(request), when.lo, out);
   }
 }
 
@@ -594,8 +627,8 @@ void ClusterFrontier::release_holder(Config c, std::uint32_t request, std::int64
 // by now, with its `T` (leave), and the others were queued no earlier
 // than the head. The hand-off happens at an instant of [lo, hi] (a jump
 // over a gap gives a range), no earlier than those departures.
-void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, Cause cause, std::int32_t cause_request,
-                              std::int64_t on_time, Configs& out) const {
+void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
+                              std::int32_t cause_request, std::int64_t on_time, Configs& out) const {
   if (c.queue.empty()) {
     c.holder = Holder{};
     out.push_back(std::move(c));
@@ -603,7 +636,7 @@ void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, Cause 
   }
   for (std::size_t h = 0; h < c.queue.size(); ++h) {
     const Waiter head = c.queue[h];
-    if (certainly_due(c, head) || (max_late_ >= 0 && lo > timeout_due(head) + max_late_)) continue;
+    if (certainly_due(floor, head) || (max_late_ >= 0 && lo > timeout_due(head) + max_late_)) continue;
     std::vector<std::uint32_t> before;
     std::int64_t from = lo;
     for (const auto& other : c.queue) {
@@ -625,10 +658,51 @@ void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, Cause 
       LOCKSTEP_ASSERT(at != next.queue.end());
       next.queue.erase(at);
       for (auto& other : next.queue) other.lo = std::max(other.lo, head.lo);
-      next.holder = Holder{static_cast<std::int32_t>(head.request), 0, from, hi, next.clock};
+      next.holder = Holder{static_cast<std::int32_t>(head.request), 0, from, hi, floor};
       emit(std::move(next), head.request, ResponseKind::granted, 0, from, hi, cause, on_time, cause_request, out);
     }
   }
+  // Or nobody, and the key is deleted: each waiter's deadline had come by
+  // the table's clock (a hand-off answers those `T`), or its Close, or it
+  // was not applied yet (enqueue): it is a request still to apply.
+  c.holder = Holder{};
+  pass_on_nobody(std::move(c), hi, out);
+}
+
+void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) const {
+  if (c.queue.empty()) {
+    out.push_back(std::move(c));
+    return;
+  }
+  const Waiter waiter = c.queue.back();
+  const bool may_leave = leave_from(waiter) <= hi;
+  if (may_leave) {
+    Configs left;
+    leave(c, c.queue.size() - 1, left);
+    for (auto& next : left) pass_on_nobody(std::move(next), hi, out);
+  }
+  // Not applied yet. When its `T` was observed, that reading explains
+  // nothing more than the one where it left now (its `T` caused earlier):
+  // it is the same, but for the queue it would join again, which only a
+  // `B` to another request of the key could need, or an answer of its
+  // class that another request could give. Otherwise it is kept.
+  if (may_leave && !class_shared_[waiter.request] && !busy_from(hi) && timeout_observed(c, waiter.request)) return;
+  c.queue.pop_back();
+  c.handled.erase(waiter.request);
+  pass_on_nobody(std::move(c), hi, out);
+}
+
+// Whether an unexplained `T` of the request's owner arrived on one of its
+// connections.
+bool ClusterFrontier::timeout_observed(const Config& c, std::uint32_t request) const {
+  const auto owner = owner_of(request);
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : in_.conns[copy.conn].observations) {
+      const auto& seen = in_.observations[index];
+      if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index)) return true;
+    }
+  }
+  return false;
 }
 
 // Waiter `index` leaves the queue at the earliest instant it may (its
@@ -659,9 +733,9 @@ void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, C
 
 // Whether `at` is the last instant that can cause an unexplained `T` of
 // the waiter's owner on one of its connections.
-bool ClusterFrontier::observed_timeout_ends_now(const Config& c, const Waiter& w, std::int64_t at) const {
-  const auto owner = owner_of(w.request);
-  for (const auto& copy : copies_[w.request]) {
+bool ClusterFrontier::observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const {
+  const auto owner = owner_of(request);
+  for (const auto& copy : copies_[request]) {
     for (const auto index : in_.conns[copy.conn].observations) {
       const auto& seen = in_.observations[index];
       if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index) &&
@@ -673,10 +747,9 @@ bool ClusterFrontier::observed_timeout_ends_now(const Config& c, const Waiter& w
   return false;
 }
 
-// What is due at `at`, waiters first: with a stated maximum lateness, a
-// waiter whose Timeout that late must have come has left; a waiter whose
-// observed `T` can be caused no later than now may leave now. Then the
-// holder's Expire (due_expire).
+// What is due at `at`: with a stated maximum lateness, a waiter whose
+// Timeout that late must have come has left; a waiter whose observed `T`
+// can be caused no later than now may leave now.
 void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out) {
   if (!spend(c)) return;
   for (std::size_t j = from; j < c.queue.size(); ++j) {
@@ -688,28 +761,13 @@ void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, C
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
       return;
     }
-    if (leave_from(waiter) <= at && observed_timeout_ends_now(c, waiter, at)) {
+    if (leave_from(waiter) <= at && observed_timeout_ends_now(c, waiter.request, at)) {
       Configs left;
       leave(c, j, left);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
     }
   }
-  due_expire(std::move(c), at, out);
-}
-
-// The holder's Expire, once its window is open: now, or later (not later
-// than the maximum lateness allows, when one is stated).
-void ClusterFrontier::due_expire(Config c, std::int64_t at, Configs& out) const {
-  if (!c.held() || expire_from(c.holder) > at) {
-    out.push_back(std::move(c));
-    return;
-  }
-  const bool must = max_late_ >= 0 && at > expire_due(c.holder) + max_late_;
-  if (!must) {
-    Config later = c;
-    out.push_back(std::move(later));
-  }
-  expire(std::move(c), at, at, out);
+  out.push_back(std::move(c));
 }
 
 // The holder's Expire at an instant of [lo, hi]: the key passes on, to the
@@ -720,9 +778,10 @@ void ClusterFrontier::expire(Config c, std::int64_t lo, std::int64_t hi, Configs
   // Applied at `lo` before its requests, or at lo - 1 after them (the frontier
   // applies Expires before an instant's requests): late by no more than this.
   if (!note_late(c, lo - 1, expire_due(gone), gone.request, 'e')) return;
-  c.clock = std::max(c.clock, gone.stamp + lease_of(gone.request));
   record(c, Step{lo, gone.request, -1, 'e'});
-  pass_on(std::move(c), lo, hi, Cause::expire, gone.request, expire_due(gone), out);
+  // The leader proposed it once its clock reached the lease's end: its
+  // stamp, and the next lease's start, are no earlier.
+  pass_on(std::move(c), lo, hi, gone.stamp + lease_of(gone.request), Cause::expire, gone.request, expire_due(gone), out);
 }
 
 std::vector<std::uint32_t> ClusterFrontier::available(const Config& c, std::int64_t at) const {
@@ -743,13 +802,15 @@ bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) con
                       [&](const Waiter& waiter) { return in_.requests[waiter.request].owner == asked.owner; });
 }
 
-// The operations applied at `at`, in every order; an operation whose
-// application now has a single outcome that changes nothing but the
-// observation it explains is applied now without a branch (as in simple
-// mode: applying it later reaches the same configurations or fewer, and
-// none less late).
+// What happened since the previous visit, applied at the visit `at` in
+// every order: operations (each at an instant of its span) and the
+// holder's Expire. An operation whose application has a single outcome
+// that changes nothing but the observation it explains is applied without
+// a branch (as in simple mode: applying it later reaches the same
+// configurations or fewer, and none less late).
 void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
-  if (c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) {
+  if ((c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
+      !(c.held() && expire_from(c.holder) <= at)) {
     out.push_back(std::move(c));
     return;
   }
@@ -765,10 +826,16 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     again = false;
     moves.clear();
     for (const auto request : available(c, at)) {
+      const auto when = span_of(request, at);
+      if (when.lo > when.hi) continue;
       Configs next;
-      handle(c, request, at, next);
-      if (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-          alone_in_class(c, request)) {
+      handle(c, request, when, next);
+      // And a waiting acquire that joins the queue (enqueue: its interval
+      // also stands for "not applied yet").
+      const bool joins = next.size() == 1 && next.front().holder == c.holder &&
+                         next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
+      if (joins || (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
+                    alone_in_class(c, request))) {
         c = std::move(next.front());
         again = true;
         break;
@@ -778,6 +845,12 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
   }
   for (auto& [request, next] : moves) {
     for (auto& config : next) inputs(std::move(config), at, out, orders);
+  }
+  // The holder's Expire, once its window is open, in any place among them.
+  if (c.held() && expire_from(c.holder) <= at) {
+    Configs expired;
+    expire(c, std::max(visit_from_, expire_from(c.holder)), at, expired);
+    for (auto& config : expired) inputs(std::move(config), at, out, orders);
   }
   out.push_back(std::move(c));  // nothing more at this instant
 }
@@ -824,16 +897,19 @@ bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
   for (auto i = c.handled.mark; i < in_.requests.size() && later_latest_[i] <= at; ++i) {
     if (!c.handled.contains(i) && latest_[i] <= at) return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
   }
+  // Still held, past what the maximum lateness allows its Expire.
+  if (c.held() && max_late_ >= 0 && at > expire_due(c.holder) + max_late_) {
+    Config late = c;
+    note_late(late, at, expire_due(c.holder), c.holder.request, 'e');
+    return false;
+  }
   return true;
 }
 
-// The next instant at which something may happen that a jump would not
-// cover: an operation sent, one that must be applied soon (its answer
-// arrived), the last chance of an observation, or, with a maximum
-// lateness, the instant an Expire or a Timeout that late must have come.
-// While an operation that may never be applied is available and the key
-// has waiters, every instant is visited: applied there, it may be the head
-// of a hand-off the gap would otherwise hold.
+// The next instant to visit: an operation sent, the last instant that can
+// cause an observation (every operation whose answer arrived must be
+// applied by then), or, with a maximum lateness, the instant past which an
+// Expire or a Timeout would be too late.
 std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t at) const {
   const std::int64_t soon = at + 1;
   std::int64_t next = in_.horizon_ms;
@@ -841,41 +917,13 @@ std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t
   if (sent != earliest_.end()) next = std::min(next, *sent);
   const auto chance = std::upper_bound(last_chances_.begin(), last_chances_.end(), at);
   if (chance != last_chances_.end()) next = std::min(next, *chance);
-  for (const auto& c : frontier) {
-    for (auto i = c.handled.mark; i < in_.requests.size() && earliest_[i] <= at; ++i) {
-      if (c.handled.contains(i)) continue;
-      if (!indeterminate(i) || !c.queue.empty()) return soon;
-    }
-    if (max_late_ >= 0) {
+  if (max_late_ >= 0) {
+    for (const auto& c : frontier) {
       if (c.held()) next = std::min(next, std::max(soon, expire_due(c.holder) + max_late_ + 1));
       for (const auto& waiter : c.queue) next = std::min(next, std::max(soon, timeout_due(waiter) + max_late_ + 1));
     }
-    if (next <= soon) return soon;
   }
   return std::max(soon, next);
-}
-
-// Instants [first, last] pass with nothing applied and nothing observed
-// that must be caused there: the holder may expire at any of them (the
-// earliest is the least late), handing the key on, and its successor may
-// expire in the same gap.
-void ClusterFrontier::bulk(Config c, std::int64_t first, std::int64_t last, Configs& out) const {
-  if (!c.held() || std::max(first, expire_from(c.holder)) > last) {
-    out.push_back(std::move(c));
-    return;
-  }
-  const std::int64_t from = std::max(first, expire_from(c.holder));
-  Config expired = c;
-  out.push_back(std::move(c));
-  Configs passed;
-  expire(std::move(expired), from, last, passed);
-  for (auto& next : passed) {
-    if (next.held()) {
-      bulk(std::move(next), next.holder.lo, last, out);
-    } else {
-      out.push_back(std::move(next));
-    }
-  }
 }
 
 // Configurations equal but for their lateness become the least late
@@ -1013,9 +1061,11 @@ std::string ClusterFrontier::describe(const Config& c, std::int64_t at) const {
   text += ", waiters:";
   for (const auto& waiter : c.queue) {
     const auto& asked = in_.requests[waiter.request];
-    text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {}, on time until {})", in_.owners[asked.owner],
-                        in_.conns[asked.conn].id, span(waiter.lo, waiter.hi), instant(leave_from(waiter)),
-                        instant(timeout_due(waiter)));
+    text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {})", in_.owners[asked.owner],
+                        in_.conns[asked.conn].id,
+                        waiter.hi >= unbounded_ms ? fmt::format("from {}, or not yet", instant(waiter.lo))
+                                                  : span(waiter.lo, waiter.hi),
+                        instant(leave_from(waiter)));
   }
   return text;
 }
@@ -1041,6 +1091,7 @@ KeyVerdict ClusterFrontier::run() {
   KeyVerdict verdict;
   Configs frontier(1);
   std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
+  visit_from_ = at;
   Configs furthest;
   const auto undecided = [&](std::string why) {
     verdict.outcome = KeyOutcome::undecided;
@@ -1086,14 +1137,8 @@ KeyVerdict ClusterFrontier::run() {
     }
     frontier = std::move(after);
     if (at >= in_.horizon_ms) break;
-    const std::int64_t next = next_instant(frontier, at);
-    if (next > at + 1) {
-      Configs passed;
-      for (auto& c : frontier) bulk(std::move(c), at + 1, next - 1, passed);
-      merge(passed);
-      frontier = std::move(passed);
-    }
-    at = next;
+    visit_from_ = at + 1;
+    at = next_instant(frontier, at);
   }
   Configs finals;
   failure_ = KeyFailure{};

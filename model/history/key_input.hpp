@@ -78,6 +78,9 @@ struct KeyOracles {
   std::function<bool(std::int64_t instant_ms)> keys_may_be_full;
   std::function<bool(std::int64_t instant_ms)> waiters_may_be_full;
   std::function<bool(std::uint64_t token)> token_was_seen;
+  // At some instant of [from_ms, to_ms] (cluster mode handles a request at
+  // an instant of a range).
+  std::function<bool(std::int64_t from_ms, std::int64_t to_ms)> waiters_may_be_full_within;
 };
 
 // Cluster mode's reading of a history (docs/protocol.md, "Black box

@@ -32,6 +32,18 @@ struct IndexSet {
     }
     extra.erase(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(joined));
   }
+  void erase(std::uint32_t index) {
+    LOCKSTEP_ASSERT(contains(index));
+    if (index >= mark) {
+      extra.erase(std::lower_bound(extra.begin(), extra.end(), index));
+      return;
+    }
+    std::vector<std::uint32_t> above;
+    for (std::uint32_t i = index + 1; i < mark; ++i) above.push_back(i);
+    above.insert(above.end(), extra.begin(), extra.end());
+    extra = std::move(above);
+    mark = index;
+  }
   std::uint32_t size() const { return mark + static_cast<std::uint32_t>(extra.size()); }
   friend bool operator==(const IndexSet&, const IndexSet&) = default;
 };
