@@ -80,6 +80,9 @@ struct Config {
   IndexSet observed;          // observations explained
   std::uint32_t explained = 0;
   std::uint64_t last_token = 0;  // the largest token of this key's grants explained
+  // While the key is free: the table's clock is no earlier (the stamp of
+  // the command that freed it), and neither is the next grant's stamp.
+  std::int64_t free_floor = 0;
   // The most any step so far was late (ms), which step, and when: the
   // least over the explanations a configuration stands for once merged.
   std::int64_t lateness = 0;
@@ -119,6 +122,7 @@ Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
     for (const auto index : set->extra) print.add(index);
   }
   print.add(c.last_token);
+  print.add(static_cast<std::uint64_t>(c.free_floor));
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
   return print.finish();
 }
@@ -180,10 +184,8 @@ class ClusterFrontier {
     }
     for (const auto& seen : in_.observations) {
       if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
-      if (seen.kind == ResponseKind::busy) busy_last_chances_.push_back(latest_cause_ms(seen.received_us));
       last_chances_.push_back(latest_cause_ms(seen.received_us));
     }
-    std::sort(busy_last_chances_.begin(), busy_last_chances_.end());
     class_shared_.assign(n, false);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& mine = in_.requests[i];
@@ -268,12 +270,8 @@ class ClusterFrontier {
   void pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
                std::int32_t cause_request, std::int64_t on_time, Configs& out) const;
   void pass_on_nobody(Config c, std::int64_t hi, Configs& out) const;
-  bool timeout_observed(const Config& c, std::uint32_t request) const;
   ResponseKind observed_kind(const Config& c, std::uint32_t request) const;
-  // Whether a `B` of this key may be caused at `at` or later.
-  bool busy_from(std::int64_t at) const {
-    return !busy_last_chances_.empty() && busy_last_chances_.back() >= at;
-  }
+
   // Waiter `index` leaves with its `T` at the earliest instant it may.
   void leave(Config c, std::size_t index, Configs& out) const;
   void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
@@ -284,7 +282,8 @@ class ClusterFrontier {
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
   std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
   bool inert(const Config& before, const Config& after) const {
-    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token;
+    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
+           before.free_floor == after.free_floor;
   }
   bool alone_in_class(const Config& c, std::uint32_t request) const;
   bool alive(const Config& c, std::int64_t at) const;
@@ -312,7 +311,6 @@ class ClusterFrontier {
   std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
   std::vector<std::int64_t> last_chances_;       // the latest cause of each observation, sorted
   std::int64_t visit_from_ = 0;                  // the instant after the previous visit
-  std::vector<std::int64_t> busy_last_chances_;  // of the `B`s observed, sorted
   // Per request: another request of its class (owner, or token) shares one
   // of its connections, so an answer of that class may be either's.
   std::vector<bool> class_shared_;
@@ -529,7 +527,8 @@ void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Config
     if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(when.hi)) {
       emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out, true);
     }
-    c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, earliest_[request]};
+    c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, std::max(earliest_[request], c.free_floor)};
+    c.free_floor = 0;
     emit(std::move(c), request, ResponseKind::granted, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
     return;
   }
@@ -583,7 +582,7 @@ ResponseKind ClusterFrontier::observed_kind(const Config& c, std::uint32_t reque
 void ClusterFrontier::enqueue(Config c, std::uint32_t request, Span when, Configs& out) const {
   c.queue.insert(std::upper_bound(c.queue.begin(), c.queue.end(), request,
                                   [](std::uint32_t r, const Waiter& w) { return r < w.request; }),
-                 Waiter{request, when.lo, std::max(when.hi, latest_[request]), earliest_[request]});
+                 Waiter{request, when.lo, std::max(when.hi, latest_[request]), std::max(earliest_[request], c.holder.stamp)});
   out.push_back(std::move(c));
 }
 
@@ -631,6 +630,7 @@ void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::i
                               std::int32_t cause_request, std::int64_t on_time, Configs& out) const {
   if (c.queue.empty()) {
     c.holder = Holder{};
+    c.free_floor = floor;
     out.push_back(std::move(c));
     return;
   }
@@ -666,6 +666,7 @@ void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::i
   // the table's clock (a hand-off answers those `T`), or its Close, or it
   // was not applied yet (enqueue): it is a request still to apply.
   c.holder = Holder{};
+  c.free_floor = floor;
   pass_on_nobody(std::move(c), hi, out);
 }
 
@@ -676,33 +677,23 @@ void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) co
   }
   const Waiter waiter = c.queue.back();
   const bool may_leave = leave_from(waiter) <= hi;
-  if (may_leave) {
+  const auto seen = class_shared_[waiter.request] ? ResponseKind::error : observed_kind(c, waiter.request);
+  // Gone with its `T` (not when its answer was an `A`: that reading dies
+  // at once).
+  if (may_leave && seen != ResponseKind::granted) {
     Configs left;
     leave(c, c.queue.size() - 1, left);
     for (auto& next : left) pass_on_nobody(std::move(next), hi, out);
   }
-  // Not applied yet. When its `T` was observed, that reading explains
-  // nothing more than the one where it left now (its `T` caused earlier):
-  // it is the same, but for the queue it would join again, which only a
-  // `B` to another request of the key could need, or an answer of its
-  // class that another request could give. Otherwise it is kept.
-  if (may_leave && !class_shared_[waiter.request] && !busy_from(hi) && timeout_observed(c, waiter.request)) return;
+  // Or not applied yet. When its answer was a `T`, that reading explains
+  // nothing the one where it left now does not (its `T` caused earlier):
+  // the queue it would join again changes no hand-off (it is never
+  // certainly before another waiter) and no `B` (accepted on any held key,
+  // acquire_held).
+  if (may_leave && seen == ResponseKind::timed_out) return;
   c.queue.pop_back();
   c.handled.erase(waiter.request);
   pass_on_nobody(std::move(c), hi, out);
-}
-
-// Whether an unexplained `T` of the request's owner arrived on one of its
-// connections.
-bool ClusterFrontier::timeout_observed(const Config& c, std::uint32_t request) const {
-  const auto owner = owner_of(request);
-  for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
-      const auto& seen = in_.observations[index];
-      if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index)) return true;
-    }
-  }
-  return false;
 }
 
 // Waiter `index` leaves the queue at the earliest instant it may (its
