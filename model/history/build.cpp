@@ -333,6 +333,16 @@ Built build_inputs(const History& history, bool prefix) {
     if (cluster) assign_errors(conn);
     bound_requests(conn, cluster ? -1 : history.header.handled_within_ms);
     find_own_answers(conn);
+    if (cluster) {
+      // A cluster answers a waiting acquire only once it is applied, so its
+      // own answer bounds when it was applied, as a later answer on its
+      // connection does (the order it was sent in).
+      std::int64_t later = unbounded_ms;
+      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+        later = std::min({later, it->latest_ms, it->answered_by_ms});
+        it->latest_ms = later;
+      }
+    }
   }
 
   // One KeyInput per (incarnation, key), connections in first-use order.

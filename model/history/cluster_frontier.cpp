@@ -122,7 +122,6 @@ Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
     for (const auto index : set->extra) print.add(index);
   }
   print.add(c.last_token);
-  print.add(static_cast<std::uint64_t>(c.free_floor));
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
   return print.finish();
 }
@@ -131,8 +130,11 @@ bool names_owner(ResponseKind kind) {
   return kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
 }
 
-// Keeps the lesser lateness of two configurations that are otherwise one.
+// Keeps the lesser lateness, and the lesser floor of a free key's next
+// stamp, of two configurations that are otherwise one: the future of the
+// merged one holds the future of both (a lower floor only allows more).
 void keep_least_lateness(Config& into, const Config& other) {
+  into.free_floor = std::min(into.free_floor, other.free_floor);
   if (other.lateness < into.lateness) {
     into.lateness = other.lateness;
     into.late_request = other.late_request;
@@ -201,6 +203,9 @@ class ClusterFrontier {
     }
     std::sort(grant_tokens_.begin(), grant_tokens_.end());
     std::sort(last_chances_.begin(), last_chances_.end());
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (latest_[i] >= unbounded_ms) unanswered_.push_back(i);
+    }
     later_latest_.assign(n + 1, unbounded_ms);
     for (std::size_t i = n; i-- > 0;) later_latest_[i] = std::min(later_latest_[i + 1], latest_[i]);
     grant_first_.assign(in_.observations.size(), unbounded_ms);
@@ -260,6 +265,7 @@ class ClusterFrontier {
   void enqueue(Config c, std::uint32_t request, Span when, Configs& out) const;
   void release(Config c, std::uint32_t request, Span when, Configs& out) const;
   void release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional = false) const;
+  Configs unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const;
   Span span_of(std::uint32_t request, std::int64_t at) const {
     return Span{std::max(visit_from_, earliest_[request]), std::min(at, latest_[request])};
   }
@@ -287,6 +293,7 @@ class ClusterFrontier {
   }
   bool alone_in_class(const Config& c, std::uint32_t request) const;
   bool alive(const Config& c, std::int64_t at) const;
+  void forget_spent(Config& c) const;
   bool spend(const Config& c);
   static std::uint64_t bytes_of(const Config& c);
   void fail(const Config& c, KeyFailure failure) const;
@@ -305,6 +312,7 @@ class ClusterFrontier {
   std::int64_t max_late_;   // -1: none
   std::vector<std::int64_t> earliest_, latest_;
   std::vector<std::int64_t> later_latest_;       // the smallest latest_ from each index on
+  std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
   std::vector<std::int32_t> previous_;           // applied after this one (or -1)
   std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
@@ -527,6 +535,15 @@ void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Config
     if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(when.hi)) {
       emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out, true);
     }
+    // Unless its answer was a grant, the key may be held by a request
+    // nobody heard the answer of, granted before (unheard_holder).
+    if (!indeterminate(request) && observed_kind(c, request) != ResponseKind::granted) {
+      for (auto& held : unheard_holder(c, request, when.hi, 0)) {
+        if (note_late(held, when.lo, expire_due(held.holder), held.holder.request, 'e')) {
+          acquire_held(std::move(held), request, when, out);
+        }
+      }
+    }
     c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, std::max(earliest_[request], c.free_floor)};
     c.free_floor = 0;
     emit(std::move(c), request, ResponseKind::granted, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
@@ -595,14 +612,43 @@ void ClusterFrontier::release(Config c, std::uint32_t request, Span when, Config
     release_holder(std::move(c), request, when, out);
     return;
   }
-  if (c.held() && c.holder.token == 0 && asked.token > c.last_token &&
-      !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token))) {
+  const bool unseen_token = asked.token > c.last_token && !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token));
+  if (c.held() && c.holder.token == 0 && unseen_token) {
     // The holder's grant was never heard: its token may be this one.
     Config same = c;
     same.holder.token = asked.token;
     release_holder(std::move(same), request, when, out, true);
   }
+  if (!c.held() && unseen_token && !indeterminate(request) && observed_kind(c, request) == ResponseKind::released) {
+    // Free, as far as this configuration knows; but a request nobody heard
+    // the answer of may hold it, with this token.
+    for (auto& held : unheard_holder(c, request, when.hi, asked.token)) {
+      release_holder(std::move(held), request, when, out, true);
+    }
+  }
   emit(std::move(c), request, ResponseKind::not_held, asked.token, when.lo, when.hi, Cause::request, when.lo, -1, out);
+}
+
+// The free key granted, before `by`, to a request no answer of which
+// arrived (with `token`, when one is known): one configuration per such
+// request not applied yet. Those requests are not applied on a free key as
+// the frontier goes (inputs): a grant nobody heard matters only where a
+// later request finds the key held, and is taken there.
+Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const {
+  Configs made;
+  for (const auto other : unanswered_) {
+    if (other == request || c.handled.contains(other) || !in_.requests[other].acquire || earliest_[other] > by) continue;
+    const auto previous = previous_[other];
+    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
+    Config held = c;
+    held.handled.insert(other);
+    held.holder = Holder{static_cast<std::int32_t>(other), token, std::max(earliest_[other], visit_from_ - 1), by,
+                         std::max(earliest_[other], c.free_floor)};
+    held.free_floor = 0;
+    record(held, Step{held.holder.lo, static_cast<std::int32_t>(other), -1, 'h'});
+    made.push_back(std::move(held));
+  }
+  return made;
 }
 
 void ClusterFrontier::release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional) const {
@@ -819,6 +865,8 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     for (const auto request : available(c, at)) {
       const auto when = span_of(request, at);
       if (when.lo > when.hi) continue;
+      // Unanswered, on a free key: taken only where it matters (unheard_holder).
+      if (!c.held() && indeterminate(request) && in_.requests[request].acquire) continue;
       Configs next;
       handle(c, request, when, next);
       // And a waiting acquire that joins the queue (enqueue: its interval
@@ -830,6 +878,13 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
         c = std::move(next.front());
         again = true;
         break;
+      }
+      // A request no answer of which arrived, whose application changes
+      // nothing (a `T`, `N` or `B` nobody heard): the same as not applying
+      // it, which forget_spent would make of it anyway.
+      if (indeterminate(request) &&
+          std::all_of(next.begin(), next.end(), [&](const Config& n) { return n.explained == c.explained && inert(c, n); })) {
+        continue;
       }
       moves.emplace_back(request, std::move(next));
     }
@@ -864,6 +919,20 @@ bool ClusterFrontier::spend(const Config& c) {
     over_budget_why_ = fmt::format("the configurations of one instant past {} MiB", options_.memory_max_bytes >> 20);
   }
   return !over_budget_;
+}
+
+// A request no answer of which arrived, applied and gone without a trace
+// in the key (neither its holder nor a waiter), is taken as not applied:
+// what it did (a grant nobody heard, then expired; a queue it left) is what
+// applying it later or never would do, so the configurations that differ
+// only in which of them were applied become one. This accepts more than
+// the rules (such a request could be applied twice), never less.
+void ClusterFrontier::forget_spent(Config& c) const {
+  for (const auto i : unanswered_) {
+    if (!c.handled.contains(i) || c.holder.request == static_cast<std::int32_t>(i)) continue;
+    if (std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == i; })) continue;
+    c.handled.erase(i);
+  }
 }
 
 // After instant `at`: every observation that nothing later can cause is
@@ -1111,6 +1180,7 @@ KeyVerdict ClusterFrontier::run() {
       std::size_t orders = 0;
       inputs(std::move(c), at, after, orders);
     }
+    for (auto& c : after) forget_spent(c);
     verdict.work += instant_work_;
     verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
     if (over_budget_) return undecided(over_budget_why_);
