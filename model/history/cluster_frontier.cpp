@@ -381,7 +381,7 @@ bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t reque
 // applied, when it applies it), so an outcome may go unheard unless an
 // observation waits for it: there are more unexplained answers of its
 // class on its connections than other operations of that class there,
-// not yet applied, could give. With the maximum, a deferred answer to an
+// not yet applied or still waiting, could give. With the maximum, a deferred answer to an
 // operation sent once is owed on its connection, if the tester watched it
 // past the answer's latest arrival.
 bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const {
@@ -393,7 +393,9 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
       if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
     }
     for (const auto other : conn.requests) {
-      if (other == request || c.handled.contains(other)) continue;
+      // Not applied yet, or waiting: its answer is still to come.
+      const bool waiting_in_queue = std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == other; });
+      if (other == request || (c.handled.contains(other) && !waiting_in_queue)) continue;
       const auto& asked = in_.requests[other];
       const auto& mine = in_.requests[request];
       if (asked.acquire != mine.acquire || (mine.acquire ? asked.owner != mine.owner : asked.token != mine.token)) continue;
