@@ -177,12 +177,20 @@ std::string instant_of(const std::string& message) {
 }  // namespace
 
 VectorVerdict run_live_vector(const Vector& vector, const LiveOptions& options) {
-  if (vector.mode == VectorMode::cluster) {
+  const bool cluster = vector.mode == VectorMode::cluster;
+  if (cluster && options.cluster_command_template.empty()) {
     return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster vectors need a cluster-mode server"};
+  }
+  if (!cluster && options.command_template.empty()) {
+    return VectorVerdict{VectorVerdict::Status::skip, 0, "simple-mode vectors need a simple-mode server"};
   }
   const auto port = client::pick_free_port();
   if (!port) return VectorVerdict{VectorVerdict::Status::fail, 0, "no free port"};
-  const auto command = fill_template(options.command_template, template_values(*port, vector.limits));
+  auto values = template_values(*port, vector.limits);
+  static int vectors_run = 0;
+  values["etcd"] = options.etcd_endpoints;
+  values["prefix"] = fmt::format("lockstep-conform-{}-{}-{}", getpid(), *port, ++vectors_run);
+  const auto command = fill_template(cluster ? options.cluster_command_template : options.command_template, values);
   const auto log_path = fmt::format("/tmp/lockstep-conform-{}-{}.log", getpid(), *port);
   auto server = ServerProcess::start(command, log_path);
   if (!server) return VectorVerdict{VectorVerdict::Status::fail, 0, fmt::format("cannot start '{}'", command)};

@@ -6,6 +6,10 @@
 // a `C` barrier on its connection, with its markers awaited on every open
 // connection, orders requests across connections; `X` ends a connection.
 // Each instant is judged by the same VectorJudge as the in-process runner.
+// A `mode=cluster` vector is replayed against a cluster node started from a
+// template of its own (a one-node cluster with the test clock), which may
+// name {etcd} (the etcd endpoints given) and {prefix} (a key prefix no other
+// vector of the run uses, so each starts from an empty log).
 #pragma once
 
 #include <chrono>
@@ -18,6 +22,9 @@ namespace lockstep::live {
 
 struct LiveOptions {
   std::string command_template;  // with {port}, {max_keys}, ...
+  // For mode=cluster vectors; empty: they are skipped.
+  std::string cluster_command_template;
+  std::string etcd_endpoints;  // filled into {etcd}
   std::string host = "127.0.0.1";
   std::chrono::milliseconds connect_patience{10'000};
   std::chrono::milliseconds answer_patience{5'000};

@@ -40,7 +40,9 @@ class LockstepProtocol final : public LoadProtocol {
     // A <token> <owner> <key> | T <owner> <key> | B <owner> <key> | R/N <token> <key>
     const auto first = line.find(' ');
     const auto second = line.find(' ', first + 1);
-    if (line[0] == 'A') {
+    if (line[0] == 'E') {
+      reply.error = line;
+    } else if (line[0] == 'A') {
       reply.granted = true;
       reply.token = line.substr(first + 1, second - first - 1);
       reply.owner = line.substr(second + 1, line.find(' ', second + 1) - second - 1);
@@ -201,6 +203,10 @@ LoadResult run_load(const LoadConfig& config, LoadProtocol& protocol) {
       LoadProtocol::Reply reply;
       const auto now = Clock::now();
       while (protocol.parse(c.in, reply)) {
+        if (!reply.error.empty()) {
+          result.error = fmt::format("the server answered `{}`", reply.error);
+          return result;
+        }
         int index = -1;
         if (protocol.matches_by_owner() && !reply.owner.empty()) {
           index = c.by_owner.at(reply.owner);

@@ -33,6 +33,7 @@ class LoadProtocol {
     bool granted = false;  // for an acquire
     std::string token;     // what releases it
     std::string owner;     // lockstep's replies name the owner (matching)
+    std::string error;     // an `E` reply: the run stops with it
   };
   // Takes one complete reply off the front of `input`, if there is one.
   virtual bool parse(std::string& input, Reply& reply) = 0;

@@ -172,6 +172,7 @@ bool ServerProcess::running() {
 int ServerProcess::stop() {
   if (pid_ < 0) return -1;
   kill(-pid_, SIGTERM);
+  kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
@@ -187,6 +188,10 @@ int ServerProcess::stop() {
   pid_ = -1;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+void ServerProcess::send_signal(int signal) {
+  if (pid_ > 0) kill(-pid_, signal);
 }
 
 std::string ServerProcess::log_tail() const {

@@ -42,6 +42,8 @@ class ServerProcess {
   // already been reaped.
   int stop();
   pid_t pid() const { return pid_; }
+  // Sends `signal` to its process group (SIGKILL, SIGSTOP, SIGCONT ...).
+  void send_signal(int signal);
   // Whether it is still running (it may have exited on its own).
   bool running();
   // The tail of what it printed, for error messages.

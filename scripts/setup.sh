@@ -13,6 +13,9 @@ packages=(
   procps    # ps and pkill: tests/cli checks that no process is left in a test's session
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
   emscripten  # the web preset: the playground page in WebAssembly (web/)
+  # cluster mode on etcd: gRPC C++ and protobuf, whose compilers generate the
+  # client from impl/etcd/proto/ at build time, and etcd itself for the tests
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler etcd-server
 )
 
 missing=()

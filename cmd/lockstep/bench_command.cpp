@@ -19,6 +19,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/engine.hpp"
+#include "live/cluster_bench.hpp"
 #include "live/server_bench.hpp"
 
 namespace lockstep::cli {
@@ -260,6 +261,35 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
     run = [server_options] {
       server_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
       return live::run_server_bench(*server_options);
+    };
+  });
+
+  auto cluster_options = std::make_shared<live::ClusterBenchOptions>();
+  auto* cluster = bench->add_subcommand(
+      "cluster",
+      "three etcd members and three `serve --cluster` nodes on loopback: try-lock then release through\n"
+      "the leader, unpipelined; beside it, in the same run, etcd's own rate of one lock transaction per\n"
+      "operation through the same gRPC client at the same concurrency; ops/s, p50/p99/p99.9, commands\n"
+      "per etcd write, `ratio: X` (lockstep ops/s / etcd txn/s), and bytes per held key of a node's table");
+  cluster->add_option("--connections", cluster_options->connections, "client connections, and etcd callers")
+      ->check(CLI::Range(1, 1'000))
+      ->capture_default_str();
+  cluster->add_option("--keys", cluster_options->keys, "keys drawn from uniformly")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  cluster->add_option("--seconds", cluster_options->seconds, "length of each run")
+      ->check(CLI::Range(1, 3'600))
+      ->capture_default_str();
+  cluster->add_option("--leader-ttl-s", cluster_options->leader_ttl_s, "the nodes' leader TTL")
+      ->check(CLI::Range(1, 3'600))
+      ->capture_default_str();
+  cluster->add_option("--table-keys", cluster_options->table_keys, "keys held when the table's bytes are measured")
+      ->check(CLI::Range(1'000, 10'000'000))
+      ->capture_default_str();
+  cluster->callback([cluster_options, &run] {
+    run = [cluster_options] {
+      cluster_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+      return live::run_cluster_bench(*cluster_options);
     };
   });
 }

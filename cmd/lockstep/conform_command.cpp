@@ -15,6 +15,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/bugs.hpp"
+#include "live/etcd_cluster.hpp"
 #include "live/live_runner.hpp"
 #include "model/history/report.hpp"
 #include "model/runner.hpp"
@@ -28,6 +29,8 @@ struct ConformOptions {
   std::string against = "engine";
   std::string bug = "none";
   std::string exec;
+  std::string exec_cluster;
+  std::string etcd;
   std::int64_t patience_ms = 5'000;
   std::string junit_path;
 };
@@ -150,15 +153,29 @@ int run_conform(const ConformOptions& options) {
     fmt::print(stderr, "conform: no vector files found\n");
     return 2;
   }
+  const bool live = !options.exec.empty() || !options.exec_cluster.empty();
+  live::LiveOptions live_options;
+  live_options.command_template = options.exec;
+  live_options.cluster_command_template = options.exec_cluster;
+  live_options.etcd_endpoints = options.etcd;
+  live_options.answer_patience = std::chrono::milliseconds{options.patience_ms};
+  // A cluster template that names {etcd} without --etcd: a one-member etcd
+  // on loopback for this run, stopped (and its data removed) at the end.
+  std::unique_ptr<live::EtcdCluster> etcd;
+  if (options.etcd.empty() && options.exec_cluster.find("{etcd}") != std::string::npos) {
+    std::string error;
+    etcd = live::EtcdCluster::start(1, error);
+    if (!etcd) {
+      fmt::print(stderr, "conform: cannot start etcd for the cluster vectors: {}\n", error);
+      return 2;
+    }
+    live_options.etcd_endpoints = etcd->endpoints();
+  }
   int passed = 0, failed = 0, skipped = 0;
   std::vector<FileResult> results;
   for (const auto& file : files) {
     const auto started = std::chrono::steady_clock::now();
-    const auto verdict = options.exec.empty()
-                             ? run_vector_file(file, kind, *bug)
-                             : live::run_live_vector_file(
-                                   file, live::LiveOptions{options.exec, "127.0.0.1", std::chrono::milliseconds{10'000},
-                                                           std::chrono::milliseconds{options.patience_ms}});
+    const auto verdict = live ? live::run_live_vector_file(file, live_options) : run_vector_file(file, kind, *bug);
     results.push_back(FileResult{file, verdict,
                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
     fmt::print("{}\n", verdict_line(file, verdict));
@@ -168,12 +185,17 @@ int run_conform(const ConformOptions& options) {
       case VectorVerdict::Status::skip: ++skipped; break;
     }
   }
-  const auto against = options.exec.empty() ? options.against : "'" + options.exec + "'";
+  const auto live_against = options.exec.empty() ? options.exec_cluster : options.exec;
+  // Both templates given: the summary names both, each vector having run on
+  // its mode's.
+  const auto against = !live                     ? options.against
+                       : options.exec.empty() || options.exec_cluster.empty()
+                           ? "'" + live_against + "'"
+                           : "'" + options.exec + "' and '" + options.exec_cluster + "'";
   fmt::print("conform against {}: {} passed, {} failed, {} skipped\n", against, passed, failed, skipped);
   if (!options.junit_path.empty()) {
     std::ofstream out(options.junit_path);
-    out << conform_junit(results, options.exec.empty() ? options.against : options.exec,
-                         options.exec.empty() ? options.bug : "none");
+    out << conform_junit(results, live ? live_against : options.against, live ? "none" : options.bug);
     if (!out) {
       fmt::print(stderr, "conform: cannot write {}\n", options.junit_path);
       return 2;
@@ -212,6 +234,15 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
                       "(the server runs as it is: --against and --inject-bug do not apply)")
       ->excludes(against)
       ->excludes(bug);
+  command->add_option("--exec-cluster", options->exec_cluster,
+                      "replay the mode=cluster vectors against a live cluster node with a test clock (a one-node\n"
+                      "cluster), one per vector, started by this command; as --exec, plus {etcd} (the\n"
+                      "endpoints of --etcd, or of a one-member etcd started for the run) and {prefix} (an etcd\n"
+                      "key prefix of its own for each vector)")
+      ->excludes(against)
+      ->excludes(bug);
+  command->add_option("--etcd", options->etcd, "etcd endpoints for {etcd} in --exec-cluster")
+      ->needs(command->get_option("--exec-cluster"));
   command->add_option("--patience-ms", options->patience_ms,
                       "how long to wait for a live server's answer to a barrier")
       ->check(whole_signed(1, 3'600'000))

@@ -1,13 +1,17 @@
-// `lockstep serve`: the engine behind a TCP server (impl/server).
+// `lockstep serve`: the engine behind a TCP server (impl/server), or with
+// --cluster one node of a cluster on etcd (impl/server/cluster_server).
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
+#include "impl/cluster/bugs.hpp"
 #include "impl/protocol.hpp"
+#include "impl/server/cluster_server.hpp"
 #include "impl/server/server.hpp"
 
 namespace lockstep::cli {
@@ -18,14 +22,66 @@ struct ServeOptions {
   ServerConfig config;
   std::string bug = "none";
   bool list_bugs = false;
+  bool cluster = false;
+  ClusterServerConfig cluster_config;
+  // Options of one mode only, refused in the other.
+  std::vector<const CLI::Option*> simple_only, cluster_only;
 };
 
+int run_cluster_serve(ServeOptions& options) {
+  for (const auto* option : options.simple_only) {
+    if (option->count() > 0) {
+      fmt::print(stderr, "serve: {} has no meaning with --cluster\n", option->get_name());
+      return 2;
+    }
+  }
+  if (options.list_bugs) {
+    for (const auto& entry : cluster::cluster_bug_catalogue()) fmt::print("{:<28} {}\n", entry.name, entry.story);
+    return 0;
+  }
+  const auto bug = cluster::cluster_bug_from_name(options.bug);
+  if (!bug) {
+    fmt::print(stderr, "serve: '{}' is not a bug of the cluster catalogue (lockstep serve --cluster --list-bugs lists it)\n",
+               options.bug);
+    return 2;
+  }
+  auto& c = options.cluster_config;
+  // The options both modes take are parsed into simple mode's configuration.
+  c.host = options.config.host;
+  c.port = options.config.port;
+  c.limits = options.config.limits;
+  c.max_connections = options.config.max_connections;
+  c.max_output_bytes = options.config.max_output_bytes;
+  c.lines_per_turn = options.config.lines_per_turn;
+  c.test_clock = options.config.test_clock;
+  c.quiet = options.config.quiet;
+  c.bug = *bug;
+  if (auto error = validate(c)) {
+    fmt::print(stderr, "serve: {}\n", *error);
+    return 2;
+  }
+  return run_cluster_server(c);
+}
+
 int run_serve(ServeOptions& options) {
+  if (options.cluster) return run_cluster_serve(options);
+  for (const auto* option : options.cluster_only) {
+    if (option->count() > 0) {
+      fmt::print(stderr, "serve: {} needs --cluster\n", option->get_name());
+      return 2;
+    }
+  }
   if (options.list_bugs) {
     for (const auto& entry : bug_catalogue()) fmt::print("{:<26} {}\n", entry.name, entry.story);
     return 0;
   }
-  options.config.bug = bug_from_name(options.bug).value_or(InjectedBug::none);
+  const auto bug = bug_from_name(options.bug);
+  if (!bug) {
+    fmt::print(stderr, "serve: '{}' is not a bug of the engine's catalogue (lockstep serve --list-bugs lists it)\n",
+               options.bug);
+    return 2;
+  }
+  options.config.bug = *bug;
   return run_server(options.config);
 }
 
@@ -41,10 +97,57 @@ CLI::Validator state_file_check() {
       "a file that can be read and written", "state file");
 }
 
-std::vector<std::string> engine_bug_names() {
+// Either catalogue's names: which one applies is known once --cluster is.
+std::vector<std::string> bug_names() {
   std::vector<std::string> names{"none"};
   for (const auto& entry : bug_catalogue()) names.emplace_back(entry.name);
+  for (const auto& entry : cluster::cluster_bug_catalogue()) names.emplace_back(entry.name);
   return names;
+}
+
+// Cluster mode (README, "Running a cluster"): one node of a cluster whose
+// log and election are kept in etcd.
+void add_cluster_options(CLI::App& command, ServeOptions& options) {
+  auto& k = options.cluster_config;
+  command.add_flag("--cluster", options.cluster,
+                   "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; README, \"Running a "
+                   "cluster\")");
+  const auto cluster_option = [&](CLI::Option* option) {
+    options.cluster_only.push_back(option);
+    return option;
+  };
+  cluster_option(command.add_option("--etcd", k.etcd_endpoints,
+                                    "etcd endpoints, host:port separated by commas (IPv4, or one host name)"));
+  cluster_option(command.add_option("--node-id", k.node_id, "this node's name, unique in the cluster (1 to 64 bytes)"));
+  cluster_option(command.add_option("--advertise", k.advertise,
+                                    "host:port where clients reach this node; followers redirect to the leader's")
+                     ->check(host_and_port()));
+  cluster_option(command.add_option("--prefix", k.prefix, "the etcd key prefix of this cluster's log")
+                     ->capture_default_str());
+  cluster_option(command.add_option("--leader-ttl-s", k.leader_ttl_s,
+                                    "the leader's etcd lease: how soon a dead or paused leader is replaced")
+                     ->check(whole_signed(1, 3'600))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--etcd-timeout-ms", k.etcd_timeout_ms,
+                                    "deadline of every etcd call, and how long start-up waits for etcd")
+                     ->check(whole_signed(100, 600'000))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--session-window", k.sessions.window,
+                                    "requests remembered per client for at-most-once retries")
+                     ->check(whole(1, 1'024))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--session-clients-max", k.sessions.clients_max,
+                                    "clients whose sessions are kept, the least recent evicted")
+                     ->check(whole(1, 10'000'000))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--max-in-flight", k.in_flight_max,
+                                    "requests proposed and not yet applied; past it E")
+                     ->check(whole(1, 10'000'000))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--snapshot-every", k.snapshot_every,
+                                    "log positions applied between two snapshots stored in etcd (0: never)")
+                     ->check(whole(0, 1'000'000'000))
+                     ->capture_default_str());
 }
 
 }  // namespace
@@ -56,12 +159,15 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       "serve",
       "Serve the lock protocol (docs/protocol.md) over TCP: one thread, one event loop, every\n"
       "resource bounded. Logs one line at start and one at stop; SIGTERM or SIGINT stops it\n"
-      "(exit 0). A configuration it cannot run with is refused at start (exit 2).");
+      "(exit 0). A configuration it cannot run with is refused at start (exit 2). With --cluster,\n"
+      "one node of a cluster on etcd; SIGUSR1 prints a status line with the applied index and\n"
+      "the digest of the lock table.");
   command->add_option("--host", c.host, "IPv4 address to listen on")->check(CLI::ValidIPV4)->capture_default_str();
   command->add_option("--port", c.port, "TCP port (0: any free port, printed at start)")
       ->check(whole(0, 65535))
       ->capture_default_str();
   add_limit_options(*command, c.limits);
+  options->simple_only.push_back(command->get_option("--sweep-ms"));  // cluster mode has no sweep
   command->add_option("--max-connections", c.max_connections,
                       "connections at most; past it a new one is answered E and closed")
       ->check(whole(1, 1'000'000))
@@ -77,13 +183,20 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   command->add_flag("--test-clock", c.test_clock,
                     "a clock that starts at 0 and moves only on `C <now_ms>`; `X` ends a connection "
                     "(docs/protocol.md, \"Exact, with a test clock\")");
-  command->add_option("--state-file", c.state_file,
-                      "file that keeps the token mark, so tokens stay increasing across restarts")
-      ->check(state_file_check());
-  command->add_option("--inject-bug", options->bug, "serve a deliberately broken engine (see --list-bugs)")
-      ->check(one_of(engine_bug_names(), "the engine's bug catalogue", "lockstep serve --list-bugs lists it"))
+  options->simple_only.push_back(
+      command
+          ->add_option("--state-file", c.state_file,
+                       "file that keeps the token mark, so tokens stay increasing across restarts")
+          ->check(state_file_check()));
+  command->add_option("--inject-bug", options->bug,
+                      "serve a deliberately broken engine (see --list-bugs); with --cluster, a bug of the cluster "
+                      "catalogue (see --cluster --list-bugs)")
+      ->check(one_of(bug_names(), "the bug catalogues",
+                     "lockstep serve --list-bugs lists the engine's, lockstep serve --cluster --list-bugs the cluster's"))
       ->capture_default_str();
-  command->add_flag("--list-bugs", options->list_bugs, "list the catalogue of injectable bugs and exit");
+  command->add_flag("--list-bugs", options->list_bugs,
+                    "list the catalogue of injectable bugs (with --cluster, the cluster's) and exit");
+  add_cluster_options(*command, *options);
   command->add_flag("--quiet", c.quiet, "no start and stop lines");
   command->callback([options, &run] { run = [options] { return run_serve(*options); }; });
 }

@@ -128,6 +128,26 @@ expect 2 "$missing/state" serve --state-file "$missing/state"
 printf 'not a number\n' >"$work/bad-state"
 expect 2 "$work/bad-state" serve --port 0 --state-file "$work/bad-state"
 
+# --- serve --cluster: its own options in range, the other mode's refused,
+# an etcd that does not answer within its timeout
+node=(serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise 127.0.0.1:7001 --port 0)
+expect 2 "--leader-ttl-s" "${node[@]}" --leader-ttl-s 0
+expect 2 "--etcd-timeout-ms" "${node[@]}" --etcd-timeout-ms 50
+expect 2 "--session-window" "${node[@]}" --session-window 0
+expect 2 "--snapshot-every" "${node[@]}" --snapshot-every -1
+expect 2 "--max-in-flight" "${node[@]}" --max-in-flight 0
+expect 2 "--advertise" serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise nowhere
+expect 2 "--node-id" serve --cluster --etcd 127.0.0.1:1 --advertise 127.0.0.1:7001
+expect 2 "etcd" serve --cluster --node-id n1 --advertise 127.0.0.1:7001
+expect 2 "--state-file" "${node[@]}" --state-file "$work/state"
+expect 2 "--sweep-ms" "${node[@]}" --sweep-ms 100
+expect 2 "cluster --list-bugs" "${node[@]}" --inject-bug lifo-handoff
+expect 2 "needs --cluster" serve --etcd 127.0.0.1:1
+expect 2 "cannot read the log from etcd at 127.0.0.1:1" "${node[@]}" --etcd-timeout-ms 500
+expect 2 "--exec-cluster" conform --etcd 127.0.0.1:1 "$vectors"
+expect 2 "--connections" bench cluster --connections 0
+expect 2 "--seconds" bench cluster --seconds 0
+
 # --- bench: arguments that make the figures meaningless, before anything starts
 expect 2 "--connections" bench server --connections -5
 expect 2 "--connections" bench server --connections 0

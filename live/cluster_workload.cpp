@@ -1,0 +1,204 @@
+#include "live/cluster_workload.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace lockstep::live {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::uint64_t next(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::int64_t between(std::uint64_t& state, std::int64_t low, std::int64_t high) {
+  if (high <= low) return low;
+  return low + static_cast<std::int64_t>(next(state) % static_cast<std::uint64_t>(high - low + 1));
+}
+
+bool chance(std::uint64_t& state, double p) {
+  return static_cast<double>(next(state) >> 11) * (1.0 / 9007199254740992.0) < p;
+}
+
+}  // namespace
+
+struct ClusterWorkload::Client {
+  std::unique_ptr<client::ClusterClient> connection;
+  std::string name;
+  bool busy = false;                    // a request is queued or on the wire
+  Clock::time_point next_act{};         // when to act next (think, hold)
+  struct Held {
+    std::string key;
+    Token token;
+    bool release = true;
+  };
+  std::optional<Held> held;
+};
+
+ClusterWorkload::ClusterWorkload(std::vector<client::NodeAddress> nodes, ClusterWorkloadOptions options)
+    : options_(options), epoch_(Clock::now()), prng_(options.seed) {
+  for (int i = 0; i < options_.clients; ++i) {
+    auto c = std::make_unique<Client>();
+    c->name = fmt::format("w{}-{}", options_.seed, i);
+    client::ClusterClient::Options o;
+    o.nodes = nodes;
+    o.client_id = c->name;
+    o.answer_timeout = options_.answer_timeout;
+    o.attempts_max = options_.attempts_max;
+    c->connection = std::make_unique<client::ClusterClient>(o);
+    c->next_act = epoch_ + milliseconds{between(prng_, 0, options_.think_max_ms)};
+    clients_.push_back(std::move(c));
+  }
+}
+
+ClusterWorkload::~ClusterWorkload() = default;
+
+std::int64_t ClusterWorkload::now_us() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count();
+}
+
+void ClusterWorkload::act(Client& c) {
+  const auto micros = [&](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t - epoch_).count();
+  };
+  // The record of a request, filled in when its result comes.
+  const auto record = [&](ClusterOperation op) {
+    const auto index = operations_.size();
+    operations_.push_back(std::move(op));
+    return index;
+  };
+  if (c.held && c.held->release) {
+    ClusterOperation op;
+    op.client = c.name;
+    op.acquire = false;
+    op.key = c.held->key;
+    op.token = c.held->token;
+    const auto index = record(op);
+    c.busy = true;
+    op.sequence = c.connection->release(op.key, op.token, [this, &c, index, micros](const auto& result) {
+      auto& done = operations_[index];
+      done.sent_us = micros(result.first_sent);
+      done.attempts = result.attempts;
+      if (result.kind == client::ClusterClient::Result::Kind::answered) {
+        done.answered_us = micros(result.finished);
+        done.response = result.response;
+      }
+      c.busy = false;
+      c.held.reset();
+      c.next_act = Clock::now() + milliseconds{between(prng_, 0, options_.think_max_ms)};
+    });
+    operations_[index].sequence = op.sequence;
+    return;
+  }
+  c.held.reset();  // a lease let run out is forgotten
+  ClusterOperation op;
+  op.client = c.name;
+  op.owner = c.name;
+  op.key = fmt::format("k{}", between(prng_, 0, options_.keys - 1));
+  op.lease_ms = DurationMs{between(prng_, options_.lease_min_ms, options_.lease_max_ms)};
+  op.wait_ms = DurationMs{chance(prng_, options_.try_lock) ? 0 : between(prng_, 1, options_.wait_max_ms)};
+  const auto index = record(op);
+  c.busy = true;
+  const auto sequence = c.connection->acquire(
+      op.key, op.owner, op.lease_ms.value, op.wait_ms.value, [this, &c, index, micros](const auto& result) {
+        auto& done = operations_[index];
+        done.sent_us = micros(result.first_sent);
+        done.attempts = result.attempts;
+        c.busy = false;
+        c.next_act = Clock::now() + milliseconds{between(prng_, 0, options_.think_max_ms)};
+        if (result.kind != client::ClusterClient::Result::Kind::answered) return;
+        done.answered_us = micros(result.finished);
+        done.response = result.response;
+        if (result.response.kind != ResponseKind::granted) return;
+        // Hold: release early, just before the lease ends, or never. A
+        // holder counts its lease from its first send (it cannot know when
+        // the grant was applied); the cluster counts it from the grant,
+        // applied a little before the A arrived.
+        Client::Held held{done.key, result.response.token, !chance(prng_, options_.let_expire)};
+        const auto lease_end = result.first_sent + milliseconds{done.lease_ms.value};
+        if (held.release && chance(prng_, options_.release_late)) {
+          c.next_act = result.finished + milliseconds{done.lease_ms.value} -
+                       milliseconds{between(prng_, 0, options_.release_late_max_ms)};
+        } else if (held.release) {
+          const auto left = std::max<std::int64_t>(
+              0, std::chrono::duration_cast<milliseconds>(lease_end - Clock::now()).count() / 2);
+          c.next_act = Clock::now() + milliseconds{between(prng_, 0, left)};
+        } else {
+          c.next_act = lease_end;
+        }
+        c.held = held;
+      });
+  operations_[index].sequence = sequence;
+}
+
+void ClusterWorkload::poll_once(milliseconds timeout) {
+  const auto now = Clock::now();
+  auto wake = now + timeout;
+  for (auto& c : clients_) {
+    if (c->busy) continue;
+    if (c->held && !c->held->release && now >= c->next_act) c->held.reset();
+    if (stopping_) continue;
+    if (now >= c->next_act) {
+      act(*c);
+    } else {
+      wake = std::min(wake, c->next_act);
+    }
+  }
+  std::vector<client::ClusterClient*> all;
+  for (auto& c : clients_) all.push_back(c->connection.get());
+  client::ClusterClient::poll_many(all, std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(wake - Clock::now())));
+}
+
+void ClusterWorkload::run_for(milliseconds duration) {
+  const auto until = Clock::now() + duration;
+  while (Clock::now() < until) poll_once(std::min(milliseconds{10}, std::chrono::ceil<milliseconds>(until - Clock::now())));
+}
+
+bool ClusterWorkload::drain(milliseconds patience) {
+  stopping_ = true;
+  const auto until = Clock::now() + patience;
+  while (Clock::now() < until) {
+    if (std::none_of(clients_.begin(), clients_.end(), [](const auto& c) { return c->busy; })) return true;
+    poll_once(milliseconds{10});
+  }
+  return false;
+}
+
+std::vector<std::string> ClusterWorkload::unexpected() const {
+  std::vector<std::string> all;
+  for (const auto& c : clients_) {
+    for (const auto& line : c->connection->unexpected()) all.push_back(c->name + ": " + line);
+  }
+  return all;
+}
+
+std::uint64_t ClusterWorkload::grants_since(std::int64_t since_us) const {
+  return static_cast<std::uint64_t>(std::count_if(operations_.begin(), operations_.end(), [&](const auto& op) {
+    return op.acquire && op.answered_us && *op.answered_us >= since_us && op.response->kind == ResponseKind::granted;
+  }));
+}
+
+client::ClusterClient::Stats ClusterWorkload::stats() const {
+  client::ClusterClient::Stats total;
+  for (const auto& c : clients_) {
+    const auto& s = c->connection->stats();
+    total.requests += s.requests;
+    total.answered += s.answered;
+    total.indeterminate += s.indeterminate;
+    total.attempts += s.attempts;
+    total.redirects += s.redirects;
+    total.reconnects += s.reconnects;
+    total.timeouts += s.timeouts;
+    total.connections_lost += s.connections_lost;
+  }
+  return total;
+}
+
+}  // namespace lockstep::live

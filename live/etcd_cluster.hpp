@@ -1,0 +1,61 @@
+// etcd members on loopback for tests and benchmarks: each on free ports
+// with a temporary data directory, started together as one cluster, and
+// stopped (and their directories removed) on every path, the destructor
+// included. Members can be killed (SIGKILL), paused and restarted, and etcd's
+// own leader found, for the fault tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "live/process.hpp"
+
+namespace lockstep::live {
+
+class EtcdCluster {
+ public:
+  // Starts `members` members (1 to 7) and waits until every one answers and
+  // knows a leader, for at most `patience`. Nothing (and `error` says why)
+  // when that fails; what was started is stopped again.
+  static std::unique_ptr<EtcdCluster> start(int members, std::string& error,
+                                            std::chrono::milliseconds patience = std::chrono::seconds(20));
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+  int size() const { return static_cast<int>(members_.size()); }
+  // Every member's client address, comma-separated (for --etcd).
+  std::string endpoints() const;
+  std::string endpoint(int member) const;
+
+  bool running(int member);
+  void kill(int member);  // SIGKILL: no chance to clean up
+  // Starts a killed member again on its ports and data directory.
+  bool restart(int member);
+  // The member etcd's members agree leads, or -1 within `patience`.
+  int leader(std::chrono::milliseconds patience = std::chrono::seconds(10));
+  // What a member printed last, for failure messages.
+  std::string log_tail(int member) const;
+
+ private:
+  struct Member {
+    std::string name;
+    std::uint16_t client_port = 0;
+    std::uint16_t peer_port = 0;
+    std::string log_path;
+    std::optional<ServerProcess> process;
+  };
+  EtcdCluster() = default;
+  std::string command(int member, bool fresh) const;
+  bool wait_serving(int member, std::chrono::milliseconds patience);
+
+  std::string directory_;
+  std::string token_;
+  std::vector<Member> members_;
+};
+
+}  // namespace lockstep::live

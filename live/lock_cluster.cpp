@@ -1,0 +1,205 @@
+#include "live/lock_cluster.hpp"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "client/line_socket.hpp"
+
+namespace lockstep::live {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// The value of `name=` in a status line.
+std::optional<std::string> field(const std::string& line, const std::string& name) {
+  const auto at = line.find(" " + name + "=");
+  if (at == std::string::npos) return std::nullopt;
+  const auto begin = at + name.size() + 2;
+  return line.substr(begin, line.find(' ', begin) - begin);
+}
+
+}  // namespace
+
+std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::string& error,
+                                                std::chrono::milliseconds patience) {
+  std::unique_ptr<LockCluster> cluster(new LockCluster());
+  cluster->options_ = options;
+  cluster->etcd_ = EtcdCluster::start(options.etcd_members, error);
+  if (!cluster->etcd_) return nullptr;
+  char directory[] = "/tmp/lockstep-cluster-XXXXXX";
+  if (mkdtemp(directory) == nullptr) {
+    error = "cannot create a temporary directory";
+    return nullptr;
+  }
+  cluster->directory_ = directory;
+  cluster->prefix_ = fmt::format("lockstep-{}-{}", getpid(), cluster->directory_.substr(cluster->directory_.size() - 6));
+  std::set<std::uint16_t> taken;
+  for (int i = 0; i < options.nodes; ++i) {
+    Node node;
+    node.id = fmt::format("n{}", i + 1);
+    do {
+      const auto port = client::pick_free_port();
+      if (!port) {
+        error = "no free port";
+        return nullptr;
+      }
+      node.port = *port;
+    } while (!taken.insert(node.port).second);
+    node.log_path = fmt::format("{}/{}.log", cluster->directory_, node.id);
+    cluster->nodes_.push_back(std::move(node));
+  }
+  for (int i = 0; i < options.nodes; ++i) {
+    if (!cluster->start_node(i)) {
+      error = fmt::format("cannot start node {}", i);
+      return nullptr;
+    }
+  }
+  if (cluster->leader(patience) < 0) {
+    error = fmt::format("no node leads within {} ms; node 1 said:\n{}", patience.count(), cluster->log_tail(0));
+    return nullptr;
+  }
+  return cluster;
+}
+
+LockCluster::~LockCluster() {
+  for (auto& node : nodes_) {
+    if (node.process) node.process->stop();
+  }
+  etcd_.reset();
+  std::error_code ignored;
+  if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+}
+
+bool LockCluster::start_node(int index) {
+  auto& node = nodes_[static_cast<std::size_t>(index)];
+  const auto command = fmt::format(
+      "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
+      "--leader-ttl-s {} --inject-bug {} {}",
+      options_.lockstep_binary, etcd_->endpoints(), node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
+      options_.bug, options_.extra_options);
+  // Each run writes a log of its own, so the status of this run is read.
+  ++node.runs;
+  node.log_path = fmt::format("{}/{}.{}.log", directory_, node.id, node.runs);
+  node.process.reset();
+  auto process = ServerProcess::start(command, node.log_path);
+  if (!process) return false;
+  node.process.emplace(std::move(*process));
+  return true;
+}
+
+std::vector<client::NodeAddress> LockCluster::addresses() const {
+  std::vector<client::NodeAddress> all;
+  for (int i = 0; i < size(); ++i) all.push_back(address(i));
+  return all;
+}
+
+client::NodeAddress LockCluster::address(int node) const {
+  return {"127.0.0.1", nodes_[static_cast<std::size_t>(node)].port};
+}
+
+bool LockCluster::running(int node) {
+  auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  return process && process->running();
+}
+
+void LockCluster::kill(int node) {
+  auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (!process) return;
+  process->send_signal(SIGKILL);
+  process->stop();
+  process.reset();
+}
+
+void LockCluster::pause(int node) {
+  auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (process) process->send_signal(SIGSTOP);
+}
+
+void LockCluster::resume(int node) {
+  auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (process) process->send_signal(SIGCONT);
+}
+
+bool LockCluster::restart(int node) {
+  if (running(node)) return true;
+  if (!start_node(node)) return false;
+  // Up once it accepts connections.
+  return client::LineSocket::connect("127.0.0.1", nodes_[static_cast<std::size_t>(node)].port, 20s).has_value();
+}
+
+int LockCluster::leader(std::chrono::milliseconds patience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < give_up) {
+    for (int i = 0; i < size(); ++i) {
+      if (!running(i)) continue;
+      auto socket = client::LineSocket::connect("127.0.0.1", nodes_[static_cast<std::size_t>(i)].port, 200ms);
+      if (!socket) continue;
+      socket->send_line("R lockstep-leader-probe 1");
+      std::string line;
+      if (socket->read_line(line, 2s) == client::LineSocket::Status::line && line.starts_with("N ")) return i;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  return -1;
+}
+
+std::optional<LockCluster::Status> LockCluster::status(int index, std::chrono::milliseconds patience) {
+  auto& node = nodes_[static_cast<std::size_t>(index)];
+  if (!node.process || !node.process->running()) return std::nullopt;
+  const auto count_lines = [&] {
+    const auto text = read_file(node.log_path);
+    std::size_t count = 0;
+    for (std::size_t at = text.find("status node="); at != std::string::npos; at = text.find("status node=", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const auto before = count_lines();
+  node.process->send_signal(SIGUSR1);
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < give_up) {
+    const auto text = read_file(node.log_path);
+    if (count_lines() > before) {
+      const auto at = text.rfind("status node=");
+      const auto line = text.substr(at, text.find('\n', at) - at);
+      Status status;
+      status.line = line;
+      status.applied = std::stoull(field(line, "applied").value_or("0"));
+      status.digest = std::stoull(field(line, "digest").value_or("0"), nullptr, 16);
+      status.leading = field(line, "leading") == "yes";
+      status.epoch = std::stoull(field(line, "epoch").value_or("0"));
+      status.keys = std::stoull(field(line, "keys").value_or("0"));
+      status.waiters = std::stoull(field(line, "waiters").value_or("0"));
+      status.entries_written = std::stoull(field(line, "entries_written").value_or("0"));
+      status.proposals_written = std::stoull(field(line, "proposals_written").value_or("0"));
+      return status;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
+std::string LockCluster::log_tail(int node) const {
+  auto text = read_file(nodes_[static_cast<std::size_t>(node)].log_path);
+  if (text.size() > 3000) text = text.substr(text.size() - 3000);
+  return text;
+}
+
+}  // namespace lockstep::live

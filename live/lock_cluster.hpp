@@ -1,0 +1,91 @@
+// A lock-service cluster on loopback for tests and benchmarks: etcd members
+// (live/etcd_cluster.hpp) and `lockstep serve --cluster` nodes, each on free
+// ports, the nodes' output in files of a temporary directory; everything is
+// stopped and removed on every path, the destructor included. Nodes can be
+// killed (SIGKILL), paused (SIGSTOP) and resumed, and restarted on their
+// port; the leader is found by asking (a request a follower redirects), and
+// a node's applied index and table digest by its status line (SIGUSR1).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/cluster_client.hpp"
+#include "live/etcd_cluster.hpp"
+#include "live/process.hpp"
+
+namespace lockstep::live {
+
+class LockCluster {
+ public:
+  struct Options {
+    std::string lockstep_binary;
+    int nodes = 3;
+    int etcd_members = 3;
+    std::int64_t leader_ttl_s = 2;
+    std::string bug = "none";
+    // More `serve` options for every node (limits, --snapshot-every ...).
+    std::string extra_options;
+  };
+  // Starts etcd, then the nodes, and waits until one of them leads.
+  static std::unique_ptr<LockCluster> start(const Options& options, std::string& error,
+                                            std::chrono::milliseconds patience = std::chrono::seconds(30));
+  ~LockCluster();
+  LockCluster(const LockCluster&) = delete;
+  LockCluster& operator=(const LockCluster&) = delete;
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  EtcdCluster& etcd() { return *etcd_; }
+  std::vector<client::NodeAddress> addresses() const;
+  client::NodeAddress address(int node) const;
+  const std::string& prefix() const { return prefix_; }
+
+  bool running(int node);
+  void kill(int node);    // SIGKILL
+  void pause(int node);   // SIGSTOP
+  void resume(int node);  // SIGCONT
+  // Starts a killed node again on its port, with the same options.
+  bool restart(int node);
+
+  // The node that answers as leader, or -1 after `patience`. Asks with a
+  // release of a key no client uses (a leader answers N once it commits).
+  int leader(std::chrono::milliseconds patience = std::chrono::seconds(20));
+
+  struct Status {
+    std::uint64_t applied = 0;
+    std::uint64_t digest = 0;
+    bool leading = false;
+    std::uint64_t epoch = 0;
+    std::uint64_t keys = 0;
+    std::uint64_t waiters = 0;
+    std::uint64_t entries_written = 0;
+    std::uint64_t proposals_written = 0;
+    std::string line;
+  };
+  // Asks the node for its status line and reads it from its output.
+  std::optional<Status> status(int node, std::chrono::milliseconds patience = std::chrono::seconds(5));
+  std::string log_tail(int node) const;
+
+ private:
+  struct Node {
+    std::string id;
+    std::uint16_t port = 0;
+    std::string log_path;
+    int runs = 0;
+    std::optional<ServerProcess> process;
+  };
+  LockCluster() = default;
+  bool start_node(int node);
+
+  Options options_;
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::string directory_;
+  std::string prefix_;
+  std::vector<Node> nodes_;
+};
+
+}  // namespace lockstep::live
