@@ -154,6 +154,7 @@ class Fuzzer {
     ++run_.restarts;
     if (!launch()) return;
     record(history::EventKind::up, 0);
+    last_pump_us_ = -1;  // starting the target is no stall of the fuzzer
   }
 
   void keep_connections() {
@@ -425,13 +426,20 @@ class Fuzzer {
       owners.push_back(conn.get());
     }
     const auto wait_ms = std::max<std::int64_t>(0, (until_us - now_us() + 999) / 1000);
-    if (fds.empty()) {
-      ::usleep(static_cast<useconds_t>(wait_ms * 1000));
-      return;
-    }
+    const auto timeout_ms = std::min<std::int64_t>(wait_ms, 100);
     // A socket poll finds empty had nothing waiting since before the call.
     const auto polled_us = now_us();
-    const auto ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(wait_ms, 100)));
+    // The loop's turn since the last poll should take microseconds.
+    if (last_pump_us_ >= 0) note_stall(last_pump_us_, polled_us);
+    if (fds.empty()) {
+      ::usleep(static_cast<useconds_t>(wait_ms * 1000));
+      note_stall(polled_us + wait_ms * 1000, now_us());
+      last_pump_us_ = now_us();
+      return;
+    }
+    const auto ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
+    if (ready == 0) note_stall(polled_us + timeout_ms * 1000, now_us());
+    last_pump_us_ = now_us();
     for (std::size_t i = 0; i < fds.size(); ++i) {
       auto& conn = *owners[i];
       if (ready > 0 && (fds[i].revents & POLLOUT)) flush(conn);
@@ -440,6 +448,15 @@ class Fuzzer {
         continue;
       }
       read_once(conn);
+    }
+  }
+
+  // The fuzzer was due to run at `due_us` and ran at `ran_us`: past a
+  // millisecond, the time the machine did not schedule it.
+  void note_stall(std::int64_t due_us, std::int64_t ran_us) {
+    if (ran_us - due_us > run_.tester_stall_us) {
+      run_.tester_stall_us = ran_us - due_us;
+      run_.tester_stall_at_us = due_us;
     }
   }
 
@@ -501,6 +518,7 @@ class Fuzzer {
   std::vector<Held> stale_;
   std::uint32_t next_conn_id_ = 1;
   bool stopping_ = false;  // the target was stopped: its connections end with the `down`
+  std::int64_t last_pump_us_ = -1;  // when the last poll returned
 };
 
 }  // namespace

@@ -58,6 +58,12 @@ struct FuzzRun {
   // The longest a release waited for its answer (answered at once by a
   // server that runs): a target that was not scheduled shows here.
   std::int64_t slowest_release_us = 0;
+  // The longest the fuzzer itself ran later than it asked to (a poll that
+  // returned past its timeout, a turn of its loop that took that long), and
+  // when it began: the machine did not schedule it. A target on the same
+  // machine may have waited as long, and then answers late by as much
+  // however correct it is; --tolerance-ms must cover it.
+  std::int64_t tester_stall_us = 0, tester_stall_at_us = 0;
 };
 
 FuzzRun run_fuzz(const FuzzOptions& options);

@@ -277,6 +277,12 @@ int run_fuzz_command(FuzzCommand& options) {
   // timers then come from the machine, and --tolerance-ms must cover them.
   fmt::print("target: slowest answer to a release {:.1f} ms; the workload waited {} times for a silent target\n",
              static_cast<double>(run.slowest_release_us) / 1000.0, run.held_back);
+  // Not scheduled itself, the fuzzer tells of a machine too busy to run
+  // it: a target on the same machine waited as long.
+  fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late (at +{:.3f} ms); a target on this machine may have "
+             "waited as long, and --tolerance-ms {} must cover that\n",
+             static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.tester_stall_at_us) / 1000.0,
+             options.fuzz.tolerance_ms);
   if (!options.outputs.history_path.empty()) {
     std::ofstream out(options.outputs.history_path);
     history::write_history(out, run.history);

@@ -3,8 +3,8 @@
 // runs them; this driver parses options and prints the table). Exit 0 when
 // every clean seed conforms and every bug seed the simulator's own
 // clients'-side checker reports (so visible from the clients) is reported
-// by the black-box checker too; each other missed seed is listed with what
-// saw it inside the server. 1 otherwise.
+// by the black-box checker too; each other missed seed is listed with the
+// simulator's checkers that saw it. 1 otherwise.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -140,7 +140,7 @@ int run_miss_rate(const MissRateCommand& command) {
       notes.push_back(fmt::format("{} seed {}: {}; the simulator saw it {} ({})", name, seed.seed,
                                   seed.undecided ? "undecided" : "passed",
                                   seed.clients_saw_it ? "from its clients too: a miss"
-                                                      : "only inside the server, which no client observes",
+                                                      : "but its clients'-side checker did not",
                                   seed.simulator_checkers));
     }
   }

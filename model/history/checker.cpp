@@ -301,30 +301,46 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   // Every key's verdict, for the order of tokens across keys.
   std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> verdicts;
   int hinted = 0;
-  // Two passes: first every key within a quarter of the budget, so that one
-  // key whose search is hard cannot starve the others (a violation on an
-  // easy key is found whatever the hard one does); then the keys that ran
+  // Two passes: first every key within its share of the budget (what is
+  // left divided among the keys not yet searched, at most a quarter), so
+  // that keys whose search is hard cannot starve the others (a violation on
+  // an easy key is found whatever the hard ones do); then the keys that ran
   // out of their share, with what is left (searched again from the start:
   // a share large enough that few keys need it keeps that waste small).
-  const std::uint64_t first_share = std::max<std::uint64_t>(options.budget_states / 4, 1);
+  const std::uint64_t quarter = std::max<std::uint64_t>(options.budget_states / 4, 1);
   std::vector<std::pair<std::uint32_t, std::string>> deferred;
+  std::vector<std::string> not_searched;
+  // The verdicts of the keys deferred: what is said of them if nothing is
+  // left to search them again with.
+  std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> first_tries;
   const auto check_one = [&](const std::pair<std::uint32_t, std::string>& where, const KeyInput& input,
                              std::uint64_t work_cap, bool last_pass) {
     names.insert(input.key);
     const auto origin = built.incarnation_start_us[where.first];
     const KeyOracles oracles_of_key = key_oracles(oracles, limits, where.first, input);
+    const auto first_try = first_tries.find(where);
+    if (budget == 0 && first_try == first_tries.end()) {
+      not_searched.push_back(input.key);  // the budget was spent on the keys before it
+      return;
+    }
     KeyCheckOptions key_options;
     key_options.work_max = std::min(budget, work_cap);
     key_options.memory_max_bytes = options.memory_max_bytes;
     key_options.origin_us = origin;
     key_options.record_steps = options.record_steps || input.key == options.explain_key;
-    auto verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
-    budget -= std::min(budget, verdict.work);
-    result.states_expanded += verdict.work;
-    result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
-    result.memory_peak_bytes = std::max(result.memory_peak_bytes, verdict.memory_peak_bytes);
+    KeyVerdict verdict;
+    if (budget == 0) {
+      verdict = std::move(first_try->second);  // nothing left to search it again with
+    } else {
+      verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
+      budget -= std::min(budget, verdict.work);
+      result.states_expanded += verdict.work;
+      result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
+      result.memory_peak_bytes = std::max(result.memory_peak_bytes, verdict.memory_peak_bytes);
+    }
     if (!last_pass && verdict.outcome == KeyOutcome::undecided && verdict.work > key_options.work_max) {
       deferred.push_back(where);
+      first_tries.emplace(where, std::move(verdict));
       return;
     }
     if (input.key == options.explain_key) {
@@ -401,8 +417,20 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
     result.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
     verdicts.emplace(where, std::move(verdict));
   };
-  for (const auto& [where, input] : built.keys) check_one(where, input, first_share, false);
+  std::size_t keys_left = built.keys.size();
+  for (const auto& [where, input] : built.keys) {
+    check_one(where, input, std::clamp<std::uint64_t>(budget / keys_left, 1, quarter), false);
+    --keys_left;
+  }
   for (const auto& where : deferred) check_one(where, built.keys.at(where), budget, true);
+  if (!not_searched.empty()) {
+    std::string listed;
+    for (std::size_t i = 0; i < not_searched.size() && i < 8; ++i) listed += (i ? ", `" : "`") + not_searched[i] + "`";
+    if (not_searched.size() > 8) listed += ", ...";
+    result.unknown.push_back(fmt::format("{} key(s) not searched: the budget (--budget-states {}) was spent on the "
+                                         "others: {}",
+                                         not_searched.size(), options.budget_states, listed));
+  }
   std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> decided;
   for (const auto& [where, verdict] : verdicts) decided.emplace(where, &verdict);
   check_tokens(built, decided, result);

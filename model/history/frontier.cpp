@@ -274,7 +274,8 @@ class Frontier {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.phases == after.phases;
   }
-  bool alone_in_class(const Config& c, std::uint32_t request) const;
+  bool sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const;
+  bool answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const;
 
   bool alive(const Config& c, std::int64_t at) const;
   // Budgets: every configuration made at an instant is counted (work and
@@ -293,6 +294,7 @@ class Frontier {
   bool is_final(const Config& c) const;
 
   std::string describe(const Config& c, std::int64_t at) const;
+  std::string instead_of(const Config& c, std::uint32_t observation) const;
   void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
 
   const KeyInput& in_;
@@ -428,6 +430,9 @@ void Frontier::fail(const Config& c, KeyFailure failure) const {
   if (!better) return;
   failure_progress_ = progress;
   failure_ = failure;
+  if (failure.kind == KeyFailure::Kind::unexplained && failure.observation >= 0) {
+    failure_.instead = instead_of(c, static_cast<std::uint32_t>(failure.observation));
+  }
   // What came instead, looked up only for the failure kept (most fail).
   if (failure.kind == KeyFailure::Kind::missing) {
     failure_.got = same_class_pending(c, failure.conn, failure.response, failure.owner, failure.token);
@@ -504,10 +509,20 @@ void Frontier::acquire_held(Config c, std::uint32_t request, std::int64_t at, Co
 
 // A waiter queued at `at` is owed a `T` at its deadline or an `A` before;
 // it is queued only if its connection shows such an answer not yet
-// explained, or may have ended before one arrived, or drops it first.
+// explained, or may have ended before one arrived, or drops it first; and
+// never when a `B` for its owner is read that only it can have caused.
 bool Frontier::waiter_viable(const Config& c, std::uint32_t request, std::int64_t at) const {
   const auto& asked = in_.requests[request];
   const std::int64_t deadline = at + asked.wait_ms;
+  // A `B` for its owner that no other request can have caused is its
+  // answer: queued, it would leave that `B` unexplained for good.
+  const auto& seen_on_conn = in_.conns[asked.conn].observations;
+  for (auto it = first_unexplained(c, asked.conn); it != seen_on_conn.end(); ++it) {
+    const auto& seen = in_.observations[*it];
+    if (c.observed.contains(*it) || seen.kind != ResponseKind::busy || seen.owner != asked.owner) continue;
+    if (sole_claimant(c, request, seen.received_us)) return false;
+    break;
+  }
   if (may_be_unseen(asked.conn, deadline, Cause::deadline, request) ||
       (close_lo_[asked.conn] < deadline && may_drop(Waiter{request, at, at}, close_lo_[asked.conn]))) {
     return true;
@@ -701,22 +716,53 @@ std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) 
   return found;
 }
 
-// Whether no other request of the same class on the same connection waits
-// in the queue: then the observation an inert answer matches is its own.
-bool Frontier::alone_in_class(const Config& c, std::uint32_t request) const {
+// Whether `request` is the only request that can be answered by an
+// observation read at `received_us` on its connection: no other request of
+// the same class (the owner of an acquire, the token of a release) on that
+// connection waits in the queue, nor is still to be handled and sent before
+// that observation arrived.
+bool Frontier::sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const {
   const auto& asked = in_.requests[request];
-  if (!asked.acquire) return true;
-  return std::none_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
-    const auto& other = in_.requests[waiter.request];
-    return other.conn == asked.conn && other.owner == asked.owner;
-  });
+  const auto same_class = [&](const KeyRequest& other) {
+    return other.conn == asked.conn && other.acquire == asked.acquire &&
+           (asked.acquire ? other.owner == asked.owner : other.token == asked.token);
+  };
+  if (asked.acquire && std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& waiter) {
+        return waiter.request != request && same_class(in_.requests[waiter.request]);
+      })) {
+    return false;
+  }
+  const auto& requests = in_.conns[asked.conn].requests;
+  for (auto it = std::lower_bound(requests.begin(), requests.end(), c.handled.mark); it != requests.end(); ++it) {
+    const auto other = *it;
+    if (other == request || c.handled.contains(other)) continue;
+    if (in_.requests[other].sent_us > received_us) break;  // sent in order: none later can claim it
+    if (same_class(in_.requests[other])) return false;
+  }
+  return true;
+}
+
+// Whether the observation that `answered` (c with `request` handled) newly
+// explains can be no other request's answer. Otherwise a later request may
+// be the one it answers, and `request`, handled later, may get another
+// answer (queued rather than `B` once a timeout frees a place).
+bool Frontier::answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const {
+  const auto& observations = in_.conns[in_.requests[request].conn].observations;
+  for (auto it = first_unexplained(c, in_.requests[request].conn); it != observations.end(); ++it) {
+    if (answered.observed.contains(*it) && !c.observed.contains(*it)) {
+      return sole_claimant(c, request, in_.observations[*it].received_us);
+    }
+  }
+  return false;
 }
 
 // The requests and closes handled at `at`, in every order. A request whose
 // handling now changes nothing but the observation it explains (an inert
 // answer: a `T` on a held key, an `N`, a `B`), and has no other outcome, is
-// handled now without a branch: handling it later reaches the same
-// configurations or fewer.
+// handled now without a branch when the observation it explains can be no
+// other request's answer: handling it later then reaches the same
+// configurations or fewer (its answer must be that observation, and later
+// it changes nothing either).
 void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
   const bool idle = (c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
                     std::all_of(c.queue.begin(), c.queue.end(),
@@ -741,7 +787,7 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
       Configs next;
       handle(c, request, at, next);
       if (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-          alone_in_class(c, request)) {
+          answer_is_its_own(c, request, next.front())) {
         c = std::move(next.front());
         again = true;
         break;
@@ -1070,6 +1116,55 @@ std::string Frontier::describe(const Config& c, std::int64_t at) const {
                         span(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
   }
   return text;
+}
+
+// What configuration `c` says of the owner (A, T, B) or token (R, N) of an
+// observation it cannot explain: where that owner stands, and the answer
+// the contract gives there instead.
+std::string Frontier::instead_of(const Config& c, std::uint32_t observation) const {
+  const auto& seen = in_.observations[observation];
+  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
+  const auto& key = in_.key;
+  if (!names_owner(seen.kind)) {
+    if (c.held() && c.holder.token != 0 && c.holder.token == seen.token) {
+      return fmt::format("token {} is the holder's: a release with it is answered `R {} {}`", seen.token, seen.token, key);
+    }
+    return fmt::format("no release of token {} awaits an answer there", seen.token);
+  }
+  const std::string& owner = in_.owners[seen.owner];
+  const auto conn_id = in_.conns[seen.conn].id;
+  for (std::size_t position = 0; position < c.queue.size(); ++position) {
+    const auto& waiter = c.queue[position];
+    const auto& asked = in_.requests[waiter.request];
+    if (asked.owner != seen.owner || asked.conn != seen.conn) continue;
+    const auto deadline = waiter.lo + asked.wait_ms == waiter.hi + asked.wait_ms
+                              ? instant(waiter.lo + asked.wait_ms)
+                              : fmt::format("{}..{}", instant(waiter.lo + asked.wait_ms), instant(waiter.hi + asked.wait_ms));
+    if (position > 0) {
+      const auto& head = in_.requests[c.queue.front().request];
+      return fmt::format("`{}` waits in place {} of the queue, behind `{}` on c{}: a hand-off goes to the head waiter "
+                         "first (`A <token> {} {}` on connection {}), and `{}` is answered `T {} {}` at its deadline {} "
+                         "if none reaches it",
+                         owner, position + 1, in_.owners[head.owner], in_.conns[head.conn].id, in_.owners[head.owner],
+                         key, in_.conns[head.conn].id, owner, owner, key, deadline);
+    }
+    if (c.held()) {
+      const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+      return fmt::format("`{}` is the head waiter, but `{}` holds the key until {} at least: `{}` gets `A <token> {} {}` "
+                         "at a release or a sweep after that, or `T {} {}` at its deadline {}",
+                         owner, in_.owners[holder.owner], instant(c.holder.lo + holder.lease_ms), owner, owner, key, owner,
+                         key, deadline);
+    }
+    return fmt::format("`{}` is the head waiter of a free key, its deadline {}", owner, deadline);
+  }
+  if (c.held()) {
+    const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+    if (holder.owner == seen.owner && holder.conn == seen.conn) {
+      return fmt::format("`{}` already holds the key there (granted {}), and its grant was answered once", owner,
+                         instant(c.holder.lo));
+    }
+  }
+  return fmt::format("no request of `{}` on connection {} awaits an answer there", owner, conn_id);
 }
 
 void Frontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {

@@ -65,6 +65,11 @@ struct KeyFailure {
   std::int32_t got = -1;                        // missing: what came instead for that owner or token
   std::uint64_t next_token = 0;                 // missing grant: the key's next token seen (0: none left)
   std::int32_t observation = -1;                // unexplained: the observation
+  // Unexplained: what the furthest explanation says of the culprit's owner
+  // (or token) there, and so what the contract would answer instead, in
+  // words ("`bob` waits behind `alice` on c2: a hand-off goes to `alice`
+  // first, `A <token> alice k`"). Empty when there is nothing to say.
+  std::string instead;
 };
 
 // When a grant observed on the key may have been issued: every

@@ -160,15 +160,28 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
     drawn.insert("expected");
   }
   // Labels where they fit: two rows per lane (above and below), each label
-  // placed only past the end of the last one in its row; the others keep
-  // their text as a tooltip.
-  std::map<std::pair<std::uint32_t, int>, double> row_end;
-  const auto place_label = [&](std::uint32_t conn, double at, std::size_t chars, bool force) -> int {
-    const double label_width = 5.6 * static_cast<double>(chars) + 6;
+  // placed only where it overlaps no label already in its row (near the
+  // right edge a label ends at its mark instead of starting there); the
+  // others keep their text as a tooltip. The culprit's label is placed
+  // first, so it is always drawn and nothing is drawn over it.
+  constexpr std::size_t label_chars_max = 40;
+  const auto label_text = [&](std::string_view label) {
+    return label.size() > label_chars_max ? std::string(label.substr(0, label_chars_max - 1)) + "…" : std::string(label);
+  };
+  const auto label_span = [&](double at, std::size_t chars) {
+    const double label_width = 5.6 * static_cast<double>(std::min(chars, label_chars_max)) + 6;
+    const bool flip = at + label_width > width - right;
+    return flip ? std::pair{at - 3 - label_width, at - 3} : std::pair{at + 3, at + 3 + label_width};
+  };
+  std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<double, double>>> taken;
+  const auto place_label = [&](std::uint32_t conn, double at, std::size_t chars) -> int {
+    const auto [from, to] = label_span(at, chars);
     for (const int row : {0, 1}) {
-      auto& end = row_end[{conn, row}];
-      if (at >= end || (force && row == 1)) {
-        end = at + label_width;
+      auto& spans = taken[{conn, row}];
+      const bool free = std::none_of(spans.begin(), spans.end(),
+                                     [&](const auto& other) { return from < other.second && other.first < to; });
+      if (free) {
+        spans.emplace_back(from, to);
         return row;
       }
     }
@@ -176,13 +189,24 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
   };
   if (!focus.expected.empty()) {
     // The expected answer's own label takes the row below its lane.
-    row_end[{focus.expected_conn, 1}] =
-        x(std::max(first_us, focus.expected_from_us)) + 5.6 * static_cast<double>(focus.expected.size() + 9) + 6;
+    const double from = x(std::max(first_us, focus.expected_from_us));
+    taken[{focus.expected_conn, 1}].emplace_back(from, from + 5.6 * static_cast<double>(focus.expected.size() + 9) + 6);
+  }
+  const auto is_culprit = [&](const Mark& mark) {
+    return mark.kind == Mark::received && mark.us == focus.culprit_us && mark.conn == focus.culprit_conn;
+  };
+  std::vector<int> label_rows(shown.size(), -1);
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if (!is_culprit(shown[i])) continue;
+    label_rows[i] = place_label(shown[i].conn, x(shown[i].us), shown[i].label.size());
+  }
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if (!is_culprit(shown[i])) label_rows[i] = place_label(shown[i].conn, x(shown[i].us), shown[i].label.size());
   }
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto& mark = shown[i];
     const double at = x(mark.us), row = y(mark.conn);
-    const bool culprit = mark.kind == Mark::received && mark.us == focus.culprit_us && mark.conn == focus.culprit_conn;
+    const bool culprit = is_culprit(mark);
     const auto title = escape_markup(fmt::format("{} c{} {} {}", at_text(mark.us, origin_us), mark.conn,
                                                  mark.kind == Mark::sent ? "sent" : mark.kind == Mark::received ? "read" : "",
                                                  mark.label));
@@ -203,13 +227,11 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
         drawn.insert("closed");
         break;
     }
-    if (const int label_row = place_label(mark.conn, at, std::min<std::size_t>(mark.label.size(), 40), culprit);
-        label_row >= 0) {
-      const auto text = mark.label.size() > 40 ? std::string(mark.label.substr(0, 39)) + "…" : std::string(mark.label);
-      // Near the right edge a label ends at its mark instead of starting there.
-      const bool flip = at + 5.6 * static_cast<double>(text.size()) > width - right;
+    if (label_rows[i] >= 0) {
+      const auto text = label_text(mark.label);
+      const bool flip = label_span(at, mark.label.size()).first < at;
       svg += fmt::format("<text x='{:.1f}' y='{:.1f}' class='{}'{}>{}</text>", flip ? at - 3 : at + 3,
-                         row + (label_row == 0 ? -8 : 15), culprit ? "label culprit-label" : "label",
+                         row + (label_rows[i] == 0 ? -8 : 15), culprit ? "label culprit-label" : "label",
                          flip ? " text-anchor='end'" : "", escape_markup(text));
     }
   }

@@ -134,6 +134,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
     }
     case KeyFailure::Kind::unexplained: {
       const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
+      if (!failure.instead.empty()) {
+        return fmt::format("`{}` on connection {} at {} has no explanation: in the furthest explanation {}",
+                           seen.line, conn_id(seen.conn), at(seen.received_us, origin_us), failure.instead);
+      }
       return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
                          seen.line, conn_id(seen.conn), at(seen.received_us, origin_us));
     }

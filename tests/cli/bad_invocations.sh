@@ -175,6 +175,19 @@ expect 2 "$missing/r.html" fuzz --target 127.0.0.1:7878 --report "$missing/r.htm
 expect 2 "$missing/j.xml" fuzz --target 127.0.0.1:7878 --junit "$missing/j.xml"
 expect 2 "$work/a-file" fuzz --target 127.0.0.1:7878 --vectors "$work/a-file/v"
 expect 2 "--explain" fuzz --target 127.0.0.1:7878 --explain ""
+expect 2 "--lease-ms" fuzz --target 127.0.0.1:7878 --lease-ms 0..5
+expect 2 "--lease-ms" fuzz --target 127.0.0.1:7878 --lease-ms 9..5
+expect 2 "--wait-ms" fuzz --target 127.0.0.1:7878 --wait-ms 5
+expect 2 "--wait-ms" fuzz --target 127.0.0.1:7878 --wait-ms -1..5
+expect 2 "--lease-ms" fuzz --target 127.0.0.1:7878 --max-lease-ms 1000 --lease-ms 500..2000
+expect 2 "--no-limits" fuzz --target 127.0.0.1:7878 --no-limits --max-keys 5
+expect 2 "--budget-memory-mb" check-history "$work/a-file" --budget-memory-mb 1
+expect 2 "--seeds" miss-rate --seeds 5..1
+expect 2 "--seeds" miss-rate --seeds 1..200000
+expect 2 "--bug" miss-rate --bug no-such-bug
+expect 2 "--budget-states" miss-rate --budget-states 0
+expect 2 "--history" sim --seeds 1..2 --history "$work/h.ndjson"
+expect 2 "$missing/h.ndjson" sim --seed 1 --history "$missing/h.ndjson"
 expect 2 "$folder is a folder" check-history "$folder"
 expect 2 "$missing/h.ndjson" check-history "$missing/h.ndjson"
 expect 2 "--budget-states" check-history "$work/a-file" --budget-states 0

@@ -42,9 +42,9 @@ for ((i = 0; i < runs; i++)); do
   case $code in
     0) rm -f "$history" ;;
     1) violations=$((violations + 1))
-       echo "seed $seed: violation; $silence"; grep -E '^violation \[' "$out" | head -3 | cut -c1-240 ;;
+       echo "seed $seed: violation; $silence"; grep -E '^(violation \[|tester:|target:)' "$out" | head -5 | cut -c1-240 ;;
     *) unknown=$((unknown + 1))
-       echo "seed $seed: exit $code; $silence"; grep -E '^unknown' "$out" | head -2 | cut -c1-240 ;;
+       echo "seed $seed: exit $code; $silence"; grep -E '^(unknown|tester:|target:)' "$out" | head -4 | cut -c1-240 ;;
   esac
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); $((SECONDS - started)) s in all"
