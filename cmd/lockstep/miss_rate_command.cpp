@@ -178,13 +178,15 @@ void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
                      "lockstep serve --list-bugs, none and restart-forgets-tokens; with --mode cluster the cluster "
                      "catalogue (lockstep sim --mode cluster --help)"));
   command->add_option("--nodes", options->nodes, "cluster size (--mode cluster)")->check(whole(3, 9))->capture_default_str();
-  command->add_option("--budget-states", options->budget_states, "configurations the checker may step per history")
-      ->check(whole(1, std::uint64_t{1} << 40))
-      ->capture_default_str();
+  command->add_option("--budget-states", options->budget_states,
+                      "configurations the checker may step per history (default 3000000; with --mode cluster "
+                      "20000000, check-history's: a cluster's history is longer, its run going on to heal)")
+      ->check(whole(1, std::uint64_t{1} << 40));
   command->callback([options, command, &run] {
     if (options->mode != "cluster" && command->count("--nodes") > 0) {
       throw CLI::ValidationError("--nodes", "is not used by --mode simple (it applies to --mode cluster)");
     }
+    if (options->mode == "cluster" && command->count("--budget-states") == 0) options->budget_states = 20'000'000;
     run = [options] { return run_miss_rate(*options); };
   });
 }

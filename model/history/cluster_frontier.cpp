@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -238,12 +239,18 @@ class ClusterFrontier {
   // instead of granting it.
   bool certainly_due(std::int64_t floor, const Waiter& w) const { return floor >= timeout_due(w); }
 
+  // The observations of a connection from the first a configuration may
+  // not have explained (those before `observed.mark` all are).
+  std::span<const std::uint32_t> unexplained_on(const Config& c, std::uint32_t conn) const {
+    const auto& list = in_.conns[conn].observations;
+    const auto from = std::lower_bound(list.begin(), list.end(), c.observed.mark);
+    return {list.data() + (from - list.begin()), static_cast<std::size_t>(list.end() - from)};
+  }
+
   void record(Config& c, Step step) const {
     if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
   }
 
-  // Notes that a step was `amount` ms late; false when that is past the
-  // stated maximum (the configuration dies).
   // Notes that a step due by `due` happened at `at` (an Expire, a Timeout,
   // or a deferred answer's arrival less the tolerance); false when that is
   // later than the stated maximum allows (the configuration dies).
@@ -313,7 +320,7 @@ class ClusterFrontier {
   std::vector<std::int64_t> earliest_, latest_;
   std::vector<std::int64_t> later_latest_;       // the smallest latest_ from each index on
   std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
-  std::vector<std::int32_t> previous_;           // applied after this one (or -1)
+  std::vector<std::int32_t> previous_;           // applied before it on its connection (or -1)
   std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
   std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
@@ -389,7 +396,7 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
   std::vector<std::uint32_t> others;
   for (const auto& copy : copies_[request]) {
     const auto& conn = in_.conns[copy.conn];
-    for (const auto index : conn.observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
     }
     for (const auto other : conn.requests) {
@@ -423,7 +430,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
   bool any = false;
   for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (seen.received_us < from_us || seen.received_us < copy.sent_us || c.observed.contains(index) ||
           !matches(c, seen, kind, owner, token)) {
@@ -476,7 +483,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
 void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const {
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
   for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& again = in_.observations[index];
       if (c.observed.contains(index) || again.received_us < copy.sent_us || again.received_us < from_us) continue;
       if (again.line != seen.line) continue;
@@ -510,7 +517,7 @@ void ClusterFrontier::fail(const Config& c, KeyFailure failure) const {
   if (failure.request < 0) return;
   const auto request = static_cast<std::uint32_t>(failure.request);
   for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       if (c.observed.contains(index) || !same_class(in_.observations[index], request)) continue;
       if (failure_.got < 0 || in_.observations[index].received_us < in_.observations[static_cast<std::size_t>(failure_.got)].received_us) {
         failure_.got = static_cast<std::int32_t>(index);
@@ -581,7 +588,7 @@ void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, C
 ResponseKind ClusterFrontier::observed_kind(const Config& c, std::uint32_t request) const {
   const KeyObservation* first = nullptr;
   for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (c.observed.contains(index) || !same_class(seen, request)) continue;
       if (first == nullptr || seen.received_us < first->received_us) first = &seen;
@@ -775,7 +782,7 @@ void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, C
 bool ClusterFrontier::observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const {
   const auto owner = owner_of(request);
   for (const auto& copy : copies_[request]) {
-    for (const auto index : in_.conns[copy.conn].observations) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index) &&
           latest_cause_ms(seen.received_us) == at) {
