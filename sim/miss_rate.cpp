@@ -95,6 +95,10 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
   recorder.finish(result.raft.stats.simulated_until);
   history::CheckOptions check;
   check.budget_states = options.budget_states;
+  // A bug's history can make one instant branch without end (a key whose
+  // tokens repeat): a quarter of check-history's memory ends it sooner,
+  // undecided, and leaves room on a shared machine.
+  check.memory_max_bytes = std::uint64_t{256} << 20;
   check.shrink = false;
   SeedVerdicts verdicts;
   verdicts.checker = history::check_history(recorder.history(), check).verdict;

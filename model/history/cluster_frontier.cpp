@@ -121,6 +121,8 @@ Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
     print.add(set->mark);
     print.add(set->extra.size());
     for (const auto index : set->extra) print.add(index);
+    print.add(set->holes.size());
+    for (const auto index : set->holes) print.add(index);
   }
   print.add(c.last_token);
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
@@ -832,7 +834,7 @@ void ClusterFrontier::expire(Config c, std::int64_t lo, std::int64_t hi, Configs
 
 std::vector<std::uint32_t> ClusterFrontier::available(const Config& c, std::int64_t at) const {
   std::vector<std::uint32_t> found;
-  for (auto i = c.handled.mark; i < in_.requests.size() && earliest_[i] <= at; ++i) {
+  for (auto i = c.handled.low(); i < in_.requests.size() && earliest_[i] <= at; ++i) {
     if (c.handled.contains(i)) continue;
     const auto previous = previous_[i];
     if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
@@ -855,7 +857,7 @@ bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) con
 // a branch (as in simple mode: applying it later reaches the same
 // configurations or fewer, and none less late).
 void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
-  if ((c.handled.mark >= in_.requests.size() || earliest_[c.handled.mark] > at) &&
+  if ((c.handled.low() >= in_.requests.size() || earliest_[c.handled.low()] > at) &&
       !(c.held() && expire_from(c.holder) <= at)) {
     out.push_back(std::move(c));
     return;
@@ -912,7 +914,8 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
 
 std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
   return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
-         (c.handled.extra.capacity() + c.observed.extra.capacity()) * sizeof(std::uint32_t);
+         (c.handled.extra.capacity() + c.handled.holes.capacity() + c.observed.extra.capacity()) *
+             sizeof(std::uint32_t);
 }
 
 bool ClusterFrontier::spend(const Config& c) {
@@ -963,7 +966,7 @@ bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
       latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
     return dies(KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
   }
-  for (auto i = c.handled.mark; i < in_.requests.size() && later_latest_[i] <= at; ++i) {
+  for (auto i = c.handled.low(); i < in_.requests.size() && later_latest_[i] <= at; ++i) {
     if (!c.handled.contains(i) && latest_[i] <= at) return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
   }
   // Still held, past what the maximum lateness allows its Expire.
@@ -1088,7 +1091,7 @@ bool ClusterFrontier::is_final(const Config& c) const {
     fail(c, failure);
     return false;
   }
-  for (auto i = c.handled.mark; i < in_.requests.size(); ++i) {
+  for (auto i = c.handled.low(); i < in_.requests.size(); ++i) {
     if (!c.handled.contains(i) && latest_[i] < in_.horizon_ms) {
       failure.kind = KeyFailure::Kind::unhandled;
       failure.request = static_cast<std::int32_t>(i);

@@ -14,12 +14,22 @@ namespace lockstep::history {
 struct IndexSet {
   std::uint32_t mark = 0;
   std::vector<std::uint32_t> extra;  // sorted, all above mark
+  // Sorted, all below mark: indices taken out again (a request un-applied),
+  // kept apart so that one taken out far below the mark costs one entry.
+  std::vector<std::uint32_t> holes;
 
   bool contains(std::uint32_t index) const {
-    return index < mark || std::binary_search(extra.begin(), extra.end(), index);
+    if (index < mark) return !std::binary_search(holes.begin(), holes.end(), index);
+    return std::binary_search(extra.begin(), extra.end(), index);
   }
+  // The first index not in the set.
+  std::uint32_t low() const { return holes.empty() ? mark : holes.front(); }
   void insert(std::uint32_t index) {
     LOCKSTEP_ASSERT(!contains(index));
+    if (index < mark) {
+      holes.erase(std::lower_bound(holes.begin(), holes.end(), index));
+      return;
+    }
     if (index != mark) {
       extra.insert(std::upper_bound(extra.begin(), extra.end(), index), index);
       return;
@@ -38,13 +48,11 @@ struct IndexSet {
       extra.erase(std::lower_bound(extra.begin(), extra.end(), index));
       return;
     }
-    std::vector<std::uint32_t> above;
-    for (std::uint32_t i = index + 1; i < mark; ++i) above.push_back(i);
-    above.insert(above.end(), extra.begin(), extra.end());
-    extra = std::move(above);
-    mark = index;
+    holes.insert(std::upper_bound(holes.begin(), holes.end(), index), index);
   }
-  std::uint32_t size() const { return mark + static_cast<std::uint32_t>(extra.size()); }
+  std::uint32_t size() const {
+    return mark - static_cast<std::uint32_t>(holes.size()) + static_cast<std::uint32_t>(extra.size());
+  }
   friend bool operator==(const IndexSet&, const IndexSet&) = default;
 };
 
