@@ -906,7 +906,7 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
   // The holder's Expire, once its window is open, in any place among them.
   if (c.held() && expire_from(c.holder) <= at) {
     Configs expired;
-    expire(c, std::max(visit_from_, expire_from(c.holder)), at, expired);
+    expire(c, std::max({visit_from_, expire_from(c.holder), c.holder.lo}), at, expired);
     for (auto& config : expired) inputs(std::move(config), at, out, orders);
   }
   out.push_back(std::move(c));  // nothing more at this instant
