@@ -265,7 +265,9 @@ class ClusterFrontier {
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
             std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
             bool optional = false) const;
-  void replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const;
+  // Marks the same line heard again on the operation's other connections;
+  // returns when the first of them was read (unbounded_ms: none).
+  std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const;
 
   // The operation is applied at an instant of `when`.
   void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
@@ -430,7 +432,11 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   const bool deferred = cause != Cause::request;
   const auto owner = owner_of(request);
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
-  bool any = false;
+  // The candidates, by arrival. One line heard on several of the
+  // operation's connections is its outcome and its replays: whichever is
+  // taken first, the others are its replays (the same configuration), so
+  // each line is tried once, from its first arrival.
+  std::vector<std::uint32_t> candidates;
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
@@ -438,28 +444,38 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
           !matches(c, seen, kind, owner, token)) {
         continue;
       }
-      Config matched = c;
-      if (deferred) {
-        if (!note_late(matched, floor_ms(seen.arrived_from_us), on_time + 1 + in_.tolerance_ms,
-                       static_cast<std::int32_t>(request), 'a')) {
-          continue;
-        }
-      }
-      matched.observed.insert(index);
-      ++matched.explained;
-      const std::int64_t hi = std::min(cause_hi, latest_cause_ms(seen.received_us));
-      if (kind == ResponseKind::granted) {
-        matched.holder.token = seen.token;
-        matched.holder.hi = hi;
-        matched.last_token = seen.token;
-        grant_first_[index] = std::min(grant_first_[index], cause_lo);
-        grant_last_[index] = std::max(grant_last_[index], hi);
-      }
-      replays(matched, request, seen, cause_lo);
-      record(matched, Step{hi, static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
-      out.push_back(std::move(matched));
-      any = true;
+      candidates.push_back(index);
     }
+  }
+  std::sort(candidates.begin(), candidates.end());  // indices are in arrival order
+  std::vector<std::string_view> tried;
+  bool any = false;
+  for (const auto index : candidates) {
+    const auto& seen = in_.observations[index];
+    if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
+    tried.push_back(seen.line);
+    Config matched = c;
+    if (deferred) {
+      if (!note_late(matched, floor_ms(seen.arrived_from_us), on_time + 1 + in_.tolerance_ms,
+                     static_cast<std::int32_t>(request), 'a')) {
+        continue;
+      }
+    }
+    matched.observed.insert(index);
+    ++matched.explained;
+    // Every hearing of the outcome came after it was caused.
+    const std::int64_t hi = std::min({cause_hi, latest_cause_ms(seen.received_us),
+                                      latest_cause_ms(replays(matched, request, seen, cause_lo))});
+    if (kind == ResponseKind::granted) {
+      matched.holder.token = seen.token;
+      matched.holder.hi = hi;
+      matched.last_token = seen.token;
+      grant_first_[index] = std::min(grant_first_[index], cause_lo);
+      grant_last_[index] = std::max(grant_last_[index], hi);
+    }
+    record(matched, Step{hi, static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
+    out.push_back(std::move(matched));
+    any = true;
   }
   if (may_be_unseen(c, request, deferred, on_time)) {
     out.push_back(std::move(c));
@@ -482,8 +498,10 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
 
 // A retry of an operation already applied hears its outcome again, on the
 // retry's connection: the same line, read after the retry was sent.
-void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const {
+std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen,
+                                      std::int64_t cause_lo) const {
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
+  std::int64_t first_us = unbounded_ms;
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& again = in_.observations[index];
@@ -491,6 +509,7 @@ void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObserva
       if (again.line != seen.line) continue;
       c.observed.insert(index);
       ++c.explained;
+      first_us = std::min(first_us, again.received_us);
       if (again.kind == ResponseKind::granted) {
         grant_first_[index] = std::min(grant_first_[index], cause_lo);
         grant_last_[index] = std::max(grant_last_[index], latest_cause_ms(again.received_us));
@@ -498,6 +517,7 @@ void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObserva
       break;
     }
   }
+  return first_us;
 }
 
 void ClusterFrontier::fail(const Config& c, KeyFailure failure) const {
