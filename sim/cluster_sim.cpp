@@ -27,6 +27,7 @@
 #include "impl/cluster/node.hpp"
 #include "sim/cluster_checker.hpp"
 #include "sim/cluster_timeline.hpp"
+#include "sim/cluster_trace.hpp"
 #include "sim/network.hpp"
 #include "sim/raft_harness.hpp"
 
@@ -133,12 +134,15 @@ std::string request_line(const cluster::Command& command) {
 
 class LockWorkload;
 
-// Hands the checkers every command a node applies (cluster::ApplyObserver).
+// Hands the checkers, and the trace if there is one, every command a node
+// applies (cluster::ApplyObserver).
 struct NodeWatch final : cluster::ApplyObserver {
   NodeId id = 0;
   ClusterChecker* checker = nullptr;
   ClusterTimelineRecorder* timeline = nullptr;
-  TimeMs now;  // global time of the apply
+  ClusterTraceWriter* trace = nullptr;
+  TimeMs now;        // global time of the apply
+  raft::Term term = 0;  // of the entry being applied
 
   void before_command(cluster::LogIndex index, const cluster::Command& command,
                       const cluster::LockMachine& machine) override {
@@ -148,6 +152,7 @@ struct NodeWatch final : cluster::ApplyObserver {
                      const cluster::Applied& applied) override {
     checker->after_command(id, index, command, machine, applied, now);
     if (timeline != nullptr) timeline->after_command(id, index, command, machine, applied, now);
+    if (trace != nullptr) trace->apply(id, index, term, command, machine, applied, now);
   }
 };
 
@@ -156,9 +161,11 @@ class LockWorkload {
   using Machine = NodeReplica;
   using Harness = RaftHarness<LockWorkload>;
 
-  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterClientObserver* clients)
+  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterTraceWriter* trace,
+               ClusterClientObserver* clients)
       : p_(params),
         timeline_(timeline),
+        trace_(trace),
         observer_(clients),
         pool_(1 << 20),
         watches_(params.raft.nodes + 1),
@@ -182,13 +189,16 @@ class LockWorkload {
       watches_[id].id = id;
       watches_[id].checker = &*checker_;
       watches_[id].timeline = timeline_;
+      watches_[id].trace = trace_;
     }
     // A restarted node is a new Node: it is (re)connected to its watch
     // before each entry it applies.
-    h.cluster().on_before_apply = [this, &h](NodeId id, const raft::Entry&, const Machine&) {
+    h.cluster().on_before_apply = [this, &h](NodeId id, const raft::Entry& entry, const Machine&) {
       watches_[id].now = h.now();
+      watches_[id].term = entry.term;
       h.cluster().machine(id).node.set_observer(&watches_[id]);
     };
+    if (trace_ != nullptr) watch_for_trace(h);
     for (std::uint32_t c = 1; c <= p_.clients; ++c) {
       clients_[c].id = c;
       clients_[c].name = fmt::format("{}", c);
@@ -235,11 +245,13 @@ class LockWorkload {
                                      id, cluster.node(id).term(),
                                      deadline.target.kind == cluster::DeadlineTarget::Kind::expire ? "expiry" : "wait deadline",
                                      deadline.target.key, deadline.target.id, deadline.at.value));
-        return;
+        break;  // the node goes on as it would: a traced run goes on past its first violation
       }
     }
     cluster::NodeOutputs out;
     cluster.machine(id).node.on_tick(h.local(id), out);
+    // A leader asks its heap at every tick.
+    if (trace_ != nullptr && node.leading()) trace_heap_check(h, id, out);
     dispatch(h, id, std::move(out));
     // The node's own invariants, on every node now and then: a full check
     // costs as much as hundreds of applies.
@@ -264,9 +276,13 @@ class LockWorkload {
   void on_down(Harness& h, NodeId id) {
     // Its connections died with it; its Node is replaced at the restart.
     add_node_stats(h.cluster().machine(id).node.stats());
+    if (trace_ != nullptr) trace_->down(id);
   }
 
-  void on_restart(Harness&, NodeId id) { known_leader_[id] = 0; }
+  void on_restart(Harness& h, NodeId id) {
+    known_leader_[id] = 0;
+    if (trace_ != nullptr) trace_->restart(id, h.cluster().machine(id).node.machine(), h.now());
+  }
 
   void start_liveness(Harness&) {}
   DurationMs liveness_ms() const { return cluster_liveness_ms(p_); }
@@ -394,6 +410,9 @@ class LockWorkload {
     if (!cluster.alive(id)) return;
     for (auto& message : out.to_clients) {
       if (message.kind == cluster::ToClient::Kind::clock_marker) continue;  // no test clock here
+      if (trace_ != nullptr && message.kind == cluster::ToClient::Kind::response) {
+        trace_->reply(id, message.connection, message.response, h.now());  // sent, even if then lost
+      }
       ClientMessage m;
       m.node = id;
       m.client = connection_client(message.connection);
@@ -528,8 +547,20 @@ class LockWorkload {
     sync_leadership(h, id);
     if (!cluster.alive(id)) return;
     cluster::NodeOutputs out;
-    cluster.machine(id).node.on_line(m.connection, m.line, h.local(id), out);
+    auto& node = cluster.machine(id).node;
+    const auto proposed_before = node.stats().requests_proposed;
+    node.on_line(m.connection, m.line, h.local(id), out);
+    // A leader asks its heap before it proposes a request (and only then:
+    // a redirect or a refusal proposes nothing).
+    if (trace_ != nullptr && node.stats().requests_proposed > proposed_before) trace_heap_check(h, id, out);
     dispatch(h, id, std::move(out));
+  }
+
+  // What the leader's heap yielded at its clock is among the proposals the
+  // node is about to hand to Raft, which the trace sees go in.
+  void trace_heap_check(Harness& h, NodeId id, const cluster::NodeOutputs& out) {
+    const auto& node = h.cluster().machine(id).node;
+    trace_->heap_due(id, h.local(id), node.machine(), out.proposals, h.now());
   }
 
   void to_client(Harness& h, ClientMessage m) {
@@ -604,8 +635,21 @@ class LockWorkload {
     }
   }
 
+  // The trace watches the Raft cluster's proposals, elections and snapshot
+  // installs; applies come through the nodes' watches, and the rest is
+  // written where it happens (restarts, heap checks, replies).
+  void watch_for_trace(Harness& h) {
+    auto& cluster = h.cluster();
+    cluster.on_propose = [this, &h](NodeId id, const std::string& data, const RaftProposeOutcome& outcome, TimeMs clock) {
+      trace_->propose(id, data, outcome, clock, h.now());
+    };
+    cluster.on_leader = [this, &h](NodeId id, const raft::RaftNode& node) { trace_->elect(id, node, h.now()); };
+    cluster.on_restore = [this, &h](NodeId id, Machine& machine) { trace_->restore(id, machine.node.machine(), h.now()); };
+  }
+
   ClusterSimParams p_;
   ClusterTimelineRecorder* timeline_;  // or nullptr
+  ClusterTraceWriter* trace_;          // or nullptr
   ClusterClientObserver* observer_;    // or nullptr
   std::optional<ClusterChecker> checker_;  // made in start(): it reports to the harness's Raft checker
   InFlightPool<ClientMessage> pool_;
@@ -620,16 +664,18 @@ class LockWorkload {
 
 }  // namespace
 
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline) {
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline,
+                                        ClusterTraceWriter* trace) {
   ClusterRunOptions options;
   options.timeline = timeline;
+  options.trace = trace;
   return run_cluster_simulation(params, options);
 }
 
 ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const ClusterRunOptions& options) {
   ClusterTimelineRecorder* timeline = options.timeline;
   ClusterSimParams p = params;
-  p.raft.stop_at_first_violation = options.stop_at_first_violation;
+  p.raft.stop_at_first_violation = p.raft.stop_at_first_violation && options.stop_at_first_violation;
   // The session table keeps every client, as the checker, which knows no
   // eviction, assumes: a client evicted while it retries would apply twice.
   p.sessions.clients_max = std::max<std::uint64_t>(p.sessions.clients_max, p.clients);
@@ -643,7 +689,7 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const Cl
   p.raft.clock_drift_max_ppm = s / 4 * 1'000'000 / total_ms;
   p.raft.clock_jump_total_max_ms = DurationMs{s / 4};
   p.raft.clock_jump_max_ms = DurationMs{std::max<std::int64_t>(1, s / 8)};
-  LockWorkload workload(p, timeline, options.clients);
+  LockWorkload workload(p, timeline, options.trace, options.clients);
   RaftHarness<LockWorkload> harness(p.raft, workload);
   ClusterRunResult result;
   result.raft = harness.run();

@@ -83,6 +83,7 @@ struct ClusterRunResult {
 };
 
 class ClusterTimelineRecorder;
+class ClusterTraceWriter;
 
 // What the clients of a cluster run do on their connections (each attempt
 // of a request is a new connection), for a recorder of their view
@@ -99,15 +100,18 @@ class ClusterClientObserver {
 
 struct ClusterRunOptions {
   ClusterTimelineRecorder* timeline = nullptr;  // sim/cluster_timeline.hpp
+  ClusterTraceWriter* trace = nullptr;          // sim/cluster_trace.hpp
   ClusterClientObserver* clients = nullptr;
   // false: the run goes on past its first violation (the clients' view of
-  // a bug includes what follows it).
+  // a bug includes what follows it), whatever params.raft says.
   bool stop_at_first_violation = true;
 };
 
-// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp);
-// recording only watches, so the run is the same.
-ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr);
+// With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp),
+// with a `trace` written to it (sim/cluster_trace.hpp); both only watch, so
+// the run is the same.
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr,
+                                        ClusterTraceWriter* trace = nullptr);
 ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const ClusterRunOptions& options);
 
 }  // namespace lockstep::sim

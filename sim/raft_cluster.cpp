@@ -9,7 +9,7 @@ RaftClusterOf<Machine>::RaftClusterOf(std::size_t nodes, raft::RaftConfig base, 
                                       std::function<Machine()> make_machine)
     : base_(std::move(base)), seed_(seed), make_machine_(std::move(make_machine)), checker_(nodes) {
   slots_.reserve(nodes);
-  for (std::size_t i = 0; i < nodes; ++i) slots_.push_back(Slot{std::nullopt, make_machine_(), RaftStorage{}, 0, false});
+  for (std::size_t i = 0; i < nodes; ++i) slots_.push_back(Slot{std::nullopt, make_machine_(), RaftStorage{}, 0, false, 0});
   LOCKSTEP_ASSERT(nodes >= 1);
   base_.peers.clear();
   for (raft::NodeId id = 1; id <= nodes; ++id) base_.peers.push_back(id);
@@ -49,6 +49,10 @@ std::vector<raft::Message> RaftClusterOf<Machine>::handle(raft::NodeId id, raft:
   checker_.on_entries(*s.node, ready.entries);
   if (s.storage.unsynced() && !ready.messages.empty()) checker_.on_send_unsynced(id);
   for (const auto& message : ready.messages) checker_.on_send(s.storage.durable(), message);
+  if (s.node->role() == raft::Role::leader && s.node->term() > s.led) {
+    s.led = s.node->term();
+    if (on_leader) on_leader(id, *s.node);
+  }
   if (ready.restore_snapshot) {
     s.machine.restore(*ready.snapshot);
     if (on_restore) on_restore(id, s.machine);
@@ -88,11 +92,14 @@ RaftProposeOutcome RaftClusterOf<Machine>::propose(raft::NodeId id, std::string 
   auto& s = slot(id);
   RaftProposeOutcome out;
   if (!s.node) return out;
+  // The hook sees the bytes; keep them only when it is set.
+  const std::string data_copy = on_propose ? data : std::string();
   auto result = s.node->propose(std::move(data), now);
   out.kind = result.kind;
   out.index = result.index;
   out.term = result.term;
   out.leader_hint = result.leader_hint;
+  if (on_propose) on_propose(id, data_copy, out, now);
   out.messages = handle(id, std::move(result.ready));
   return out;
 }

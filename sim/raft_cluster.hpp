@@ -70,6 +70,11 @@ class RaftClusterOf {
   std::function<void(raft::NodeId, const raft::Entry&, Machine&)> on_apply;
   std::function<void(raft::NodeId, const raft::Entry&, const Machine&)> on_before_apply;
   std::function<void(raft::NodeId, Machine&)> on_restore;
+  // Told of every proposal and its outcome, and of a node that has just
+  // become leader of a term (before it applies anything in that term); the
+  // cluster trace hangs on them (sim/cluster_trace.hpp).
+  std::function<void(raft::NodeId, const std::string& data, const RaftProposeOutcome&, TimeMs now)> on_propose;
+  std::function<void(raft::NodeId, const raft::RaftNode&)> on_leader;
   std::uint64_t torn_writes() const { return torn_writes_; }
 
  private:
@@ -79,6 +84,7 @@ class RaftClusterOf {
     RaftStorage storage;
     std::uint64_t starts = 0;
     bool crash_before_sync = false;
+    raft::Term led = 0;  // the newest term this node led, for on_leader
   };
   Slot& slot(raft::NodeId id);
   const Slot& slot(raft::NodeId id) const;

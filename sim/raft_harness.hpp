@@ -102,7 +102,7 @@ class RaftHarness {
       } catch (const InvariantViolation& e) {
         checker().fail("assert", e.what());
       }
-      if (p_.stop_at_first_violation && checker().violation_count() > 0) break;
+      if (checker().violation_count() > 0 && p_.stop_at_first_violation) break;
     }
     if (checker().violation_count() == 0) check_leader_after_heal();
     if (checker().violation_count() == 0) workload_.check_liveness(*this);

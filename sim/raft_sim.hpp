@@ -50,7 +50,9 @@ struct RaftSimParams {
   std::uint32_t log_keep = 8;            // entries kept behind the snapshot for slow followers
   raft::RaftConfig raft;                 // id and peers are filled per node
   // Stop at the first violation; a run recorded for its clients' view goes
-  // on, to where they see its effects.
+  // on, to where they see its effects, and so does a run whose trace is
+  // validated: the spec may see the fault at a step the checkers judge
+  // later, or never.
   bool stop_at_first_violation = true;
 };
 

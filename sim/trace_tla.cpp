@@ -1,55 +1,23 @@
 #include "sim/trace_tla.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "impl/protocol.hpp"
+#include "sim/cluster_trace.hpp"
+#include "sim/trace.hpp"
+#include "sim/trace_tla_text.hpp"
 
 namespace lockstep::sim {
 
 namespace {
 
-using Json = nlohmann::json;
-
-// TLC's integers are 32-bit: every number of the trace must fit.
-constexpr std::int64_t tlc_int_max = std::numeric_limits<std::int32_t>::max();
-
-[[noreturn]] void fail(std::uint64_t line, const std::string& why) {
-  throw TraceFormatError(fmt::format("trace line {}: {}", line, why));
-}
-
-std::string tla_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
-std::int64_t number(const Json& object, const char* field, std::uint64_t line) {
-  const auto it = object.find(field);
-  if (it == object.end() || !it->is_number_integer()) fail(line, fmt::format("no integer field '{}'", field));
-  const auto value = it->get<std::int64_t>();
-  if (value < 0 || value > tlc_int_max) {
-    fail(line, fmt::format("'{}' = {} is outside 0..{}, the integers TLC has", field, value, tlc_int_max));
-  }
-  return value;
-}
-
-std::string text(const Json& object, const char* field, std::uint64_t line) {
-  const auto it = object.find(field);
-  if (it == object.end() || !it->is_string()) fail(line, fmt::format("no string field '{}'", field));
-  return it->get<std::string>();
-}
+using namespace tla_text;
 
 // The LockServer constants the run fixes, read from the header's `params`
 // (`name=value` words, sim/params.cpp's describe()).
@@ -112,21 +80,11 @@ Out response_record(const Json& item, std::uint64_t line, Names& names) {
   names.conns.insert(conn);
   names.keys.insert(response->key);
   if (has_owner) names.owners.insert(response->owner);
-  return {kind, fmt::format("Response(\"{}\", {}, {}, {}, {})", kind, conn,
-                            has_owner ? tla_string(response->owner) : std::string("NoOwner"),
-                            tla_string(response->key), has_token ? std::to_string(token) : std::string("NoToken"))};
-}
-
-std::string set_text(const std::set<std::string>& items) {
-  std::string out = "{";
-  for (const auto& item : items) out += (out.size() > 1 ? ", " : "") + tla_string(item);
-  return out + "}";
-}
-
-std::string set_text(const std::set<std::int64_t>& items) {
-  std::string out = "{";
-  for (const auto item : items) out += (out.size() > 1 ? ", " : "") + std::to_string(item);
-  return out + "}";
+  // <<kind, conn, owner, key, token>>: LockServer's Response by position,
+  // "" (NoOwner) and 0 (NoToken) where the line has none.
+  return {kind, fmt::format("<<\"{}\", {}, {}, {}, {}>>", kind, conn,
+                            has_owner ? tla_string(response->owner) : std::string("\"\""),
+                            tla_string(response->key), has_token ? token : 0)};
 }
 
 std::string wire_list(const Json& out) {
@@ -140,55 +98,38 @@ std::string wire_list(const Json& out) {
 
 void count(TraceCoverage& coverage, const std::string& action) { ++coverage.actions[action]; }
 
-}  // namespace
-
-void TraceCoverage::merge(const TraceCoverage& other) {
-  for (const auto& [name, n] : other.actions) actions[name] += n;
-  for (const auto& [name, n] : other.responses) responses[name] += n;
+Json parse_line(const std::string& raw, std::uint64_t line) {
+  Json object;
+  try {
+    object = Json::parse(raw);
+  } catch (const Json::exception& e) {
+    fail(line, fmt::format("not JSON: {}", e.what()));
+  }
+  if (!object.is_object()) fail(line, "not a JSON object");
+  return object;
 }
 
-const std::vector<std::string>& coverage_actions() {
-  static const std::vector<std::string> names{
-      "Acquire: granted",   "Acquire: queued",      "Acquire: refused (wait 0)", "Acquire: busy",
-      "Release: deleted",   "Release: hand-off",    "Release: not held",         "Close",
-      "Tick: timeouts",     "Tick: sweep hand-off", "Tick: sweep deletion",      "Restart"};
-  return names;
-}
-
-const std::vector<std::string>& coverage_responses() {
-  static const std::vector<std::string> names{"A", "T", "B", "R", "N"};
-  return names;
-}
-
-TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, const std::string& trace_spec) {
+// Simple mode: the header (line 1) is read; the server steps follow.
+TlaTrace simple_trace_to_tla(const Json& header, std::istream& ndjson, const std::string& module_name,
+                             std::string_view trace_spec) {
   TlaTrace result;
+  result.mode = TraceMode::simple;
   result.module_name = module_name;
   Names names;
   std::string events;  // the records of Trace, one per line
   std::int64_t max_time = 0;
-  std::optional<RunLimits> limits;
+  const RunLimits limits = read_limits(header, 1);
+  result.seed = header.value("seed", std::uint64_t{0});
+  result.bug = header.value("bug", std::string("none"));
+  if (result.bug == "none") result.bug = header.value("server_fault", std::string("none"));
   std::string raw;
-  std::uint64_t line = 0;
+  std::uint64_t line = 1;
   while (std::getline(ndjson, raw)) {
     ++line;
     if (raw.empty()) continue;
-    Json object;
-    try {
-      object = Json::parse(raw);
-    } catch (const Json::exception& e) {
-      fail(line, fmt::format("not JSON: {}", e.what()));
-    }
-    if (!object.is_object()) fail(line, "not a JSON object");
+    const Json object = parse_line(raw, line);
     const auto event = text(object, "event", line);
-    if (event == "Run") {
-      if (limits) fail(line, "a second Run header");
-      limits = read_limits(object, line);
-      result.seed = object.value("seed", std::uint64_t{0});
-      result.bug = object.value("bug", std::string("none"));
-      if (result.bug == "none") result.bug = object.value("server_fault", std::string("none"));
-      continue;
-    }
-    if (!limits) fail(line, "the first line must be the Run header");
+    if (event == "Run") fail(line, "a second Run header");
     const bool step = event == "Acquire" || event == "Release" || event == "Close" || event == "Tick" ||
                       event == "Restart";
     if (event == "Malformed") fail(line, "a Malformed step: the spec does not model malformed requests");
@@ -219,8 +160,8 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
       names.keys.insert(key);
       names.owners.insert(owner);
       max_time = std::max(max_time, t + wait);
-      record = fmt::format("[kind |-> \"Acquire\", t |-> {}, conn |-> {}, key |-> {}, owner |-> {}, lease |-> {}, wait |-> {}, out |-> {}]",
-                           t, conn, tla_string(key), tla_string(owner), lease, wait, out_text);
+      record = fmt::format("<<\"Acquire\", {}, {}, {}, {}, {}, {}, {}>>", t, conn, tla_string(key), tla_string(owner),
+                           lease, wait, out_text);
       summary = fmt::format("Acquire on c{}: 'A {} {} {} {}'", conn, key, owner, lease, wait);
       count(result.coverage, first_kind == 'A'   ? "Acquire: granted"
                              : first_kind == 'T' ? "Acquire: refused (wait 0)"
@@ -232,8 +173,7 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
       const auto token = number(object, "token", line);
       names.conns.insert(conn);
       names.keys.insert(key);
-      record = fmt::format("[kind |-> \"Release\", t |-> {}, conn |-> {}, key |-> {}, token |-> {}, out |-> {}]", t,
-                           conn, tla_string(key), token, out_text);
+      record = fmt::format("<<\"Release\", {}, {}, {}, {}, {}>>", t, conn, tla_string(key), token, out_text);
       summary = fmt::format("Release on c{}: 'R {} {}'", conn, key, token);
       count(result.coverage, first_kind == 'N' ? "Release: not held"
                              : outs.size() > 1 ? "Release: hand-off"
@@ -241,7 +181,7 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
     } else if (event == "Close") {
       const auto conn = number(object, "conn", line);
       names.conns.insert(conn);
-      record = fmt::format("[kind |-> \"Close\", t |-> {}, conn |-> {}, out |-> {}]", t, conn, out_text);
+      record = fmt::format("<<\"Close\", {}, {}, {}>>", t, conn, out_text);
       summary = fmt::format("Close of c{}", conn);
       count(result.coverage, "Close");
     } else if (event == "Tick") {
@@ -252,15 +192,15 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
         handoffs = sweep->contains("handoffs") ? (*sweep)["handoffs"].size() : 0;
       }
       const auto timeouts = static_cast<std::size_t>(std::count_if(outs.begin(), outs.end(), [](const Out& o) { return o.kind == 'T'; }));
-      record = fmt::format("[kind |-> \"Tick\", t |-> {}, sweep |-> {}, deleted |-> {}, out |-> {}]", t,
-                           deleted >= 0 ? "TRUE" : "FALSE", std::max<std::int64_t>(deleted, 0), out_text);
+      record = fmt::format("<<\"Tick\", {}, {}, {}, {}>>", t, deleted >= 0 ? "TRUE" : "FALSE",
+                           std::max<std::int64_t>(deleted, 0), out_text);
       summary = fmt::format("Tick to {}{}", t, deleted >= 0 ? fmt::format(" (sweep: {} deleted)", deleted) : "");
       if (timeouts > 0) count(result.coverage, "Tick: timeouts");
       if (handoffs > 0) count(result.coverage, "Tick: sweep hand-off");
       if (deleted > 0) count(result.coverage, "Tick: sweep deletion");
     } else {
       const auto first_token = number(object, "first_token", line);
-      record = fmt::format("[kind |-> \"Restart\", t |-> {}, first_token |-> {}, out |-> <<>>]", t, first_token);
+      record = fmt::format("<<\"Restart\", {}, {}, <<>>>>", t, first_token);
       summary = fmt::format("Restart (first token {})", first_token);
       count(result.coverage, "Restart");
     }
@@ -269,28 +209,12 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
     events += (events.empty() ? "  " : ",\n  ") + record;
     result.steps.push_back({line, t, event, summary});
   }
-  if (!limits) throw TraceFormatError("trace: empty (no Run header)");
-
   // Tokens: the spec issues them from 1 and a restart may move them on; the
   // trace's own bound is not needed (the trace spec never sends a request of
   // its own), but the constant must be a number.
   const auto max_time_tla = std::min(max_time + 1, tlc_int_max);
-  // The module is TraceLockServer itself with its CONSTANT Trace replaced by
-  // the trace's definition: TLC evaluates a constant that the config
-  // overrides with a definition again at every use, which makes checking a
-  // long trace quadratic; a definition of the module is evaluated once.
-  const auto header_at = trace_spec.find("MODULE TraceLockServer");
-  const auto constant_at = trace_spec.find("\nCONSTANT Trace");
-  if (header_at == std::string::npos || constant_at == std::string::npos) {
-    throw TraceFormatError("the trace spec text has no 'MODULE TraceLockServer' header or 'CONSTANT Trace' line");
-  }
-  const auto constant_end = trace_spec.find('\n', constant_at + 1);
-  std::string module = trace_spec.substr(0, constant_at + 1);
-  module.replace(header_at, std::string("MODULE TraceLockServer").size(), "MODULE " + module_name);
-  module += fmt::format("\\* The trace: seed {}, bug {} (written by `lockstep trace-to-tla`).\n", result.seed, result.bug);
-  module += "Trace == <<\n" + events + "\n>>\n";
-  module += trace_spec.substr(constant_end == std::string::npos ? trace_spec.size() : constant_end + 1);
-  result.module_text = std::move(module);
+  result.module_text = module_with_trace(trace_spec, "TraceLockServer", module_name,
+                                         fmt::format("The trace: seed {}, bug {}", result.seed, result.bug), events);
 
   std::ostringstream config;
   config << "\\* The run's constants; Leases, Waits and MaxToken bound only the spec's own\n"
@@ -301,16 +225,50 @@ TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, cons
          << "  Owners = " << set_text(names.owners) << "\n"
          << "  Conns = " << set_text(names.conns) << "\n"
          << "  Leases = {1}\n  Waits = {0}\n"
-         << "  SweepMs = " << limits->sweep_ms << "\n"
-         << "  MaxKeys = " << limits->max_keys << "\n"
-         << "  MaxWaitersPerKey = " << limits->max_waiters_per_key << "\n"
-         << "  MaxWaiters = " << limits->max_waiters << "\n"
+         << "  SweepMs = " << limits.sweep_ms << "\n"
+         << "  MaxKeys = " << limits.max_keys << "\n"
+         << "  MaxWaitersPerKey = " << limits.max_waiters_per_key << "\n"
+         << "  MaxWaiters = " << limits.max_waiters << "\n"
          << "  MaxTime = " << max_time_tla << "\n"
          << "  MaxToken = " << tlc_int_max << "\n"
          << "  LifoHandoff = FALSE\n  SweepFirst = FALSE\n"
+         << "VIEW TraceView\n"
          << "INVARIANT TraceInvariant\n";
   result.config_text = config.str();
   return result;
+}
+
+}  // namespace
+
+std::string_view trace_mode_name(TraceMode mode) { return mode == TraceMode::cluster ? "cluster" : "simple"; }
+
+void TraceCoverage::merge(const TraceCoverage& other) {
+  for (const auto& [name, n] : other.actions) actions[name] += n;
+  for (const auto& [name, n] : other.responses) responses[name] += n;
+}
+
+const std::vector<std::string>& coverage_actions(TraceMode mode) {
+  static const std::vector<std::string> simple{
+      "Acquire: granted",   "Acquire: queued",      "Acquire: refused (wait 0)", "Acquire: busy",
+      "Release: deleted",   "Release: hand-off",    "Release: not held",         "Close",
+      "Tick: timeouts",     "Tick: sweep hand-off", "Tick: sweep deletion",      "Restart"};
+  return mode == TraceMode::cluster ? cluster_coverage_actions() : simple;
+}
+
+const std::vector<std::string>& coverage_responses(TraceMode) {
+  static const std::vector<std::string> names{"A", "T", "B", "R", "N"};
+  return names;
+}
+
+TlaTrace trace_to_tla(std::istream& ndjson, const std::string& module_name, const TraceSpecs& specs) {
+  std::string raw;
+  if (!std::getline(ndjson, raw) || raw.empty()) throw TraceFormatError("trace: empty (no Run header)");
+  const Json header = parse_line(raw, 1);
+  if (header.value("event", std::string()) != "Run") fail(1, "the first line must be the Run header");
+  const auto schema = header.value("schema", std::string());
+  if (schema == cluster_trace_schema) return cluster_trace_to_tla(header, ndjson, module_name, specs.cluster);
+  if (schema != trace_schema) fail(1, fmt::format("unknown schema '{}'", schema));
+  return simple_trace_to_tla(header, ndjson, module_name, specs.server);
 }
 
 std::string locate_config(const TlaTrace& trace) {

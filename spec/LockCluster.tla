@@ -16,28 +16,31 @@
 (* Time.  `now` is global time, which no node reads.  Every node has its   *)
 (* own clock, which only moves forward and stays within MaxSkew of `now`.  *)
 (* A leader stamps every entry it proposes with its own clock; applying an *)
-(* entry reads only the entry (the time in it), never a clock.             *)
+(* entry reads no clock: its time is the entry's stamp, raised to the      *)
+(* latest time the lock state applied (the state's own `clock`), so that   *)
+(* time in the replicated state never goes back when a new leader's clock  *)
+(* is behind the old one's.                                                *)
 (*                                                                         *)
 (* The leader's deadline heap is the set of deadlines of its applied       *)
 (* state (holders' expiries, waiters' deadlines): a new leader rebuilds it *)
 (* from its applied state, and applying an entry keeps it so.  When the    *)
-(* leader's clock reaches deadlines, it proposes, at that instant, the due *)
-(* Timeouts (in queueing order), then the due Expires (in token order),    *)
-(* and only then client requests.                                          *)
+(* leader's clock reaches deadlines, it proposes, at that instant, what is *)
+(* due, by instant (at one instant Timeouts, in queueing order, before     *)
+(* Expires, in token order), and only then client requests.                *)
 (*                                                                         *)
 (* Cluster rules (CONTRACT.md): a key is held until its Expire commits     *)
 (* (no take-over in place); Expire(key, token) checks the token (still the *)
 (* holder's: hand to the head waiter with a new token, or delete; else     *)
 (* nothing); Timeout(key, waiter) removes a waiter whose deadline passed.  *)
-(* A hand-off at time t (Release or Expire) first times out the key's      *)
-(* waiters whose deadline is <= t (they are due at t, and due Timeouts     *)
-(* come first; their own Timeout entries then find nothing), then hands    *)
-(* the key to the head of the rest.                                        *)
+(* A hand-off at time t (Release or Expire) goes down the key's queue:     *)
+(* waiters whose deadline is <= t are due at t, and due Timeouts come      *)
+(* first, so they leave (answered T; their own Timeout entries then find   *)
+(* nothing) until the first waiter not yet due gets the key.               *)
 (*                                                                         *)
 (* Sessions (Raft dissertation, 6.3): a client has one request outstanding *)
 (* at a time, numbered 1, 2, ...; any leader may propose it, any number of *)
 (* times (retries after a timeout or a leader change).  The applied state  *)
-(* keeps each client's last applied number and skips a command that is    *)
+(* keeps each client's last applied number and skips a command that is     *)
 (* not newer.                                                              *)
 (*                                                                         *)
 (* Lease safety, the bound.  Let S = MaxSkew: |clock[n] - now| <= S for    *)
@@ -56,11 +59,19 @@
 (* being the later grant's commit instant.  With S = 0 no two grants of a  *)
 (* key are ever live at once.                                              *)
 (*                                                                         *)
+(* Capacity limits are as in simple mode: an Acquire that would register   *)
+(* a key beyond MaxKeys, or queue beyond MaxWaitersPerKey or MaxWaiters,   *)
+(* is answered B and changes nothing but its session.                      *)
+(*                                                                         *)
 (* Bounds (for model checking only): global time stops at MaxTime, there   *)
 (* are at most MaxTerm terms, a proposal keeps every leader's log (log     *)
 (* plus its uncommitted entries) within MaxLog entries, a client sends at  *)
-(* most MaxSeq requests.  Not modelled here: capacity limits and B, and    *)
-(* Close (both are as in simple mode, spec/LockServer.tla).                *)
+(* most MaxSeq requests, a leader proposes nothing it has among its        *)
+(* uncommitted entries, nor a request it has applied, and a client         *)
+(* releases only tokens it was granted.  Each action below is its rule     *)
+(* (`...With`), which trace validation checks the implementation against   *)
+(* (TraceLockCluster.tla), conjoined with those bounds.  Not modelled      *)
+(* here: Close (as in simple mode, spec/LockServer.tla).                   *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
 
@@ -70,6 +81,7 @@ CONSTANTS
   Clients,     \* client ids; a client is also the owner its requests name
   Leases,      \* lease_ms values requests may carry (each >= 1)
   Waits,       \* wait_ms values requests may carry (each >= 0)
+  MaxKeys, MaxWaitersPerKey, MaxWaiters,  \* the contract's capacity limits
   MaxSkew,     \* S: every node's clock stays within S of global time
   MaxTime,     \* bound: global time stops there
   MaxTerm,     \* bound: at most this many elections
@@ -83,6 +95,7 @@ CONSTANTS
 ASSUME
   /\ Nodes # {} /\ Keys # {} /\ Clients # {}
   /\ Leases \subseteq Nat \ {0} /\ Waits \subseteq Nat
+  /\ {MaxKeys, MaxWaitersPerKey, MaxWaiters} \subseteq Nat
   /\ {MaxSkew, MaxTime, MaxTerm, MaxLog, MaxSeq} \subseteq Nat
   /\ {ExpireWithoutTokenCheck, SkewBeyondBound, ApplyReadsClock, NoSessionCheck} \subseteq BOOLEAN
 
@@ -111,12 +124,12 @@ NoClient == ""  \* the client field of entries that name none (Expire)
 NoToken == 0    \* the token field of entries that carry none
 
 Range(s) == {s[i] : i \in DOMAIN s}
+Max(a, b) == IF a >= b THEN a ELSE b
 SetKey(f, k, v) == [x \in DOMAIN f \cup {k} |-> IF x = k THEN v ELSE f[x]]
 DropKey(f, k) == [x \in DOMAIN f \ {k} |-> f[x]]
 
 \* A key's FIFO queue, head first.
 Queue(w, k) == SelectSeq(w, LAMBDA x : x.key = k)
-HeadIndex(w, k) == CHOOSE i \in 1..Len(w) : w[i].key = k /\ \A j \in 1..(i - 1) : w[j].key # k
 
 RECURSIVE Without(_, _, _)
 Without(s, I, i) ==
@@ -138,57 +151,76 @@ IsRequest(e) == e.type \in {"Acquire", "Release"}
 NoRequest == Entry("None", NoClient, 0, "", 0, 0, NoToken, 0, "")
 
 -----------------------------------------------------------------------------
-(* The replicated lock state machine.  Apply reads only the entry. *)
+(* The replicated lock state machine.  Apply reads no clock, only the entry and the state. *)
 
 Holder(c, tok, e) == [holder |-> c, token |-> tok, expiry |-> e]
 Waiter(k, c, seq, l, d) == [key |-> k, client |-> c, seq |-> seq, lease |-> l, deadline |-> d]
 
+\* `clock` is the latest time applied: time in the lock state never goes
+\* back (LogCabin's cluster time), whatever the order of the stamps.
 InitState == [keys |-> [k \in {} |-> Holder(NoClient, NoToken, 0)],
               waiters |-> <<>>,
               nextToken |-> 1,
-              sessions |-> [c \in Clients |-> 0]]
+              sessions |-> [c \in Clients |-> 0],
+              clock |-> 0]
 
-\* The time an entry is applied at: its stamp (the bug: the applier's clock).
-At(e, clk) == IF ApplyReadsClock THEN clk ELSE e.time
+\* The time an entry is applied at: its stamp, raised to the state's clock
+\* (the bug: the applier's clock).
+At(s, e, clk) == IF ApplyReadsClock THEN clk ELSE Max(s.clock, e.time)
 
-\* Hand key k on at time t: its waiters due by t leave (timed out), then the
-\* head of the rest gets the key (new token, its lease from t), or the key
-\* is deleted.
+\* The position in w of key k's first waiter whose deadline is after t, or 0.
+FirstLive(w, k, t) ==
+  LET live == {i \in 1..Len(w) : w[i].key = k /\ w[i].deadline > t}
+  IN IF live = {} THEN 0 ELSE CHOOSE i \in live : \A j \in live : i <= j
+
+\* Hand key k on at time t: going down its queue, waiters due by t leave
+\* (timed out) until the first one that is not due gets the key (new token,
+\* its lease from t); with none, the key is deleted.  Waiters behind the new
+\* holder stay, due or not: their Timeouts come.
 HandOff(s, k, t) ==
-  LET w == SelectSeq(s.waiters, LAMBDA x : x.key # k \/ x.deadline > t)
-  IN IF Queue(w, k) = <<>>
-     THEN [s EXCEPT !.keys = DropKey(s.keys, k), !.waiters = w]
-     ELSE LET i == HeadIndex(w, k)
-          IN [s EXCEPT !.keys = SetKey(s.keys, k, Holder(w[i].client, s.nextToken, t + w[i].lease)),
-                       !.waiters = Without(w, {i}, 1),
-                       !.nextToken = s.nextToken + 1]
+  LET w == s.waiters
+      i == FirstLive(w, k, t)
+      gone == {j \in 1..Len(w) : w[j].key = k /\ (i = 0 \/ j <= i)}
+  IN IF i = 0
+     THEN [s EXCEPT !.keys = DropKey(s.keys, k), !.waiters = Without(w, gone, 1)]
+     ELSE [s EXCEPT !.keys = SetKey(s.keys, k, Holder(w[i].client, s.nextToken, t + w[i].lease)),
+                    !.waiters = Without(w, gone, 1),
+                    !.nextToken = s.nextToken + 1]
 
 \* A request takes effect unless its session already applied it.
 Executes(s, e) == IsRequest(e) /\ (NoSessionCheck \/ s.sessions[e.client] < e.seq)
 
 HolderOf(s, k, tok) == k \in DOMAIN s.keys /\ s.keys[k].token = tok
 
+\* An Acquire of key k is answered B: k is new and MaxKeys keys are
+\* registered, or it would queue beyond a waiter limit.
+Busy(s, k) ==
+  IF k \notin DOMAIN s.keys THEN Cardinality(DOMAIN s.keys) >= MaxKeys
+  ELSE Len(Queue(s.waiters, k)) >= MaxWaitersPerKey \/ Len(s.waiters) >= MaxWaiters
+
 Apply(s, e, clk) ==
-  LET t == At(e, clk)
+  LET t == At(s, e, clk)
       k == e.key
-      s1 == [s EXCEPT !.sessions[e.client] = e.seq]
+      s0 == [s EXCEPT !.clock = Max(s.clock, t)]
+      s1 == [s0 EXCEPT !.sessions[e.client] = e.seq]
   IN CASE e.type = "Acquire" ->
-            IF ~Executes(s, e) THEN s
+            IF ~Executes(s, e) THEN s0
+            ELSE IF k \in DOMAIN s.keys /\ e.wait = 0 THEN s1             \* answered T
+            ELSE IF Busy(s, k) THEN s1                                   \* answered B
             ELSE IF k \notin DOMAIN s.keys
             THEN [s1 EXCEPT !.keys = SetKey(s.keys, k, Holder(e.client, s.nextToken, t + e.lease)),
                             !.nextToken = s.nextToken + 1]
-            ELSE IF e.wait = 0 THEN s1                                  \* answered T
             ELSE [s1 EXCEPT !.waiters = Append(s.waiters, Waiter(k, e.client, e.seq, e.lease, t + e.wait))]
        [] e.type = "Release" ->
-            IF ~Executes(s, e) THEN s
+            IF ~Executes(s, e) THEN s0
             ELSE IF HolderOf(s, k, e.token) THEN HandOff(s1, k, t)      \* R
             ELSE s1                                                     \* N
        [] e.type = "Expire" ->
             IF k \in DOMAIN s.keys /\ (ExpireWithoutTokenCheck \/ s.keys[k].token = e.token)
-            THEN HandOff(s, k, t)
-            ELSE s                                                      \* a stale Expire
+            THEN HandOff(s0, k, t)
+            ELSE s0                                                     \* a stale Expire
        [] e.type = "Timeout" ->
-            [s EXCEPT !.waiters = SelectSeq(s.waiters, LAMBDA x :
+            [s0 EXCEPT !.waiters = SelectSeq(s.waiters, LAMBDA x :
                 ~(x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t))]
 
 -----------------------------------------------------------------------------
@@ -221,17 +253,24 @@ RECURSIVE PendingCount(_)
 PendingCount(N) == IF N = {} THEN 0 ELSE LET n == CHOOSE n \in N : TRUE IN Len(pending[n]) + PendingCount(N \ {n})
 InFlight == Len(log) + PendingCount(Nodes)
 
-\* n wins the election of a new term.  Its uncommitted entries are a prefix
-\* of what some node (maybe itself) had proposed or adopted and not committed.
-\* Earlier leaders keep believing they lead.
-Elect(n) ==
-  /\ term < MaxTerm
+\* Entries a new leader may hold uncommitted: a prefix of what some node
+\* (maybe itself) had proposed or adopted and not committed.
+Adoptable(p) == \E m \in Nodes : Len(p) <= Len(pending[m]) /\ SubSeq(pending[m], 1, Len(p)) = p
+
+\* The rule: n wins the election of a new term with the uncommitted entries
+\* p.  Earlier leaders keep believing they lead.
+ElectWith(n, p) ==
+  /\ Adoptable(p)
   /\ term' = term + 1
   /\ leading' = [leading EXCEPT ![n] = term + 1]
+  /\ pending' = [pending EXCEPT ![n] = p]
+  /\ UNCHANGED <<now, clock, log, applied, replica, committed, request, granted, released, executed>>
+
+Elect(n) ==
+  /\ term < MaxTerm
   /\ \E m \in Nodes : \E i \in 0..Len(pending[m]) :
        /\ InFlight - Len(pending[n]) + i <= MaxLog
-       /\ pending' = [pending EXCEPT ![n] = SubSeq(pending[m], 1, i)]
-  /\ UNCHANGED <<now, clock, log, applied, replica, committed, request, granted, released, executed>>
+       /\ ElectWith(n, SubSeq(pending[m], 1, i))
 
 \* A leader proposes no command again that is among its uncommitted entries.
 \* One it committed and has not applied yet it may propose again: its heap
@@ -240,19 +279,23 @@ Elect(n) ==
 \* make such duplicates harmless.
 Proposed(n) == {Id(e) : e \in Range(pending[n])}
 
-\* The leader of the newest term commits its oldest uncommitted entry.  The
-\* history variables record what it means for clients: a new grant (and
-\* when it became visible), a release, a request executed.
-Commit(n) ==
+\* The rule: the leader of the newest term commits its oldest uncommitted
+\* entry, which the committed state applies at the entry's own time.
+CommitNext(n) ==
   /\ leading[n] = term /\ term > 0
   /\ pending[n] # <<>>
+  /\ log' = Append(log, Head(pending[n]))
+  /\ pending' = [pending EXCEPT ![n] = Tail(@)]
+  /\ committed' = Apply(committed, Head(pending[n]), Head(pending[n]).time)
+
+\* The history variables record what a commit means for clients: a new
+\* grant (and when it became visible), a release, a request executed.
+Commit(n) ==
+  /\ CommitNext(n)
   /\ LET e == Head(pending[n])
-         s == Apply(committed, e, e.time)  \* the log's meaning: the entry's own time
+         s == committed'
          grants == {k \in DOMAIN s.keys : s.keys[k].token = committed.nextToken}
-     IN /\ log' = Append(log, e)
-        /\ pending' = [pending EXCEPT ![n] = Tail(@)]
-        /\ committed' = s
-        /\ granted' = IF grants = {} THEN granted
+     IN /\ granted' = IF grants = {} THEN granted
                       ELSE LET k == CHOOSE k \in grants : TRUE
                            IN SetKey(granted, committed.nextToken,
                                      [key |-> k, owner |-> s.keys[k].holder, expiry |-> s.keys[k].expiry,
@@ -274,29 +317,46 @@ ApplyNext(n) ==
 -----------------------------------------------------------------------------
 (* The leader: deadlines and requests *)
 
-\* The leader's heap, as it stands: due Timeouts in queueing order, then due
-\* Expires in token order, all stamped with its clock, none it already has
-\* in its log.
-DueTimeouts(n) ==
-  LET s == replica[n]
-      due == SelectSeq(s.waiters, LAMBDA x :
-               /\ x.deadline <= clock[n]
-               /\ Id(Entry("Timeout", x.client, x.seq, x.key, 0, 0, NoToken, 0, n)) \notin Proposed(n))
-  IN [i \in 1..Len(due) |->
-        Entry("Timeout", due[i].client, due[i].seq, due[i].key, 0, 0, NoToken, clock[n], n)]
+\* Deadlines as <<instant, 0 (Timeout) or 1 (Expire), queue position or
+\* token, entry>>, in the heap's order: by instant; at one instant Timeouts
+\* (in queueing order) before Expires (in token order).
+Before(a, b) == a[1] < b[1] \/ (a[1] = b[1] /\ (a[2] < b[2] \/ (a[2] = b[2] /\ a[3] <= b[3])))
+RECURSIVE Sorted(_)
+Sorted(S) == IF S = {} THEN <<>>
+             ELSE LET m == CHOOSE x \in S : \A y \in S : Before(x, y)
+                  IN <<m[4]>> \o Sorted(S \ {m})
 
-RECURSIVE ByToken(_, _)
-ByToken(ks, K) ==
-  IF K = {} THEN <<>>
-  ELSE LET k == CHOOSE k \in K : \A j \in K : ks[k].token <= ks[j].token
-       IN <<k>> \o ByToken(ks, K \ {k})
+\* The leader's heap, as it stands: every deadline of state s due at clock c
+\* (waiters' deadlines, holders' expiries), with the Timeout or Expire entry
+\* that acts on it, stamped c by n.
+DueSet(s, c, n) ==
+  LET timeouts == {<<s.waiters[j].deadline, 0, j,
+                     Entry("Timeout", s.waiters[j].client, s.waiters[j].seq, s.waiters[j].key,
+                           0, 0, NoToken, c, n)>> :
+                   j \in {j \in 1..Len(s.waiters) : s.waiters[j].deadline <= c}}
+      expires == {<<s.keys[k].expiry, 1, s.keys[k].token,
+                    Entry("Expire", NoClient, 0, k, 0, 0, s.keys[k].token, c, n)>> :
+                  k \in {k \in DOMAIN s.keys : s.keys[k].expiry <= c}}
+  IN timeouts \cup expires
 
-DueExpires(n) ==
-  LET ks == replica[n].keys
-      due == ByToken(ks, {k \in DOMAIN ks :
-                            /\ ks[k].expiry <= clock[n]
-                            /\ Id(Entry("Expire", NoClient, 0, k, 0, 0, ks[k].token, 0, n)) \notin Proposed(n)})
-  IN [i \in 1..Len(due) |-> Entry("Expire", NoClient, 0, due[i], 0, 0, ks[due[i]].token, clock[n], n)]
+\* The entries due on n's heap, in the heap's order.
+DueAll(n) == Sorted(DueSet(replica[n], clock[n], n))
+
+\* Due, less what n has among its uncommitted entries.
+Due(n) == SelectSeq(DueAll(n), LAMBDA e : Id(e) \notin Proposed(n))
+
+\* es holds entries of the deadlines D, each once, in the heap's order: a
+\* subsequence of Sorted(D), checked without sorting all of D.
+InHeapOrderAt(D, es) ==
+  LET at == [j \in 1..Len(es) |-> {d \in D : d[4] = es[j]}]
+  IN /\ \A j \in 1..Len(es) : at[j] # {}
+     /\ \A j \in 1..(Len(es) - 1) :
+          LET a == CHOOSE d \in at[j] : TRUE
+              b == CHOOSE d \in at[j + 1] : TRUE
+          IN a # b /\ Before(a, b)
+
+\* es holds entries due on n's heap, in the heap's order.
+InHeapOrder(n, es) == InHeapOrderAt(DueSet(replica[n], clock[n], n), es)
 
 Fits(n, es) == InFlight + Len(es) <= MaxLog
 
@@ -306,30 +366,41 @@ Fits(n, es) == InFlight + Len(es) <= MaxLog
 \* them, since they could change nothing but its own uncommitted entries.
 MayPropose(n) == leading[n] > 0 /\ (leading[n] = term \/ term < MaxTerm)
 
-\* A leader (maybe stale) proposes everything due on its clock at once.
-ProposeDue(n) ==
-  LET es == DueTimeouts(n) \o DueExpires(n) IN
-  /\ MayPropose(n)
+\* The rule: a leader (maybe stale) proposes due entries of its heap, in its
+\* heap's order.
+ProposeDueWith(n, es) ==
+  /\ leading[n] > 0
   /\ es # <<>>
-  /\ Fits(n, es)
+  /\ InHeapOrder(n, es)
   /\ pending' = [pending EXCEPT ![n] = @ \o es]
   /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
                  released, executed>>
 
-\* A leader (maybe stale) proposes a client's request, stamped with its clock,
-\* once nothing is due on its clock; a client that retries reaches any leader.
+\* It proposes everything due on its clock at once that it has not among its
+\* uncommitted entries.
+ProposeDue(n) ==
+  /\ MayPropose(n)
+  /\ Fits(n, Due(n))
+  /\ ProposeDueWith(n, Due(n))
+
+\* The rule: a leader (maybe stale) proposes a client's request, stamped with
+\* its clock; a client that retries reaches any leader.
+ProposeRequestWith(n, c) ==
+  /\ leading[n] > 0
+  /\ request[c].type # "None"
+  /\ pending' = [pending EXCEPT ![n] = Append(@, [request[c] EXCEPT !.time = clock[n], !.by = n])]
+  /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
+                 released, executed>>
+
+\* Requests come after what is due at the instant.
 ProposeRequest(n, c) ==
-  LET r == request[c]
-      e == [r EXCEPT !.time = clock[n], !.by = n]
-  IN /\ MayPropose(n)
-     /\ r.type # "None"
-     /\ replica[n].sessions[c] < r.seq
-     /\ Id(e) \notin Proposed(n)
-     /\ DueTimeouts(n) = <<>> /\ DueExpires(n) = <<>>
-     /\ Fits(n, <<e>>)
-     /\ pending' = [pending EXCEPT ![n] = Append(@, e)]
-     /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
-                    released, executed>>
+  LET e == [request[c] EXCEPT !.time = clock[n], !.by = n] IN
+  /\ MayPropose(n)
+  /\ replica[n].sessions[c] < e.seq
+  /\ Id(e) \notin Proposed(n)
+  /\ Due(n) = <<>>
+  /\ Fits(n, <<e>>)
+  /\ ProposeRequestWith(n, c)
 
 -----------------------------------------------------------------------------
 (* Clients *)
@@ -340,19 +411,25 @@ Finished(c) ==
   /\ committed.sessions[c] >= request[c].seq
   /\ \A i \in 1..Len(committed.waiters) : committed.waiters[i].client # c
 
-\* A client sends its next request: an Acquire, or a Release of a token it was
-\* granted (maybe one it no longer holds).
-Send(c) ==
-  LET seq == request[c].seq + 1 IN
+\* The rule: a client sends its next request r once the last is finished.
+SendWith(c, r) ==
   /\ Finished(c)
-  /\ seq <= MaxSeq
-  /\ \/ \E k \in Keys, l \in Leases, wt \in Waits :
-          request' = [request EXCEPT ![c] = Entry("Acquire", c, seq, k, l, wt, NoToken, 0, "")]
-     \/ \E tok \in DOMAIN granted :
-          /\ granted[tok].owner = c
-          /\ request' = [request EXCEPT ![c] = Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, "")]
+  /\ r.type \in {"Acquire", "Release"} /\ r.client = c /\ r.seq = request[c].seq + 1
+  /\ r.time = 0 /\ r.by = ""
+  /\ request' = [request EXCEPT ![c] = r]
   /\ UNCHANGED <<now, clock, term, leading, pending, log, applied, replica, committed, granted,
                  released, executed>>
+
+\* An Acquire, or a Release of a token it was granted (maybe one it no
+\* longer holds).
+Send(c) ==
+  LET seq == request[c].seq + 1 IN
+  /\ seq <= MaxSeq
+  /\ \/ \E k \in Keys, l \in Leases, wt \in Waits :
+          SendWith(c, Entry("Acquire", c, seq, k, l, wt, NoToken, 0, ""))
+     \/ \E tok \in DOMAIN granted :
+          /\ granted[tok].owner = c
+          /\ SendWith(c, Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, ""))
 
 -----------------------------------------------------------------------------
 
@@ -379,8 +456,6 @@ Next ==
 
 Spec == Init /\ [][Next]_vars
 
-Symmetry == Permutations(Nodes) \cup Permutations(Clients)
-
 -----------------------------------------------------------------------------
 (* Invariants of one state *)
 
@@ -397,6 +472,7 @@ LockStateOK(s) ==
                          deadline : 0..(TimeBound + MaxWait)]
   /\ s.nextToken \in 1..(MaxLog + 1)
   /\ s.sessions \in [Clients -> 0..MaxSeq]
+  /\ s.clock \in 0..TimeBound
 
 TypeOK ==
   /\ now \in 0..MaxTime
@@ -461,27 +537,28 @@ NoTakeoverOK(s, s2, e) ==
     (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
       e.type \in {"Release", "Expire"} /\ e.key = k /\ e.token = s.keys[k].token
 
-\* FIFO: a key changing hands goes to the head of its queue once the waiters
-\* due at t left, with a new token, and the rest keep their order; a key is
-\* deleted only when no waiter is left that is not due at t.
+\* FIFO: a key changing hands goes, with a new token, to the first waiter of
+\* its queue not due at t, the waiters before it (due) left and the rest
+\* keep their order; a key is deleted only when every waiter is due at t.
 FIFOHandoffOK(s, s2, t) ==
   \A k \in DOMAIN s.keys :
-    LET q == SelectSeq(Queue(s.waiters, k), LAMBDA x : x.deadline > t) IN
-    (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
-      IF k \in DOMAIN s2.keys
-      THEN /\ q # <<>>
-           /\ s2.keys[k].holder = Head(q).client
-           /\ s2.keys[k].token >= s.nextToken
-           /\ Queue(s2.waiters, k) = Tail(q)
-      ELSE q = <<>>
+    LET q == Queue(s.waiters, k)
+        i == FirstLive(q, k, t)
+    IN (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
+         IF k \in DOMAIN s2.keys
+         THEN /\ i > 0
+              /\ s2.keys[k].holder = q[i].client
+              /\ s2.keys[k].token >= s.nextToken
+              /\ Queue(s2.waiters, k) = SubSeq(q, i + 1, Len(q))
+         ELSE i = 0
 
 \* Every apply step, at a replica or at commit, satisfies Check(s, s2, e, t).
 EveryApply(Check(_, _, _, _)) ==
   /\ \A n \in Nodes :
        applied'[n] = applied[n] + 1 =>
-         LET e == log[applied'[n]] IN Check(replica[n], replica'[n], e, At(e, clock[n]))
+         LET e == log[applied'[n]] IN Check(replica[n], replica'[n], e, At(replica[n], e, clock[n]))
   /\ Len(log') = Len(log) + 1 =>
-       LET e == log'[Len(log')] IN Check(committed, committed', e, e.time)
+       LET e == log'[Len(log')] IN Check(committed, committed', e, At(committed, e, e.time))
 
 NoTakeoverStep == EveryApply(LAMBDA s, s2, e, t : NoTakeoverOK(s, s2, e))
 FIFOHandoffStep == EveryApply(LAMBDA s, s2, e, t : FIFOHandoffOK(s, s2, t))

@@ -5,7 +5,9 @@
 
 namespace lockstep::cli {
 
-extern const char* const lock_server_tla;        // spec/LockServer.tla
-extern const char* const trace_lock_server_tla;  // spec/TraceLockServer.tla
+extern const char* const lock_server_tla;         // spec/LockServer.tla
+extern const char* const trace_lock_server_tla;   // spec/TraceLockServer.tla
+extern const char* const lock_cluster_tla;        // spec/LockCluster.tla
+extern const char* const trace_lock_cluster_tla;  // spec/TraceLockCluster.tla
 
 }  // namespace lockstep::cli

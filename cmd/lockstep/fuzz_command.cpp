@@ -200,8 +200,8 @@ std::string settle_limits(FuzzCommand& options) {
     return (given_any ? "given, the others the fuzzer's edge-seeking defaults, filled into the command"
                       : "the fuzzer's edge-seeking defaults, filled into the command") + unlimited;
   }
-  return (given_any ? "given, the others the protocol's defaults (docs/protocol.md, \"Limits\")"
-                    : "the protocol's defaults (docs/protocol.md, \"Limits\"), what a server started without options has; if the target was started "
+  return (given_any ? "given, the others the protocol's defaults, docs/protocol.md \"Limits\""
+                    : "the protocol's defaults, docs/protocol.md \"Limits\": what a server started without options has; if the target was started "
                       "with others, give them (--max-keys, --sweep-ms ...)") + unlimited;
 }
 

@@ -4,18 +4,23 @@
 // Prints a summary that ends with `violations: N` and `speed: X` (simulated
 // seconds per wall second, as the lock simulator's), and exits 1 on any
 // violation, printing each failing seed with the command that reproduces it.
+// `--trace` writes one cluster seed's trace, which `--validate-trace` has TLC
+// check against spec/TraceLockCluster.tla.
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "cmd/lockstep/raft_sim_command.hpp"
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/validate_trace.hpp"
 #include "impl/cluster/bugs.hpp"
 #include "sim/cluster_sim.hpp"
 #include "sim/cluster_timeline.hpp"
 #include "sim/history_recorder.hpp"
+#include "sim/cluster_trace.hpp"
 #include "sim/raft_sim.hpp"
 
 namespace lockstep::cli {
@@ -62,6 +67,10 @@ sim::ClusterSimParams cluster_params(const RaftSimOptions& o, std::uint64_t seed
   params.skew_beyond_bound = o.skew_beyond_bound;
   params.bug = cluster::cluster_bug_from_name(o.bug).value_or(cluster::ClusterBug::none);
   params.raft.raft.bug = raft::raft_bug_from_name(o.bug).value_or(raft::RaftBug::none);
+  // A traced run goes on past the simulator's first violation: the spec may
+  // see the fault earlier or later than the checkers do, and the trace is the
+  // same whether it is validated at once or later.
+  params.raft.stop_at_first_violation = o.trace.empty() && !o.validate_trace;
   return params;
 }
 
@@ -95,13 +104,35 @@ int run_raft_sim(const RaftSimOptions& o) {
     fmt::print(stderr, "sim: --history records one seed of the lock service; use --seed N\n");
     return 2;
   }
+  if ((!o.trace.empty() || o.validate_trace) && !o.cluster) {
+    fmt::print(stderr, "sim: --trace and --validate-trace record the lock service: --mode lock or --mode cluster\n");
+    return 2;
+  }
+  if ((!o.trace.empty() || o.validate_trace) && o.first_seed != o.last_seed) {
+    fmt::print(stderr, "sim: --trace and --validate-trace record one seed; use --seed N\n");
+    return 2;
+  }
+  std::string jar, trace_path = o.trace, trace_dir;
+  if (o.validate_trace) {
+    const auto lookup = find_tla2tools_jar();
+    if (!lookup.jar) {
+      fmt::print(stderr, "sim: --validate-trace needs TLC: {}\n", lookup.problem);
+      return 2;
+    }
+    jar = *lookup.jar;
+    if (trace_path.empty()) {
+      trace_dir = make_work_dir();
+      trace_path = trace_dir + "/trace.ndjson";
+    }
+  }
   sim::RaftSimStats totals;
   sim::ClusterLockStats lock_totals;
   std::uint64_t seeds = 0, failed = 0, violations = 0, simulated_ms = 0;
+  std::optional<std::int64_t> first_violation_ms;  // of the last seed, for --validate-trace
   const auto start = std::chrono::steady_clock::now();
   // One seed's run: the register's, or the lock cluster's with its figures.
   const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock,
-                            sim::ClusterTimelineRecorder* timeline = nullptr,
+                            sim::ClusterTimelineRecorder* timeline = nullptr, sim::ClusterTraceWriter* trace = nullptr,
                             sim::ClusterHistoryRecorder* history = nullptr) {
     if (!o.cluster) {
       auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
@@ -111,6 +142,7 @@ int run_raft_sim(const RaftSimOptions& o) {
     }
     sim::ClusterRunOptions options;
     options.timeline = timeline;
+    options.trace = trace;
     options.clients = history;
     // The whole run, past a violation too: what the clients saw of it.
     options.stop_at_first_violation = history == nullptr;
@@ -127,7 +159,17 @@ int run_raft_sim(const RaftSimOptions& o) {
     if (!o.history.empty()) {
       history = std::make_unique<sim::ClusterHistoryRecorder>(cluster_params(o, seed), reproduce_command(o, seed));
     }
-    auto r = run_seed(seed, &lock, timeline.get(), history.get());
+    std::ofstream trace_file;
+    std::unique_ptr<sim::ClusterTraceWriter> trace;
+    if (!trace_path.empty()) {
+      trace_file.open(trace_path, std::ios::binary);
+      if (!trace_file) {
+        fmt::print(stderr, "sim: cannot write {}\n", trace_path);
+        return 2;
+      }
+      trace = std::make_unique<sim::ClusterTraceWriter>(trace_file, cluster_params(o, seed));
+    }
+    auto r = run_seed(seed, &lock, timeline.get(), trace.get(), history.get());
     if (history) {
       std::ofstream file(o.history, std::ios::binary);
       history::write_history(file, history->history());
@@ -135,6 +177,11 @@ int run_raft_sim(const RaftSimOptions& o) {
         fmt::print(stderr, "sim: cannot write {}\n", o.history);
         return 2;
       }
+    }
+    if (trace) {
+      trace->finish(r.stats.simulated_until, r.violation_count, r.event_hash);
+      trace_file.close();
+      if (!trace_file) fmt::print(stderr, "sim: cannot write {}\n", trace_path);
     }
     if (timeline) {
       std::ofstream svg(o.timeline, std::ios::binary);
@@ -154,6 +201,7 @@ int run_raft_sim(const RaftSimOptions& o) {
       }
     }
     ++seeds;
+    if (!r.violations.empty()) first_violation_ms = r.violations.front().at.value;
     const auto& s = r.stats;
     totals.events += s.events;
     totals.elections += s.elections;
@@ -230,6 +278,13 @@ int run_raft_sim(const RaftSimOptions& o) {
   row("wall time (s)", fmt::format("{:.2f}", wall_s));
   fmt::print("violations: {}\n", violations);
   fmt::print("speed: {:.0f}\n", static_cast<double>(simulated_ms) / 1000 / wall_s);
+  if (o.validate_trace) {
+    const auto verdict = validate_run_trace(trace_path, jar, violations, first_violation_ms);
+    if (!trace_dir.empty()) remove_work_dir(trace_dir);
+    // 2 when the trace could not be checked; otherwise 1 on either verdict.
+    if (verdict == TraceVerdict::Kind::error) return 2;
+    if (verdict == TraceVerdict::Kind::invalid) return 1;
+  }
   return violations == 0 ? 0 : 1;
 }
 

@@ -21,6 +21,10 @@ struct RaftSimOptions {
   bool skew_beyond_bound = false;
   std::string timeline;
   std::string history;  // --mode cluster, one seed: the clients' view as a history
+  // --mode cluster, one seed: write its trace (sim/cluster_trace.hpp), and
+  // have TLC check it against spec/TraceLockCluster.tla.
+  std::string trace;
+  bool validate_trace = false;
 };
 
 int run_raft_sim(const RaftSimOptions& options);

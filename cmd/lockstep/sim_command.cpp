@@ -158,11 +158,11 @@ void check_mode_options(const CLI::App& command, const SimOptions& o) {
     refuse_in("--nodes", "raft and cluster");
     refuse_in("--skew-beyond-bound", "cluster");
   } else {
-    refuse_in("--trace", "lock");
-    refuse_in("--validate-trace", "lock");
     refuse_in("--no-model", "lock");
     refuse_in("--shrink-dir", "lock");
     if (o.mode == "raft") {
+      refuse_in("--trace", "lock and cluster");
+      refuse_in("--validate-trace", "lock and cluster");
       refuse_in("--clients", "lock and cluster");
       refuse_in("--keys", "lock and cluster");
       refuse_in("--timeline", "lock and cluster");
@@ -293,31 +293,10 @@ void print_summary(const Totals& t, double wall_s) {
 }
 
 // `--validate-trace`: TLC's verdict on the trace of the seed just run, beside
-// the simulator's own. The two judge differently (the spec sees each server
-// step, the checkers see the clients' side and the model), so the line that
-// compares them says where each saw the first fault.
-bool validate_sim_trace(const std::string& trace_path, const std::string& jar, const sim::RunResult& r) {
-  const auto trace = read_trace_file(trace_path);
-  if (!trace) return false;
-  const auto verdict = validate_in_fresh_dir(*trace, jar, "");
-  fmt::print("{}", format_verdict(*trace, verdict));
-  const bool sim_failed = r.violation_count > 0;
-  const std::string sim_side =
-      sim_failed ? fmt::format("the simulator's first violation is at {} ms", r.violations.front().at.value)
-                 : "the simulator saw no violation";
-  switch (verdict.kind) {
-    case TraceVerdict::Kind::valid:
-      fmt::print("verdicts: {}; {}\n", sim_failed ? "differ" : "agree", sim_side);
-      return true;
-    case TraceVerdict::Kind::invalid: {
-      const auto t = verdict.event >= 1 && verdict.event <= trace->steps.size() ? trace->steps[verdict.event - 1].t : -1;
-      fmt::print("verdicts: {}; the spec first fails at {} ms, {}\n", sim_failed ? "agree" : "differ", t, sim_side);
-      return false;
-    }
-    case TraceVerdict::Kind::error:
-      break;
-  }
-  return false;
+// the simulator's own (validate_trace.hpp, validate_run_trace).
+TraceVerdict::Kind validate_sim_trace(const std::string& trace_path, const std::string& jar, const sim::RunResult& r) {
+  return validate_run_trace(trace_path, jar, r.violation_count,
+                            r.violations.empty() ? std::nullopt : std::optional{r.violations.front().at.value});
 }
 
 int run_sim(const SimOptions& o) {
@@ -349,6 +328,8 @@ int run_sim(const SimOptions& o) {
     raft.duration_ms = o.duration_ms;
     raft.bug = o.bug;
     raft.check_determinism = o.check_determinism;
+    raft.trace = o.trace;
+    raft.validate_trace = o.validate_trace;
     return run_raft_sim(raft);
   }
   // The bug name and the one-seed options were checked when parsed.
@@ -462,10 +443,10 @@ int run_sim(const SimOptions& o) {
   const double wall_s = std::max(1e-9, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (o.check_determinism) fmt::print("determinism: every seed ran twice with the same event hash{}\n", totals.failed_seeds ? " (see failures above)" : "");
   print_summary(totals, wall_s);
-  bool trace_valid = true;
+  auto trace_verdict = TraceVerdict::Kind::valid;
   if (o.validate_trace) {
     try {
-      trace_valid = validate_sim_trace(options.trace, jar, last_result);
+      trace_verdict = validate_sim_trace(options.trace, jar, last_result);
     } catch (const std::exception& e) {
       fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
       if (!trace_dir.empty()) remove_work_dir(trace_dir);
@@ -473,7 +454,9 @@ int run_sim(const SimOptions& o) {
     }
     if (!trace_dir.empty()) remove_work_dir(trace_dir);
   }
-  return totals.violations == 0 && trace_valid ? 0 : 1;
+  // 2 when the trace could not be checked; otherwise 1 on either verdict.
+  if (trace_verdict == TraceVerdict::Kind::error) return 2;
+  return totals.violations == 0 && trace_verdict == TraceVerdict::Kind::valid ? 0 : 1;
 }
 
 }  // namespace
@@ -492,7 +475,8 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--keys", options->keys, "distinct keys")->check(whole(1, 1'000'000));
   command->add_option("--duration-ms", options->duration_ms, "simulated time during which requests are sent (a drain follows)")
       ->check(whole_signed(1, std::int64_t{1} << 40));
-  command->add_option("--trace", options->trace, "write the run as NDJSON (schema: sim/TRACE.md)")
+  command->add_option("--trace", options->trace,
+                      "write the run as NDJSON (one seed; schema: sim/TRACE.md; --mode cluster: its cluster trace)")
       ->check(writable_file());
   command->add_option("--history", options->history,
                       "write what the clients sent and received as a history for check-history (one seed, --mode "
@@ -512,7 +496,8 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
       ->check(writable_folder())
       ->capture_default_str();
   command->add_flag("--validate-trace", options->validate_trace,
-                    "check the seed's trace with TLC against spec/TraceLockServer.tla (TLA2TOOLS_JAR names the jar)");
+                    "check the seed's trace with TLC against spec/TraceLockServer.tla, or spec/TraceLockCluster.tla "
+                    "with --mode cluster (TLA2TOOLS_JAR names the jar)");
   command->add_option("--mode", options->mode,
                       "lock: the lock service on one server; raft: a Raft cluster of the append-only register; "
                       "cluster: the lock service on a Raft cluster")

@@ -1,6 +1,7 @@
 #include "cmd/lockstep/validate_trace.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,8 +31,9 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 // Runs argv in `dir` with stdout and stderr into `log`; returns the exit
-// status, or -1 if it could not run.
-int run_in(const std::string& dir, const std::vector<std::string>& argv, const std::string& log) {
+// status, or -1 if it could not run, and adds the child's CPU time to
+// `cpu_seconds`.
+int run_in(const std::string& dir, const std::vector<std::string>& argv, const std::string& log, double& cpu_seconds) {
   const pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -44,9 +46,12 @@ int run_in(const std::string& dir, const std::vector<std::string>& argv, const s
     _exit(127);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
+  struct rusage usage {};
+  while (wait4(pid, &status, 0, &usage) < 0) {
     if (errno != EINTR) return -1;
   }
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  cpu_seconds += seconds(usage.ru_utime) + seconds(usage.ru_stime);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -82,8 +87,13 @@ JarLookup find_tla2tools_jar() {
 }
 
 void write_tla_files(const sim::TlaTrace& trace, const std::string& work_dir) {
-  write_file(work_dir + "/LockServer.tla", lock_server_tla);
-  write_file(work_dir + "/TraceLockServer.tla", trace_lock_server_tla);
+  if (trace.mode == sim::TraceMode::cluster) {
+    write_file(work_dir + "/LockCluster.tla", lock_cluster_tla);
+    write_file(work_dir + "/TraceLockCluster.tla", trace_lock_cluster_tla);
+  } else {
+    write_file(work_dir + "/LockServer.tla", lock_server_tla);
+    write_file(work_dir + "/TraceLockServer.tla", trace_lock_server_tla);
+  }
   write_file(work_dir + "/" + trace.module_name + ".tla", trace.module_text);
   write_file(work_dir + "/" + trace.module_name + ".cfg", trace.config_text);
   write_file(work_dir + "/" + trace.module_name + "Locate.cfg", sim::locate_config(trace));
@@ -112,10 +122,16 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
   // The first pass has no Stuck action and does not check deadlock; only a
   // path that ends early is run again to name the event (TraceLocateNext).
   const auto run_tlc = [&](const std::string& config, const std::string& log) {
-    const std::vector<std::string> argv{"java", "-XX:+UseParallelGC", "-Xss64m", "-cp", jar, "tlc2.TLC",
-                                        "-workers", "1", "-deadlock", "-metadir", work_dir + "/states",
+    // The serial collector: one TLC worker walks one path, and parallel
+    // collection threads cost a loaded 2-core machine more than they save.
+    // TLC copies the standard modules into java.io.tmpdir: a directory of
+    // its own, so that TLC runs at the same time do not read each other's
+    // half-written copies.
+    const std::vector<std::string> argv{"java", "-XX:+UseSerialGC", "-Xss64m", "-Djava.io.tmpdir=" + work_dir,
+                                        "-cp", jar, "tlc2.TLC",
+                                        "-nowarning", "-workers", "1", "-deadlock", "-metadir", work_dir + "/states",
                                         "-config", config, trace.module_name + ".tla"};
-    return run_in(work_dir, argv, log);
+    return run_in(work_dir, argv, log, verdict.tlc_cpu_seconds);
   };
   std::string log = work_dir + "/tlc.log";
   const auto started = std::chrono::steady_clock::now();
@@ -133,8 +149,25 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
 
   const auto stuck = output.find("<<\"trace-stuck\", ");
   const auto done = output.find("<<\"trace-done\", ");
+  // The cluster trace spec's locating pass prints each event it explains.
+  constexpr std::string_view explained_marker = "<<\"trace-explained\", ";
+  const auto last_explained = output.rfind(explained_marker);
   if (status == 127 || status < 0) {
     verdict.message = fmt::format("could not run java (status {}); is a JDK on PATH?", status);
+  } else if (ended_early && status == 0 && done == std::string::npos && stuck == std::string::npos &&
+             output.find("No error has been found") != std::string::npos) {
+    // <<"trace-explained", event, time>>: the event after the last one.
+    const auto event = last_explained == std::string::npos ? std::optional<std::uint64_t>{0}
+                                                           : number_after(output, explained_marker, last_explained);
+    const auto comma = last_explained == std::string::npos
+                           ? std::string::npos
+                           : output.find(", ", last_explained + explained_marker.size());
+    const auto time = comma == std::string::npos ? std::nullopt : number_after(output, ", ", comma);
+    verdict.kind = TraceVerdict::Kind::invalid;
+    verdict.event = event.value_or(0) + 1;
+    verdict.message = fmt::format("no step of the spec explains it (spec {} at {} ms)",
+                                  trace.mode == sim::TraceMode::cluster ? "time" : "clock",
+                                  time ? std::to_string(*time) : "?");
   } else if (stuck != std::string::npos) {
     // <<"trace-stuck", event, clock>>
     constexpr std::string_view marker = "<<\"trace-stuck\", ";
@@ -143,7 +176,8 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
     const auto clock = comma == std::string::npos ? std::nullopt : number_after(output, ", ", comma);
     verdict.kind = TraceVerdict::Kind::invalid;
     verdict.event = event.value_or(0);
-    verdict.message = fmt::format("no step of the spec explains it (spec clock at {} ms)",
+    verdict.message = fmt::format("no step of the spec explains it (spec {} at {} ms)",
+                                  trace.mode == sim::TraceMode::cluster ? "time" : "clock",
                                   clock ? std::to_string(*clock) : "?");
   } else if (output.find("Invariant TraceInvariant is violated") != std::string::npos) {
     // The error trace's last state says how many events it had explained.
@@ -151,7 +185,8 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
     const auto last = last_index == std::string::npos ? std::nullopt : number_after(output, "/\\ i = ", last_index);
     verdict.kind = TraceVerdict::Kind::invalid;
     verdict.event = std::max<std::uint64_t>(last.value_or(0), 1);
-    verdict.message = "a state invariant of LockServer (TraceInvariant) is violated after it";
+    verdict.message = fmt::format("a state invariant of {} (TraceInvariant) is violated after it",
+                                  trace.mode == sim::TraceMode::cluster ? "LockCluster" : "LockServer");
   } else if (status == 0 && done != std::string::npos) {
     const auto explained = number_after(output, "<<\"trace-done\", ", done).value_or(0);
     if (explained == trace.steps.size()) {
@@ -170,8 +205,8 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
 std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdict) {
   switch (verdict.kind) {
     case TraceVerdict::Kind::valid:
-      return fmt::format("trace: valid ({} events, {} states, TLC {:.1f} s)\n", trace.steps.size(),
-                         verdict.tlc_states, verdict.tlc_seconds);
+      return fmt::format("trace: valid ({} events, {} states, TLC {:.1f} s, CPU {:.1f} s)\n", trace.steps.size(),
+                         verdict.tlc_states, verdict.tlc_seconds, verdict.tlc_cpu_seconds);
     case TraceVerdict::Kind::invalid: {
       std::string text = fmt::format("trace: invalid at event {}: {}\n", verdict.event, verdict.message);
       if (verdict.event >= 1 && verdict.event <= trace.steps.size()) {
@@ -191,26 +226,26 @@ std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdi
   return fmt::format("trace: not validated: {}\n", verdict.message);
 }
 
-std::string format_coverage(const sim::TraceCoverage& coverage) {
-  std::string text = "coverage of the spec's actions (steps):\n";
-  for (const auto& name : sim::coverage_actions()) {
+std::string format_coverage(sim::TraceMode mode, const sim::TraceCoverage& coverage) {
+  std::string text = fmt::format("coverage of the spec's actions ({} mode, steps):\n", sim::trace_mode_name(mode));
+  for (const auto& name : sim::coverage_actions(mode)) {
     const auto it = coverage.actions.find(name);
-    text += fmt::format("  {:<28}{:>10}\n", name, it == coverage.actions.end() ? 0 : it->second);
+    text += fmt::format("  {:<42}{:>10}\n", name, it == coverage.actions.end() ? 0 : it->second);
   }
   text += "responses:";
-  for (const auto& name : sim::coverage_responses()) {
+  for (const auto& name : sim::coverage_responses(mode)) {
     const auto it = coverage.responses.find(name);
     text += fmt::format(" {} {}", name, it == coverage.responses.end() ? 0 : it->second);
   }
   return text + "\n";
 }
 
-std::string missing_coverage(const sim::TraceCoverage& coverage) {
+std::string missing_coverage(sim::TraceMode mode, const sim::TraceCoverage& coverage) {
   std::string missing;
-  for (const auto& name : sim::coverage_actions()) {
+  for (const auto& name : sim::coverage_actions(mode)) {
     if (coverage.actions.count(name) == 0) missing += (missing.empty() ? "" : ", ") + name;
   }
-  for (const auto& name : sim::coverage_responses()) {
+  for (const auto& name : sim::coverage_responses(mode)) {
     if (coverage.responses.count(name) == 0) missing += (missing.empty() ? "" : ", ") + std::string("response ") + name;
   }
   return missing;

@@ -1,5 +1,6 @@
 // Trace validation: hands a simulator trace, as a TLA+ module
-// (sim/trace_tla.hpp), to TLC with spec/TraceLockServer.tla and reads TLC's
+// (sim/trace_tla.hpp), to TLC with its mode's trace spec
+// (spec/TraceLockServer.tla or spec/TraceLockCluster.tla) and reads TLC's
 // verdict. TLC is not part of the build: TLA2TOOLS_JAR names a tla2tools.jar
 // and `java` must be on PATH.
 #pragma once
@@ -17,7 +18,8 @@ struct TraceVerdict {
   Kind kind = Kind::error;
   std::uint64_t event = 0;  // invalid: the first step (1-based) no spec step explains
   std::string message;      // invalid or error: what went wrong, for people
-  double tlc_seconds = 0;
+  double tlc_seconds = 0;          // wall time
+  double tlc_cpu_seconds = 0;      // CPU time of TLC's JVM (user + system), which load does not inflate
   std::uint64_t tlc_states = 0;  // distinct states TLC found
 };
 
@@ -38,13 +40,21 @@ TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, 
 // followed by detail lines for an invalid trace.
 std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdict);
 
-// The coverage table of one or more traces, and which actions or response
-// kinds it lacks.
-std::string format_coverage(const sim::TraceCoverage& coverage);
-std::string missing_coverage(const sim::TraceCoverage& coverage);
+// The coverage table of one or more traces of one mode, and which actions
+// or response kinds it lacks.
+std::string format_coverage(sim::TraceMode mode, const sim::TraceCoverage& coverage);
+std::string missing_coverage(sim::TraceMode mode, const sim::TraceCoverage& coverage);
 
 // Reads and converts a trace file; prints why not (to stderr) on failure.
 std::optional<sim::TlaTrace> read_trace_file(const std::string& path);
+
+// `sim --validate-trace`: TLC's verdict on the trace of the seed just run,
+// printed beside the simulator's own. The two judge differently (the spec
+// sees each step, the checkers see the clients' side and the model), so the
+// line that compares them says where each saw the first fault. Returns
+// TLC's verdict (error: the trace could not be read or TLC not run).
+TraceVerdict::Kind validate_run_trace(const std::string& trace_path, const std::string& jar, std::uint64_t violations,
+                        std::optional<std::int64_t> first_violation_ms);
 
 // validate_trace in a fresh temporary directory removed afterwards, or in
 // `keep_dir` when it is not empty (created if need be, kept).

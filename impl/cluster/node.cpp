@@ -118,6 +118,11 @@ void Node::handle_request(ConnectionId connection, const SessionRequest& parsed,
     answer(Response::error("too many requests in flight"));
     return;
   }
+  // What is due by now goes first (docs/protocol.md, "Cluster semantics in
+  // conformance vectors": due Timeouts, due Expires, then the requests of
+  // the instant): the heap is asked at every request, not only at the next
+  // tick. (The test clock proposes what is due instant by instant itself.)
+  if (!config_.test_clock) propose_due(now, out);
   const Session session =
       parsed.session ? Session{std::string(parsed.session->client), parsed.session->sequence} : Session{};
   const TimeMs at = stamp(now);

@@ -54,7 +54,8 @@
 //      after which the log through that index may be dropped.
 //
 // Who proposes what: the leader proposes each request it reads (stamped
-// with its clock), the due Expires and Timeouts of its heap, and a Close for
+// with its clock, after what its heap has due by then), the due Expires and
+// Timeouts of its heap, and a Close for
 // a connection that ends with waiters or requests in flight. A follower
 // proposes nothing: it answers requests with a redirect. A node that loses
 // leadership with requests in flight cannot tell whether they will commit,

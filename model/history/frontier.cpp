@@ -719,8 +719,8 @@ std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) 
 // Whether `request` is the only request that can be answered by an
 // observation read at `received_us` on its connection: no other request of
 // the same class (the owner of an acquire, the token of a release) on that
-// connection waits in the queue, nor is still to be handled and sent before
-// that observation arrived.
+// connection waits in the queue, nor is still to be handled and could have
+// caused it (sent before it arrived, within the grid's slack).
 bool Frontier::sole_claimant(const Config& c, std::uint32_t request, std::int64_t received_us) const {
   const auto& asked = in_.requests[request];
   const auto same_class = [&](const KeyRequest& other) {
@@ -736,7 +736,10 @@ bool Frontier::sole_claimant(const Config& c, std::uint32_t request, std::int64_
   for (auto it = std::lower_bound(requests.begin(), requests.end(), c.handled.mark); it != requests.end(); ++it) {
     const auto other = *it;
     if (other == request || c.handled.contains(other)) continue;
-    if (in_.requests[other].sent_us > received_us) break;  // sent in order: none later can claim it
+    // Matched as the search matches (an answer may be read up to the grid's
+    // slack before the instant that caused it); sent in order, none later
+    // can claim it.
+    if (earliest_[other] * 1000 - grid_slack_us > received_us) break;
     if (same_class(in_.requests[other])) return false;
   }
   return true;

@@ -99,7 +99,10 @@ expect 2 "--keys" sim --mode raft --keys 5
 expect 2 "--skew-beyond-bound" sim --skew-beyond-bound
 expect 2 "--skew-beyond-bound" sim --mode raft --skew-beyond-bound
 expect 2 "--nodes" sim --nodes 5
-expect 2 "--trace" sim --mode cluster --seed 1 --trace "$work/t.ndjson"
+expect 2 "--trace" sim --mode raft --seed 1 --trace "$work/t.ndjson"
+expect 2 "--validate-trace" sim --mode raft --seed 1 --validate-trace
+expect 2 "--trace" sim --mode cluster --seeds 1..3 --trace "$work/t.ndjson"
+expect 2 "$missing/x.ndjson" sim --mode cluster --seed 1 --trace "$missing/x.ndjson"
 expect 2 "--timeline" sim --mode raft --seed 1 --timeline "$work/t.svg"
 expect 2 "serve --list-bugs" sim --inject-bug nope
 expect 2 "Raft" sim --mode cluster --inject-bug lifo-handoff

@@ -45,11 +45,16 @@ std::optional<ClusterRunResult> first_failure(ClusterBug bug, std::uint32_t node
 
 // Each bug of the catalogue and the checker that must report it first: the
 // rule checkers judge the table before the model is asked, so the model
-// (model-agreement) names only the bug that no single rule names.
+// (model-agreement) names only the bug that no single rule names. One bug
+// has a second checker that may come first: a node restored without its
+// sessions that then leads applies entries before any other replica has,
+// so replica-agreement has nothing to compare it with yet and the model is
+// the first to disagree with its answers.
 struct CaughtCase {
   ClusterBug bug;
   const char* checker;
   std::uint64_t seeds;
+  const char* or_checker = nullptr;
 };
 
 void PrintTo(const CaughtCase& c, std::ostream* out) {
@@ -64,7 +69,8 @@ TEST_P(ClusterBugIsCaught, WithinAFewSwarmSeedsAtThreeAndFiveNodes) {
     const auto failure = first_failure(c.bug, nodes, c.seeds);
     ASSERT_TRUE(failure) << cluster::cluster_bug_name(c.bug) << " with " << nodes << " nodes passed seeds 1.."
                          << c.seeds;
-    EXPECT_EQ(failure->raft.violations.front().checker, c.checker)
+    const auto& checker = failure->raft.violations.front().checker;
+    EXPECT_TRUE(checker == c.checker || (c.or_checker != nullptr && checker == c.or_checker))
         << cluster::cluster_bug_name(c.bug) << " with " << nodes << " nodes: " << first_violation(*failure);
   }
 }
@@ -77,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
                     CaughtCase{ClusterBug::token_per_key, "tokens", 3},
                     CaughtCase{ClusterBug::lifo_expire_handoff, "fifo", 5},
                     CaughtCase{ClusterBug::stale_release, "no-lost-grant", 5},
-                    CaughtCase{ClusterBug::restore_forgets_sessions, "replica-agreement", 5},
+                    CaughtCase{ClusterBug::restore_forgets_sessions, "replica-agreement", 5, "model-agreement"},
                     CaughtCase{ClusterBug::answer_before_commit, "linearizability", 3}),
     [](const testing::TestParamInfo<CaughtCase>& param_info) {
       std::string name(cluster::cluster_bug_name(param_info.param.bug));

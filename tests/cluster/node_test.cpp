@@ -5,7 +5,8 @@
 // closes when a request's fate becomes unknowable (leadership lost, a
 // proposal failed) and that such a connection's waiters still leave with
 // it; that a failed deadline is proposed again at the next tick and not
-// before; that a new leader's heap comes from the applied table; that
+// before; that what is due goes into the log ahead of a request read
+// between two ticks; that a new leader's heap comes from the applied table; that
 // proposals batched into one entry all apply; that an old leadership's
 // proposal committing late is not taken for a new one's; the test clock (C
 // instant by instant, markers after, lines held meanwhile; X; C on a
@@ -186,6 +187,21 @@ TEST(Node, AFailedRequestClosesItsConnectionAndAFailedDeadlineWaitsForTheNextTic
   EXPECT_EQ(d.commit(), "");
   EXPECT_TRUE(d.node.machine().keys().empty());
   EXPECT_EQ(d.fail(4), "");  // reported after it applied: nothing to do
+}
+
+TEST(Node, WhatIsDueGoesAheadOfARequestReadBetweenTicks) {
+  Driver d;
+  d.lead(1);
+  d.line(1, "A k alice 100 0", 0);
+  d.commit();  // alice holds k until 100
+  // At 105, before any tick: the Expire due at 100 is proposed first (what
+  // is due at an instant comes before that instant's requests), so bob's
+  // Acquire finds k free instead of held past its lease.
+  EXPECT_EQ(d.line(2, "A k bob 100 0", 105),
+            "propose#2@1 Expire(k, 1, @105)\n"
+            "propose#3@1 Acquire(client - seq 0, c2, k bob lease 100 wait 0, @105)");
+  EXPECT_EQ(d.commit(), "c2 A 2 bob k");
+  EXPECT_EQ(d.tick(110), "");  // proposed once: nothing left due
 }
 
 TEST(Node, AConnectionClosedForAFailedRequestLosesItsWaitersAtTheNextTick) {

@@ -19,7 +19,7 @@ done
 "$lockstep" fuzz --target "127.0.0.1:$port" --duration-s "$seconds" --history "$work_dir/history.ndjson" >"$work_dir/fuzz.out" 2>&1
 status=$?
 grep -v '^  ' "$work_dir/fuzz.out" | grep -E '^(fuzz|run|history|limits|search|sweep|verdict|violations|violation|unknown)' | cut -c1-300
-grep -q "limits assumed (the protocol's defaults (docs/protocol.md" "$work_dir/fuzz.out" || fail "the fuzzer did not say it assumed the protocol's defaults"
+grep -q "limits assumed (the protocol's defaults, docs/protocol.md" "$work_dir/fuzz.out" || fail "the fuzzer did not say it assumed the protocol's defaults"
 grep -q 'max_keys 1000000, max_waiters_per_key 1024, max_waiters 1000000, sweep_ms 5000, max_lease_ms 86400000, max_wait_ms 86400000, max_line_bytes 1024' "$work_dir/fuzz.out" \
   || fail "the limits assumed are not the protocol's defaults"
 [ $status -eq 0 ] || fail "fuzz --target of lockstep serve without options exited $status (1: a false alarm, 2: undecided)"
