@@ -904,8 +904,13 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
       // also stands for "not applied yet").
       const bool joins = next.size() == 1 && next.front().holder == c.holder &&
                          next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
+      // Not when another operation of its class shares a connection with it:
+      // the observation it would explain may be that one's, and applied
+      // after what else happens at this visit (an Expire, a release) it may
+      // explain another (a try-lock's `T` read later for a later try-lock of
+      // the same owner, while it was granted).
       if (joins || (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-                    alone_in_class(c, request))) {
+                    alone_in_class(c, request) && !class_shared_[request])) {
         c = std::move(next.front());
         again = true;
         break;
