@@ -145,6 +145,9 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   workload_options.wait_min_ms = options.wait_min_ms;
   workload_options.wait_max_ms = options.wait_max_ms;
   workload_options.seed = options.seed;
+  // More leases run out than the fault tests' clients let: every one is an
+  // Expire the leader owes, on time, after a new leader too.
+  workload_options.let_expire = 0.3;
   workload_options.wire = [&recorder](int client) { return recorder.for_client(client); };
   ClusterWorkload workload(nodes, workload_options);
 
