@@ -61,6 +61,10 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
           break;
         case NemesisStep::Kind::start:
         case NemesisStep::Kind::resume: {
+          ASSERT_GE(step.heals, 0) << step.what();
+          EXPECT_LT(step.heals, &step - plan.data());
+          EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].index, step.index) << step.what();
+          EXPECT_FALSE(step.leader);
           const auto opened = broken.find(process);
           ASSERT_NE(opened, broken.end()) << "seed " << seed << ": " << step.what() << " heals nothing";
           EXPECT_EQ(opened->second, step.kind == NemesisStep::Kind::start ? NemesisStep::Kind::kill : NemesisStep::Kind::pause);
@@ -78,6 +82,20 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
     EXPECT_TRUE(broken.empty()) << "seed " << seed << ": a fault left open at the end";
     EXPECT_EQ(faults, 11) << "seed " << seed << ": one fault at 5, 10 ... 55 s";
   }
+}
+
+TEST(NemesisPlan, SomeFaultsAimAtTheLeaderNoneAtAnEtcdLeader) {
+  int at_leader = 0, faults = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (const auto& step : nemesis_plan(options(seed, 3))) {
+      if (step.heals >= 0) continue;
+      ++faults;
+      at_leader += step.leader ? 1 : 0;
+      EXPECT_FALSE(step.leader && step.etcd) << step.what();
+    }
+  }
+  EXPECT_GT(at_leader, faults / 5);
+  EXPECT_LT(at_leader, faults);
 }
 
 TEST(NemesisPlan, EtcdMembersOnlyWhenAskedAndOnlyTheFaultsAsked) {
