@@ -10,6 +10,7 @@
 #include "sim/cluster_sim.hpp"
 #include "sim/cluster_timeline.hpp"
 #include "sim/cluster_trace.hpp"
+#include "sim/history_recorder.hpp"
 #include "sim/raft_sim.hpp"
 
 namespace lockstep::sim {
@@ -92,8 +93,25 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
       trace_file.open(o.trace, std::ios::binary);
       trace = std::make_unique<ClusterTraceWriter>(trace_file, params);
     }
-    const auto r = run_cluster_simulation(params, timeline.get(), trace.get());
+    std::unique_ptr<ClusterHistoryRecorder> history;
+    if (!o.history.empty()) history = std::make_unique<ClusterHistoryRecorder>(params, reproduce_command(o, seed));
+    ClusterRunOptions run;
+    run.timeline = timeline.get();
+    run.trace = trace.get();
+    run.clients = history.get();
+    // A history is what the clients saw of the whole run, past a violation too.
+    run.stop_at_first_violation = history == nullptr;
+    const auto r = run_cluster_simulation(params, run);
     const TimeMs end = r.raft.stats.simulated_until;
+    if (history) {
+      history->finish(end);
+      std::ofstream file(o.history, std::ios::binary);
+      history::write_history(file, history->history());
+      if (!file) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.history);
+        written = false;
+      }
+    }
     if (trace) {
       trace->finish(end, r.raft.violation_count, r.raft.event_hash);
       trace_file.close();

@@ -23,9 +23,10 @@ struct RaftSwarmOptions {
   bool cluster = false;
   std::optional<std::uint32_t> clients, keys;
   bool skew_beyond_bound = false;
-  // --mode cluster, one seed only (the caller checks): files to write; the
-  // trace's run goes on past the first violation.
-  std::string timeline, trace;
+  // --mode cluster, one seed only (the caller checks): files to write; a
+  // traced run, or one whose clients' view is recorded as a history, goes
+  // on past the first violation.
+  std::string timeline, trace, history;
 };
 
 // The names --inject-bug takes: none and the Raft bugs, and with `cluster`

@@ -40,10 +40,10 @@ void check_mode_options(const CLI::App& command, const SimOptions& o) {
     refuse_in("--nodes", "raft and cluster");
     refuse_in("--skew-beyond-bound", "cluster");
   } else {
-    for (const char* option : {"--no-model", "--shrink-dir", "--history"}) refuse_in(option, "lock");
+    for (const char* option : {"--no-model", "--shrink-dir"}) refuse_in(option, "lock");
   }
   if (o.mode == "raft") {
-    for (const char* option : {"--trace", "--validate-trace", "--clients", "--keys", "--timeline"}) {
+    for (const char* option : {"--trace", "--validate-trace", "--clients", "--keys", "--timeline", "--history"}) {
       refuse_in(option, "lock and cluster");
     }
     refuse_in("--skew-beyond-bound", "cluster");
@@ -93,6 +93,7 @@ int run_sim(SimOptions o) {
     o.raft.bug = o.simple.bug;
     o.raft.timeline = o.simple.timeline;
     o.raft.trace = o.simple.trace;
+    o.raft.history = o.simple.history;
   }
   std::string jar, trace_dir;
   std::string& trace = raft_modes ? o.raft.trace : o.simple.trace;
@@ -153,8 +154,8 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
                       "write the run as NDJSON (one seed; schema: sim/TRACE.md; --mode cluster: its cluster trace)")
       ->check(writable_file());
   command->add_option("--history", o->simple.history,
-                      "write what the clients sent and received as a history for check-history (one seed, simple "
-                      "mode; the run goes on past a violation)")
+                      "write what the clients sent and received as a history for check-history (one seed, --mode "
+                      "lock or cluster; the run goes on past a violation)")
       ->check(writable_file());
   command->add_option("--timeline", o->simple.timeline,
                       "draw per-key ownership over time as SVG (one seed; --mode cluster also draws the leader per "
