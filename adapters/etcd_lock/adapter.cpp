@@ -99,6 +99,7 @@ class Adapter {
   void read_from(Connection& c);
   void handle_lines(Connection& c);
   void handle_line(Connection& c, std::string_view line);
+  void overlong(Connection& c);
   void dispatch(Connection& c, const SessionRequest& parsed);
   void on_worker_event(WorkerEvent& event);
   void answer(std::optional<ConnectionId> to, const Response& response);
@@ -406,14 +407,20 @@ void Adapter::handle_lines(Connection& c) {
   for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
     const auto line = c.framer.next_line();
     ++lines_;
+    if (line->size() > config_.limits.max_line_bytes) {
+      overlong(c);  // it came whole in one read: the framer holds it as a complete line
+      break;
+    }
     handle_line(c, *line);
   }
-  if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line() && !c.unplaced) {
-    // A line past the limit: E, then the connection closes (docs/protocol.md, "Responses").
-    answer(c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes)));
-    c.discarding = true;
-    end_input(c);
-  }
+  if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line() && !c.unplaced) overlong(c);
+}
+
+// A line past the limit: E, then the connection closes (docs/protocol.md, "Responses").
+void Adapter::overlong(Connection& c) {
+  answer(c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes)));
+  c.discarding = true;
+  end_input(c);
 }
 
 void Adapter::handle_line(Connection& c, std::string_view line) {
