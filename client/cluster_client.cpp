@@ -120,11 +120,15 @@ bool ClusterClient::connect_to(const NodeAddress& node) {
   fd_ = fd;
   framer_ = LineFramer{1 << 16};
   output_.clear();
+  tell(Wire::connected);
   return true;
 }
 
-void ClusterClient::disconnect() {
-  if (fd_ >= 0) ::close(fd_);
+void ClusterClient::disconnect(bool lost) {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    tell(lost ? Wire::lost : Wire::closed);
+  }
   fd_ = -1;
   output_.clear();
   on_wire_ = false;
@@ -153,13 +157,15 @@ void ClusterClient::advance(Clock::time_point now) {
   // counts a wait or a lease from it never judges a node early because this
   // thread was descheduled between the write and the clock.
   if (head.attempts == 1) head.first_sent = Clock::now();
-  output_ += request_line(head);
+  const auto line = request_line(head);
+  tell(Wire::sent, std::string_view(line).substr(0, line.size() - 1));
+  output_ += line;
   while (!output_.empty()) {
     const auto wrote = ::send(fd_, output_.data(), output_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (wrote < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // rest written by read_lines' poll
       ++stats_.connections_lost;
-      disconnect();
+      disconnect(true);
       retry(now, std::nullopt);
       return;
     }
@@ -265,7 +271,7 @@ void ClusterClient::read_lines(Clock::time_point now) {
       // Lost: the request on the wire is sent again elsewhere, same session.
       ++stats_.connections_lost;
       const bool had_request = on_wire_;
-      disconnect();
+      disconnect(true);
       if (had_request) retry(now, std::nullopt);
       return;
     }
@@ -273,7 +279,10 @@ void ClusterClient::read_lines(Clock::time_point now) {
     // poll's clock may predate their arrival.
     const auto arrived = std::max(now, Clock::now());
     framer_.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
-    while (const auto line = framer_.next_line()) on_line(*line, arrived);
+    while (const auto line = framer_.next_line()) {
+      tell(Wire::received, *line);
+      on_line(*line, arrived);
+    }
   }
 }
 

@@ -45,6 +45,13 @@ class ClusterClient {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // What happens on the client's connections, for a recorder of its view
+  // (a history for the black-box checker): a connection opened, a line
+  // about to be written (without its newline), a line read, a connection
+  // the client closed, one the node closed or that broke.
+  enum class Wire { connected, sent, received, closed, lost };
+  using WireObserver = std::function<void(Wire, std::string_view line)>;
+
   struct Options {
     std::vector<NodeAddress> nodes;
     std::string client_id;  // 1 to 250 printable bytes without space, unique per client
@@ -55,6 +62,7 @@ class ClusterClient {
     std::chrono::milliseconds backoff_min{10};
     std::chrono::milliseconds backoff_max{500};
     std::uint32_t attempts_max = 30;
+    WireObserver on_wire;  // optional
   };
 
   struct Result {
@@ -118,7 +126,11 @@ class ClusterClient {
   // Sends the head request if it can; true when something changed.
   void advance(Clock::time_point now);
   bool connect_to(const NodeAddress& node);
-  void disconnect();
+  // `lost`: the node closed it or it broke (else the client gave it up).
+  void disconnect(bool lost = false);
+  void tell(Wire what, std::string_view line = {}) const {
+    if (options_.on_wire) options_.on_wire(what, line);
+  }
   void read_lines(Clock::time_point now);
   void on_line(std::string_view line, Clock::time_point now);
   // The head request failed this attempt: try again, elsewhere, after a

@@ -52,6 +52,7 @@ ClusterWorkload::ClusterWorkload(std::vector<client::NodeAddress> nodes, Cluster
     o.client_id = c->name;
     o.answer_timeout = options_.answer_timeout;
     o.attempts_max = options_.attempts_max;
+    if (options_.wire) o.on_wire = options_.wire(i);
     c->connection = std::make_unique<client::ClusterClient>(o);
     c->next_act = epoch_ + milliseconds{between(prng_, 0, options_.think_max_ms)};
     clients_.push_back(std::move(c));
@@ -103,7 +104,9 @@ void ClusterWorkload::act(Client& c) {
   op.owner = c.name;
   op.key = fmt::format("k{}", between(prng_, 0, options_.keys - 1));
   op.lease_ms = DurationMs{between(prng_, options_.lease_min_ms, options_.lease_max_ms)};
-  op.wait_ms = DurationMs{chance(prng_, options_.try_lock) ? 0 : between(prng_, 1, options_.wait_max_ms)};
+  const bool try_lock = options_.wait_min_ms == 0 && (options_.wait_max_ms == 0 || chance(prng_, options_.try_lock));
+  op.wait_ms = DurationMs{try_lock ? 0
+                                   : between(prng_, std::max<std::int64_t>(1, options_.wait_min_ms), options_.wait_max_ms)};
   const auto index = record(op);
   c.busy = true;
   const auto sequence = c.connection->acquire(
@@ -153,7 +156,11 @@ void ClusterWorkload::poll_once(milliseconds timeout) {
   }
   std::vector<client::ClusterClient*> all;
   for (auto& c : clients_) all.push_back(c->connection.get());
-  client::ClusterClient::poll_many(all, std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(wake - Clock::now())));
+  const auto asked = std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(wake - Clock::now()));
+  const auto due = Clock::now() + asked;
+  client::ClusterClient::poll_many(all, asked);
+  const auto late = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - due).count();
+  stall_us_ = std::max<std::int64_t>(stall_us_, late);
 }
 
 void ClusterWorkload::run_for(milliseconds duration) {

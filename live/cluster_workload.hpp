@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,8 +25,8 @@ struct ClusterWorkloadOptions {
   int clients = 8;
   int keys = 4;
   std::int64_t lease_min_ms = 200, lease_max_ms = 800;
-  std::int64_t wait_max_ms = 1'500;
-  double try_lock = 0.3;       // share of acquires with wait 0
+  std::int64_t wait_min_ms = 0, wait_max_ms = 1'500;
+  double try_lock = 0.3;       // share of acquires with wait 0 (when wait_min_ms is 0)
   double let_expire = 0.15;    // share of grants never released
   // Share of grants released just before the lease ends as the cluster
   // counts it: at most release_late_max_ms before the grant's arrival plus
@@ -37,6 +38,9 @@ struct ClusterWorkloadOptions {
   std::uint64_t seed = 1;
   std::chrono::milliseconds answer_timeout{1'500};
   std::uint32_t attempts_max = 40;
+  // Optional: what each client (by index) does on its connections, for a
+  // recorder of the run as a history (live/cluster_fuzz.hpp).
+  std::function<client::ClusterClient::WireObserver(int client)> wire;
 };
 
 class ClusterWorkload {
@@ -56,6 +60,10 @@ class ClusterWorkload {
   std::uint64_t grants_since(std::int64_t since_us) const;
   std::int64_t now_us() const;
   client::ClusterClient::Stats stats() const;
+  // The longest the workload itself ran later than it asked to (a poll that
+  // returned past its timeout): the machine did not schedule it, and may
+  // not have scheduled the nodes either.
+  std::int64_t stall_us() const { return stall_us_; }
 
  private:
   struct Client;
@@ -68,6 +76,7 @@ class ClusterWorkload {
   std::chrono::steady_clock::time_point epoch_;
   std::uint64_t prng_;
   bool stopping_ = false;
+  std::int64_t stall_us_ = 0;
 };
 
 }  // namespace lockstep::live

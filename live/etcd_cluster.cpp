@@ -141,6 +141,24 @@ void EtcdCluster::kill(int member) {
   process.reset();
 }
 
+void EtcdCluster::stop(int member) {
+  auto& process = members_[static_cast<std::size_t>(member)].process;
+  if (!process) return;
+  process->send_signal(SIGCONT);
+  process->stop();
+  process.reset();
+}
+
+void EtcdCluster::pause(int member) {
+  auto& process = members_[static_cast<std::size_t>(member)].process;
+  if (process) process->send_signal(SIGSTOP);
+}
+
+void EtcdCluster::resume(int member) {
+  auto& process = members_[static_cast<std::size_t>(member)].process;
+  if (process) process->send_signal(SIGCONT);
+}
+
 bool EtcdCluster::restart(int member) {
   auto& m = members_[static_cast<std::size_t>(member)];
   if (m.process && m.process->running()) return true;

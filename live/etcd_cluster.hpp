@@ -34,6 +34,9 @@ class EtcdCluster {
 
   bool running(int member);
   void kill(int member);  // SIGKILL: no chance to clean up
+  void stop(int member);  // SIGTERM (SIGKILL a second later if it is still running)
+  void pause(int member);   // SIGSTOP
+  void resume(int member);  // SIGCONT
   // Starts a killed member again on its ports and data directory.
   bool restart(int member);
   // The member etcd's members agree leads, or -1 within `patience`.

@@ -41,8 +41,10 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
                                                 std::chrono::milliseconds patience) {
   std::unique_ptr<LockCluster> cluster(new LockCluster());
   cluster->options_ = options;
-  cluster->etcd_ = EtcdCluster::start(options.etcd_members, error);
-  if (!cluster->etcd_) return nullptr;
+  if (options.etcd_members > 0 || options.node_command.empty()) {
+    cluster->etcd_ = EtcdCluster::start(options.etcd_members, error);
+    if (!cluster->etcd_) return nullptr;
+  }
   char directory[] = "/tmp/lockstep-cluster-XXXXXX";
   if (mkdtemp(directory) == nullptr) {
     error = "cannot create a temporary directory";
@@ -87,13 +89,29 @@ LockCluster::~LockCluster() {
   if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
 }
 
+std::string LockCluster::command(int index) const {
+  const auto& node = nodes_[static_cast<std::size_t>(index)];
+  const std::string endpoints = etcd_ ? etcd_->endpoints() : std::string();
+  if (options_.node_command.empty()) {
+    return fmt::format(
+        "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
+        "--leader-ttl-s {} --inject-bug {} {}",
+        options_.lockstep_binary, endpoints, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
+        options_.bug, options_.extra_options);
+  }
+  auto values = template_values(node.port, options_.limits);
+  values["node"] = node.id;
+  values["etcd"] = endpoints;
+  values["prefix"] = prefix_;
+  std::string peers;
+  for (const auto& other : nodes_) peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
+  values["peers"] = peers;
+  return fill_template(options_.node_command, values);
+}
+
 bool LockCluster::start_node(int index) {
   auto& node = nodes_[static_cast<std::size_t>(index)];
-  const auto command = fmt::format(
-      "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
-      "--leader-ttl-s {} --inject-bug {} {}",
-      options_.lockstep_binary, etcd_->endpoints(), node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
-      options_.bug, options_.extra_options);
+  const auto command = this->command(index);
   // Each run writes a log of its own, so the status of this run is read.
   ++node.runs;
   node.log_path = fmt::format("{}/{}.{}.log", directory_, node.id, node.runs);
@@ -127,6 +145,14 @@ void LockCluster::kill(int node) {
   process.reset();
 }
 
+void LockCluster::stop(int node) {
+  auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (!process) return;
+  process->send_signal(SIGCONT);  // a paused node could not act on SIGTERM
+  process->stop();
+  process.reset();
+}
+
 void LockCluster::pause(int node) {
   auto& process = nodes_[static_cast<std::size_t>(node)].process;
   if (process) process->send_signal(SIGSTOP);
@@ -147,14 +173,17 @@ bool LockCluster::restart(int node) {
 int LockCluster::leader(std::chrono::milliseconds patience) {
   const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
+    bool any_running = false;
     for (int i = 0; i < size(); ++i) {
       if (!running(i)) continue;
+      any_running = true;
       auto socket = client::LineSocket::connect("127.0.0.1", nodes_[static_cast<std::size_t>(i)].port, 200ms);
       if (!socket) continue;
       socket->send_line("R lockstep-leader-probe 1");
       std::string line;
       if (socket->read_line(line, 2s) == client::LineSocket::Status::line && line.starts_with("N ")) return i;
     }
+    if (!any_running) return -1;  // every node exited: none is going to lead
     std::this_thread::sleep_for(50ms);
   }
   return -1;

@@ -1,5 +1,6 @@
-// A lock-service cluster on loopback for tests and benchmarks: etcd members
-// (live/etcd_cluster.hpp) and `lockstep serve --cluster` nodes, each on free
+// A lock-service cluster on loopback for tests, benchmarks and the fuzzer:
+// etcd members (live/etcd_cluster.hpp) and `lockstep serve --cluster` nodes
+// (or the nodes of another service, from a command template), each on free
 // ports, the nodes' output in files of a temporary directory; everything is
 // stopped and removed on every path, the destructor included. Nodes can be
 // killed (SIGKILL), paused (SIGSTOP) and resumed, and restarted on their
@@ -30,6 +31,15 @@ class LockCluster {
     std::string bug = "none";
     // More `serve` options for every node (limits, --snapshot-every ...).
     std::string extra_options;
+    // Instead of `lockstep serve --cluster`: a shell command template per
+    // node, with `{node}` (n1, n2 ...), `{port}`, `{etcd}` (the members'
+    // client addresses, comma-separated; empty without members),
+    // `{prefix}` (etcd keys of its own for this cluster), `{peers}` (every
+    // node's 127.0.0.1:port, comma-separated) and the limits of
+    // docs/protocol.md (`{max_keys}` ...) filled in. 0 etcd members are
+    // then allowed: a service that needs none.
+    std::string node_command;
+    Limits limits;  // what the template's limits are filled with
   };
   // Starts etcd, then the nodes, and waits until one of them leads.
   static std::unique_ptr<LockCluster> start(const Options& options, std::string& error,
@@ -40,12 +50,16 @@ class LockCluster {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   EtcdCluster& etcd() { return *etcd_; }
+  bool has_etcd() const { return etcd_ != nullptr; }
+  // The command node `node` runs (the template filled in).
+  std::string command(int node) const;
   std::vector<client::NodeAddress> addresses() const;
   client::NodeAddress address(int node) const;
   const std::string& prefix() const { return prefix_; }
 
   bool running(int node);
   void kill(int node);    // SIGKILL
+  void stop(int node);    // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int node);   // SIGSTOP
   void resume(int node);  // SIGCONT
   // Starts a killed node again on its port, with the same options.

@@ -161,10 +161,12 @@ class LockWorkload {
   using Machine = NodeReplica;
   using Harness = RaftHarness<LockWorkload>;
 
-  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterTraceWriter* trace)
+  LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterTraceWriter* trace,
+               ClusterClientObserver* clients)
       : p_(params),
         timeline_(timeline),
         trace_(trace),
+        observer_(clients),
         pool_(1 << 20),
         watches_(params.raft.nodes + 1),
         known_leader_(params.raft.nodes + 1, 0),
@@ -502,6 +504,7 @@ class LockWorkload {
     m.client = c;
     m.connection = client.connection;
     m.line = client.line;
+    if (observer_ != nullptr) observer_->sent(h.now(), client.connection, client.line);
     const auto delay = latency(h);
     const auto slot = pool_.put(std::move(m));
     h.push(h.now() + delay, HarnessEvent{HarnessEventKind::workload, 0, static_cast<std::uint32_t>(WorkEvent::to_node), slot});
@@ -531,6 +534,7 @@ class LockWorkload {
     const auto ceiling = std::min(p_.backoff_max_ms.value, p_.backoff_min_ms.value << exponent);
     const auto backoff = DurationMs{h.workload_prng().between(p_.backoff_min_ms.value, std::max(p_.backoff_min_ms.value, ceiling))};
     client.timer = ++timers_;
+    if (observer_ != nullptr && client.connection.value != 0) observer_->given_up(h.now(), client.connection);
     client.connection = ConnectionId{};  // nothing more is heard on the old one
     h.push(h.now() + backoff, HarnessEvent{HarnessEventKind::workload, c, static_cast<std::uint32_t>(WorkEvent::timeout),
                                            client.timer | resend_bit});
@@ -570,9 +574,12 @@ class LockWorkload {
     if (!client.waiting || m.connection != client.connection) return;  // a connection given up
     if (m.kind == ClientMessage::Kind::closed) {
       // The node could not tell whether the request would commit: ask again.
+      if (observer_ != nullptr) observer_->closed_by_node(h.now(), m.connection);
+      client.connection = ConnectionId{};
       retry(h, m.client, 0);
       return;
     }
+    if (observer_ != nullptr) observer_->received(h.now(), m.connection, format_response(m.response));
     if (m.response.kind == ResponseKind::error && m.response.reason.starts_with("not-leader")) {
       ++lock_.redirects;
       const auto hint = m.response.reason.size() > 11 ? address_node(std::string_view(m.response.reason).substr(11))
@@ -591,6 +598,7 @@ class LockWorkload {
     ++h.stats().acknowledged;
     count(m.response);
     client.waiting = false;
+    if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     client.connection = ConnectionId{};
     if (m.response.kind == ResponseKind::granted) {
       client.held = Held{m.response.key, m.response.token, !h.workload_prng().chance(p_.let_expire)};
@@ -642,6 +650,7 @@ class LockWorkload {
   ClusterSimParams p_;
   ClusterTimelineRecorder* timeline_;  // or nullptr
   ClusterTraceWriter* trace_;          // or nullptr
+  ClusterClientObserver* observer_;    // or nullptr
   std::optional<ClusterChecker> checker_;  // made in start(): it reports to the harness's Raft checker
   InFlightPool<ClientMessage> pool_;
   std::vector<NodeWatch> watches_;
@@ -657,7 +666,16 @@ class LockWorkload {
 
 ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline,
                                         ClusterTraceWriter* trace) {
+  ClusterRunOptions options;
+  options.timeline = timeline;
+  options.trace = trace;
+  return run_cluster_simulation(params, options);
+}
+
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const ClusterRunOptions& options) {
+  ClusterTimelineRecorder* timeline = options.timeline;
   ClusterSimParams p = params;
+  p.raft.stop_at_first_violation = p.raft.stop_at_first_violation && options.stop_at_first_violation;
   // The session table keeps every client, as the checker, which knows no
   // eviction, assumes: a client evicted while it retries would apply twice.
   p.sessions.clients_max = std::max<std::uint64_t>(p.sessions.clients_max, p.clients);
@@ -671,7 +689,7 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterT
   p.raft.clock_drift_max_ppm = s / 4 * 1'000'000 / total_ms;
   p.raft.clock_jump_total_max_ms = DurationMs{s / 4};
   p.raft.clock_jump_max_ms = DurationMs{std::max<std::int64_t>(1, s / 8)};
-  LockWorkload workload(p, timeline, trace);
+  LockWorkload workload(p, timeline, options.trace, options.clients);
   RaftHarness<LockWorkload> harness(p.raft, workload);
   ClusterRunResult result;
   result.raft = harness.run();

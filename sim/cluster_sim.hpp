@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/cluster/bugs.hpp"
@@ -84,10 +85,33 @@ struct ClusterRunResult {
 class ClusterTimelineRecorder;
 class ClusterTraceWriter;
 
+// What the clients of a cluster run do on their connections (each attempt
+// of a request is a new connection), for a recorder of their view
+// (sim/history_recorder.hpp). Times are global (the reference the node
+// clocks err from).
+class ClusterClientObserver {
+ public:
+  virtual ~ClusterClientObserver() = default;
+  virtual void sent(TimeMs at, ConnectionId connection, std::string_view line) = 0;  // on a new connection
+  virtual void received(TimeMs at, ConnectionId connection, std::string_view line) = 0;
+  virtual void closed_by_node(TimeMs at, ConnectionId connection) = 0;  // the node closed it
+  virtual void given_up(TimeMs at, ConnectionId connection) = 0;  // the client stops reading it
+};
+
+struct ClusterRunOptions {
+  ClusterTimelineRecorder* timeline = nullptr;  // sim/cluster_timeline.hpp
+  ClusterTraceWriter* trace = nullptr;          // sim/cluster_trace.hpp
+  ClusterClientObserver* clients = nullptr;
+  // false: the run goes on past its first violation (the clients' view of
+  // a bug includes what follows it), whatever params.raft says.
+  bool stop_at_first_violation = true;
+};
+
 // With a `timeline`, the run is recorded into it (sim/cluster_timeline.hpp),
 // with a `trace` written to it (sim/cluster_trace.hpp); both only watch, so
 // the run is the same.
 ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, ClusterTimelineRecorder* timeline = nullptr,
                                         ClusterTraceWriter* trace = nullptr);
+ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const ClusterRunOptions& options);
 
 }  // namespace lockstep::sim

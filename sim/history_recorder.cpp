@@ -25,6 +25,10 @@ void HistoryRecorder::close(TimeMs at, std::uint32_t connection) {
   if (open_.erase(connection) > 0) add(at, history::EventKind::close, connection);
 }
 
+void HistoryRecorder::server_closed(TimeMs at, std::uint32_t connection) {
+  if (open_.erase(connection) > 0) add(at, history::EventKind::eof, connection);
+}
+
 void HistoryRecorder::target_down(TimeMs at) {
   open_.clear();
   add(at, history::EventKind::down, 0);
@@ -74,5 +78,41 @@ void SimpleHistoryObserver::world(TimeMs at, WorldEvent event, std::uint32_t, Co
     case WorldEvent::revive: break;
   }
 }
+
+history::Header cluster_header(const ClusterSimParams& params, std::string target) {
+  history::Header header;
+  header.mode = history::Mode::cluster;
+  header.limits = params.limits;
+  // A response reaches its client within the clients' largest delay of
+  // being sent; when a node sends it is the cluster's business.
+  header.tolerance_ms = params.client_latency_max_ms.value;
+  header.clock_allowance_ms = 2 * params.skew_bound_ms.value;
+  header.target = std::move(target);
+  header.seed = params.raft.seed;
+  return header;
+}
+
+ClusterHistoryRecorder::ClusterHistoryRecorder(const ClusterSimParams& params, std::string target)
+    : recorder_(cluster_header(params, std::move(target))) {}
+
+std::uint32_t ClusterHistoryRecorder::number(ConnectionId connection) {
+  return numbers_.emplace(connection.value, static_cast<std::uint32_t>(numbers_.size() + 1)).first->second;
+}
+
+void ClusterHistoryRecorder::sent(TimeMs at, ConnectionId connection, std::string_view line) {
+  const auto id = number(connection);
+  recorder_.connect(at, id);
+  recorder_.send(at, id, line);
+}
+
+void ClusterHistoryRecorder::received(TimeMs at, ConnectionId connection, std::string_view line) {
+  recorder_.receive(at, number(connection), line);
+}
+
+void ClusterHistoryRecorder::closed_by_node(TimeMs at, ConnectionId connection) {
+  recorder_.server_closed(at, number(connection));
+}
+
+void ClusterHistoryRecorder::given_up(TimeMs at, ConnectionId connection) { recorder_.close(at, number(connection)); }
 
 }  // namespace lockstep::sim

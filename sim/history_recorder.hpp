@@ -5,18 +5,20 @@
 // server's deaths and restarts. Checking these histories measures how much
 // of what the simulator's own checkers see a real-time tester sees.
 //
-// HistoryRecorder knows nothing of the world that feeds it, so the cluster
-// simulator's clients can feed one too; SimpleHistoryObserver feeds it from
-// simple mode's observer events. Like every observer, it never changes the
-// run.
+// HistoryRecorder knows nothing of the world that feeds it:
+// SimpleHistoryObserver feeds it from simple mode's observer events, and
+// ClusterHistoryRecorder from the cluster simulator's clients. Like every
+// observer, neither changes the run.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "model/history/history.hpp"
+#include "sim/cluster_sim.hpp"
 #include "sim/observer.hpp"
 #include "sim/params.hpp"
 
@@ -31,6 +33,8 @@ class HistoryRecorder {
   void receive(TimeMs at, std::uint32_t connection, std::string_view line);
   // The client closed the connection (or dropped it, or died).
   void close(TimeMs at, std::uint32_t connection);
+  // The server closed it (or it broke).
+  void server_closed(TimeMs at, std::uint32_t connection);
   // The target died: every connection ends with it; what its clients send
   // or receive on them afterwards is left out (the history's `down` ends
   // them, and a response still in flight may go unseen).
@@ -65,5 +69,31 @@ class SimpleHistoryObserver final : public Observer {
  private:
   HistoryRecorder recorder_;
 };
+
+// The clients' view of a cluster run (sim/cluster_sim.hpp), as a history
+// read as a cluster's (`"mode":"cluster"`): the clock allowance is the
+// run's 2·S, the tolerance the clients' largest network delay, and no
+// bound on when a request is handled (a commit may wait for a leader).
+// Connections are numbered in the order they are first used.
+class ClusterHistoryRecorder final : public ClusterClientObserver {
+ public:
+  ClusterHistoryRecorder(const ClusterSimParams& params, std::string target);
+
+  void sent(TimeMs at, ConnectionId connection, std::string_view line) override;
+  void received(TimeMs at, ConnectionId connection, std::string_view line) override;
+  void closed_by_node(TimeMs at, ConnectionId connection) override;
+  void given_up(TimeMs at, ConnectionId connection) override;
+  void finish(TimeMs at) { recorder_.finish(at); }
+
+  const history::History& history() const { return recorder_.history(); }
+
+ private:
+  std::uint32_t number(ConnectionId connection);
+
+  HistoryRecorder recorder_;
+  std::map<std::uint64_t, std::uint32_t> numbers_;
+};
+
+history::Header cluster_header(const ClusterSimParams& params, std::string target);
 
 }  // namespace lockstep::sim

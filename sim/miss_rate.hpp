@@ -14,27 +14,34 @@
 #include <vector>
 
 #include "impl/bugs.hpp"
+#include "impl/cluster/bugs.hpp"
 #include "sim/params.hpp"
 
 namespace lockstep::sim {
 
-// A bug of simple mode under test: an engine bug, or a server fault of the
-// simulator's own.
+// A bug under test: in simple mode an engine bug, or a server fault of the
+// simulator's own; in cluster mode a bug of the cluster catalogue
+// (impl/cluster/bugs.hpp).
 struct SimBug {
   std::string name;  // "none" for the clean runs
   InjectedBug bug = InjectedBug::none;
   ServerFault fault = ServerFault::none;
+  bool cluster = false;
+  cluster::ClusterBug cluster_bug = cluster::ClusterBug::none;
 };
 
 // Every catalogued engine bug and server fault, in catalogue order, after
 // the clean runs ("none").
 std::vector<SimBug> simple_mode_bugs();
+// The cluster catalogue, after the clean runs ("none").
+std::vector<SimBug> cluster_mode_bugs();
 
 // Why a real-time tester cannot see a bug, or nothing when it can.
 std::optional<std::string> blind_in_real_time(const SimBug& bug);
 
 struct MissRateOptions {
   std::uint64_t first_seed = 1, last_seed = 20;
+  std::uint32_t nodes = 3;  // cluster mode
   std::vector<SimBug> bugs;               // each is run on every seed
   std::uint64_t budget_states = 3'000'000;  // for each history's check
 };
@@ -47,7 +54,9 @@ struct MissRateOptions {
 struct MissedSeed {
   std::uint64_t seed = 0;
   bool undecided = false;        // the checker's budget ran out (else it passed the history)
-  bool clients_saw_it = false;   // the simulator's clients'-side checker reported it
+  // The simulator's clients'-side checker reported it (cluster mode: its
+  // linearizability checker, which judges every answer a client received).
+  bool clients_saw_it = false;
   std::string simulator_checkers;  // which of the simulator's checkers reported, with counts
 };
 

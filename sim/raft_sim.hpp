@@ -49,8 +49,10 @@ struct RaftSimParams {
   std::uint32_t compact_threshold = 48;  // compact when this many applied entries are in the log
   std::uint32_t log_keep = 8;            // entries kept behind the snapshot for slow followers
   raft::RaftConfig raft;                 // id and peers are filled per node
-  // A run whose trace is validated goes on past its first violation: the
-  // spec may see the fault at a step the checkers judge later, or never.
+  // Stop at the first violation; a run recorded for its clients' view goes
+  // on, to where they see its effects, and so does a run whose trace is
+  // validated: the spec may see the fault at a step the checkers judge
+  // later, or never.
   bool stop_at_first_violation = true;
 };
 

@@ -20,6 +20,7 @@
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/decimal.hpp"
+#include "live/cluster_fuzz.hpp"
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
@@ -137,8 +138,25 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
   return history::exit_code(result);
 }
 
+// `--mode cluster` (live/cluster_fuzz.hpp): the nodes given or started,
+// the nemesis, and how the history is read.
+struct ClusterFuzzCommand {
+  live::ClusterFuzzOptions fuzz;
+  std::string node_command;
+  int nodes = 3;
+  int etcd_members = 0;
+  std::string nemesis;
+  double nemesis_every_s = 5;
+  bool nemesis_etcd = false;
+  std::int64_t clock_allowance_ms = 10;
+  std::int64_t max_lateness_ms = -1;
+};
+
 struct FuzzCommand {
   live::FuzzOptions fuzz;
+  std::string mode = "simple";
+  ClusterFuzzCommand cluster;
+  std::vector<std::string> given;  // every option given, by its flag
   std::string target;
   std::string lease_range, wait_range;
   // Which limits were given on the command line (the others take the
@@ -205,7 +223,169 @@ std::string settle_limits(FuzzCommand& options) {
                       "with others, give them (--max-keys, --sweep-ms ...)") + unlimited;
 }
 
+bool given(const FuzzCommand& options, std::string_view flag) {
+  return std::find(options.given.begin(), options.given.end(), flag) != options.given.end();
+}
+
+// `fuzz --mode cluster`: the options of simple mode's workload that mean
+// nothing here are refused, the cluster's checked against each other, and
+// the run judged as a cluster's.
+int run_cluster_fuzz_command(FuzzCommand& options) {
+  auto& c = options.cluster;
+  auto& f = c.fuzz;
+  for (const char* flag : {"--exec", "--restart-every-s", "--strict-syntax", "--no-limits", "--mean-gap-ms",
+                           "--sweep-ms"}) {
+    if (given(options, flag)) {
+      fmt::print(stderr, "fuzz: {} is simple mode's; --mode cluster does not take it\n", flag);
+      return 2;
+    }
+  }
+  if (options.target.empty() == c.node_command.empty()) {
+    fmt::print(stderr, "fuzz: --mode cluster takes exactly one of --target HOST:PORT,... and --exec-node 'CMD'\n");
+    return 2;
+  }
+  if (!options.target.empty()) {
+    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd"}) {
+      if (given(options, flag)) {
+        fmt::print(stderr, "fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
+                           "start or act on\n",
+                   flag);
+        return 2;
+      }
+    }
+    std::size_t begin = 0;
+    while (begin <= options.target.size()) {
+      const auto end = std::min(options.target.find(',', begin), options.target.size());
+      const auto item = options.target.substr(begin, end - begin);
+      const auto address = client::parse_node_address(item);
+      if (!address) {
+        fmt::print(stderr, "fuzz: --target {}: a node is an IPv4 address and a port (127.0.0.1:7001)\n", item);
+        return 2;
+      }
+      f.targets.push_back(*address);
+      begin = end + 1;
+    }
+  }
+  if (given(options, "--nemesis")) {
+    std::string error;
+    const auto faults = live::parse_nemesis_faults(c.nemesis, error);
+    if (!faults) {
+      fmt::print(stderr, "fuzz: --nemesis: {}\n", error);
+      return 2;
+    }
+    f.nemesis = *faults;
+  } else if (given(options, "--nemesis-every-s") || given(options, "--nemesis-etcd")) {
+    fmt::print(stderr, "fuzz: --nemesis-every-s and --nemesis-etcd need --nemesis kill,pause,restart (or a part)\n");
+    return 2;
+  }
+  if (c.nemesis_etcd && c.etcd_members == 0) {
+    fmt::print(stderr, "fuzz: --nemesis-etcd acts on etcd members: give --etcd-members M\n");
+    return 2;
+  }
+  if (!c.node_command.empty() && c.etcd_members == 0 && c.node_command.find("{etcd}") != std::string::npos) {
+    fmt::print(stderr, "fuzz: --exec-node names {{etcd}}: give --etcd-members M so that the fuzzer starts them\n");
+    return 2;
+  }
+  if (!f.nemesis.empty() && c.nemesis_every_s > options.fuzz.duration_s) {
+    fmt::print(stderr, "fuzz: --nemesis-every-s {} is longer than the run (--duration-s {}): the nemesis would never act\n",
+               c.nemesis_every_s, options.fuzz.duration_s);
+    return 2;
+  }
+  if (auto error = validate(options.fuzz.limits)) {
+    fmt::print(stderr, "fuzz: {}\n", *error);
+    return 2;
+  }
+  const auto& limits = options.fuzz.limits;
+  f.lease_max_ms = std::min(f.lease_max_ms, limits.max_lease_ms.value);
+  f.lease_min_ms = std::min(f.lease_min_ms, f.lease_max_ms);
+  f.wait_max_ms = std::min(f.wait_max_ms, limits.max_wait_ms.value);
+  if (!options.lease_range.empty()) {
+    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
+                 limits.max_lease_ms.value, options.lease_range);
+      return 2;
+    }
+    std::tie(f.lease_min_ms, f.lease_max_ms) = *range;
+  }
+  if (!options.wait_range.empty()) {
+    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
+                 limits.max_wait_ms.value, options.wait_range);
+      return 2;
+    }
+    std::tie(f.wait_min_ms, f.wait_max_ms) = *range;
+  }
+  f.node_command = c.node_command;
+  f.nodes = c.nodes;
+  f.etcd_members = c.etcd_members;
+  f.limits = limits;
+  f.clients = options.fuzz.clients;
+  f.keys = options.fuzz.keys;
+  f.duration_s = options.fuzz.duration_s;
+  f.seed = options.fuzz.seed;
+  f.tolerance_ms = options.fuzz.tolerance_ms;
+  f.clock_allowance_ms = c.clock_allowance_ms;
+  f.max_lateness_ms = c.max_lateness_ms;
+  f.nemesis_every_s = c.nemesis_every_s;
+  f.nemesis_etcd = c.nemesis_etcd;
+  std::string nemesis = "no nemesis";
+  if (!f.nemesis.empty()) {
+    nemesis = "nemesis";
+    for (std::size_t i = 0; i < f.nemesis.size(); ++i) nemesis += (i ? "," : " ") + std::string(live::nemesis_fault_name(f.nemesis[i]));
+    nemesis += fmt::format(" every {} s on the nodes{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "");
+  }
+  fmt::print("fuzz --mode cluster: seed {}, {} clients, {} keys, {} s, {}, leases {}..{} ms, waits {}..{} ms, {}\n",
+             f.seed, f.clients, f.keys, f.duration_s,
+             f.node_command.empty() ? fmt::format("{} nodes given", f.targets.size())
+                                    : fmt::format("{} nodes started on {} etcd members", f.nodes, f.etcd_members),
+             f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms, nemesis);
+  fmt::print("fuzz: read as a cluster's: clock allowance {} ms, maximum lateness {}, tolerance {} ms; limits assumed "
+             "(given, the others the protocol's defaults): max_keys {}, max_waiters_per_key {}, max_waiters {}, "
+             "max_lease_ms {}, max_wait_ms {}, max_line_bytes {}\n",
+             f.clock_allowance_ms, f.max_lateness_ms < 0 ? std::string("none (lateness reported)") : fmt::format("{} ms", f.max_lateness_ms),
+             f.tolerance_ms, limits.max_keys, limits.max_waiters_per_key, limits.max_waiters, limits.max_lease_ms.value,
+             limits.max_wait_ms.value, limits.max_line_bytes);
+  const auto run = live::run_cluster_fuzz(f);
+  for (std::size_t i = 0; i < run.node_commands.size(); ++i) fmt::print("node n{}: {}\n", i + 1, run.node_commands[i]);
+  const auto& s = run.clients;
+  fmt::print("run: {} requests, {} answered, {} indeterminate; {} attempts, {} redirects, {} reconnections, {} timeouts, "
+             "{} connections lost; {} lines that answered no request; {} nemesis steps\n",
+             s.requests, s.answered, s.indeterminate, s.attempts, s.redirects, s.reconnects, s.timeouts,
+             s.connections_lost, run.unexpected_lines, run.nemesis_steps);
+  fmt::print("tester: the clients themselves ran at most {:.1f} ms late; the slowest nemesis step took {:.1f} ms\n",
+             static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.nemesis_slowest_us) / 1000.0);
+  if (!options.outputs.history_path.empty()) {
+    std::ofstream out(options.outputs.history_path);
+    history::write_history(out, run.history);
+    if (!out) {
+      fmt::print(stderr, "cannot write {}\n", options.outputs.history_path);
+      return 2;
+    }
+    fmt::print("history: {}\n", options.outputs.history_path);
+  }
+  if (!run.error.empty()) {
+    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", run.error);
+    fmt::print("violations: unknown\n");
+    return 2;
+  }
+  return judge(run.history, options.outputs, "lockstep.fuzz");
+}
+
 int run_fuzz_command(FuzzCommand& options) {
+  if (options.mode == "cluster") return run_cluster_fuzz_command(options);
+  for (const char* flag : {"--exec-node", "--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
+                           "--clock-allowance-ms", "--max-lateness-ms"}) {
+    if (given(options, flag)) {
+      fmt::print(stderr, "fuzz: {} is cluster mode's: give --mode cluster\n", flag);
+      return 2;
+    }
+  }
+  if (options.target.find(',') != std::string::npos) {
+    fmt::print(stderr, "fuzz: --target names one server in simple mode; a list of nodes needs --mode cluster\n");
+    return 2;
+  }
   if (options.target.empty() == options.fuzz.command.empty()) {
     fmt::print(stderr, "fuzz: give exactly one of --target HOST:PORT and --exec 'CMD'\n");
     return 2;
@@ -316,7 +496,40 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
       "workload's leases and waits in a range the service accepts; --no-limits is for a service\n"
       "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
       "is sent); --tolerance-ms is how late its timers may fire.");
-  fuzz->add_option("--target", options->target, "HOST:PORT of a running server")->check(host_and_port());
+  fuzz->add_option("--mode", options->mode,
+                   "simple: one server (the default); cluster: the nodes of a cluster, with sessions, redirects and\n"
+                   "retries, read by cluster mode's rules (see --exec-node, --nemesis)")
+      ->check(one_of({"simple", "cluster"}, "the modes", "simple or cluster"))
+      ->capture_default_str();
+  fuzz->add_option("--target", options->target,
+                   "HOST:PORT of a running server; with --mode cluster, its nodes: HOST:PORT,HOST:PORT,...")
+      ->check(host_and_port_list());
+  fuzz->add_option("--exec-node", options->cluster.node_command,
+                   "--mode cluster: start each node with this shell command: {node} (n1, n2 ...), {port}, {etcd}\n"
+                   "(the members --etcd-members started), {prefix} (etcd keys of this run's own), {peers} (every\n"
+                   "node's 127.0.0.1:port) and the limits ({max_keys} ...) are filled in");
+  fuzz->add_option("--nodes", options->cluster.nodes, "--mode cluster: nodes to start with --exec-node")
+      ->check(whole(1, 7))
+      ->capture_default_str();
+  fuzz->add_option("--etcd-members", options->cluster.etcd_members,
+                   "--mode cluster: etcd members to start on loopback for the nodes (their addresses fill {etcd})")
+      ->check(whole(1, 7));
+  fuzz->add_option("--nemesis", options->cluster.nemesis,
+                   "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
+                   "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
+                   "once); one per period on a node drawn from --seed");
+  fuzz->add_option("--nemesis-every-s", options->cluster.nemesis_every_s, "the nemesis's period")
+      ->check(decimal(0.5, 86'400))
+      ->capture_default_str();
+  fuzz->add_flag("--nemesis-etcd", options->cluster.nemesis_etcd, "the nemesis acts on the etcd members too");
+  fuzz->add_option("--clock-allowance-ms", options->cluster.clock_allowance_ms,
+                   "--mode cluster: how far apart two node clocks may be (2*S); nodes on one machine share its clock")
+      ->check(whole_signed(0, 3'600'000))
+      ->capture_default_str();
+  fuzz->add_option("--max-lateness-ms", options->cluster.max_lateness_ms,
+                   "--mode cluster: fail when an Expire, a Timeout or a caused answer comes this much past its\n"
+                   "deadline and the allowance (without it, lateness is only reported)")
+      ->check(whole_signed(0, 86'400'000));
   fuzz->add_option("--exec", options->fuzz.command,
                    "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
                    "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
@@ -358,6 +571,9 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
       ->check(writable_file());
   add_output_options(*fuzz, options->outputs);
   fuzz->callback([options, fuzz, &run] {
+    for (const auto* option : fuzz->get_options()) {
+      if (option->count() > 0) options->given.push_back(option->get_name());
+    }
     for (const auto name : limit_names) {
       std::string flag = "--" + std::string(name);
       std::replace(flag.begin(), flag.end(), '_', '-');
@@ -366,22 +582,57 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
     run = [options] { return run_fuzz_command(*options); };
   });
 
-  auto check = std::make_shared<std::pair<std::string, Outputs>>();
+  struct CheckHistory {
+    std::string file;
+    Outputs outputs;
+    // The reading, over the header's: the rules (simple or cluster), and
+    // cluster mode's clock allowance and maximum lateness.
+    std::string mode;
+    std::optional<std::int64_t> clock_allowance_ms, max_lateness_ms;
+  };
+  auto check = std::make_shared<CheckHistory>();
   auto* command = app.add_subcommand(
       "check-history",
       "Check a recorded history (NDJSON, schema lockstep.history/1, docs/protocol.md) against the\n"
-      "protocol; its first line gives the target's limits and the tolerance. Exit 0 conforms,\n"
-      "1 a violation, 2 unknown or unreadable.");
-  command->add_option("file", check->first, "the history file")->required()->check(readable_file());
-  add_output_options(*command, check->second);
+      "protocol; its first line gives the target's limits, the tolerance and the mode (simple or\n"
+      "cluster). Exit 0 conforms, 1 a violation, 2 unknown or unreadable.");
+  command->add_option("file", check->file, "the history file")->required()->check(readable_file());
+  command->add_option("--mode", check->mode,
+                      "read the history by simple mode's rules or a cluster's (no sweep, late Expires and Timeouts, "
+                      "sessions), whatever its header says")
+      ->check(one_of({"simple", "cluster"}, "the modes", "simple or cluster"));
+  command->add_option("--clock-allowance-ms", check->clock_allowance_ms,
+                      "cluster mode: how far apart two node clocks may be (2*S): an Expire or a Timeout may come that "
+                      "much before its deadline")
+      ->check(whole_signed(0, 3'600'000));
+  command->add_option("--max-lateness-ms", check->max_lateness_ms,
+                      "cluster mode: fail when an Expire, a Timeout or a caused answer comes later than this past its "
+                      "deadline and the clock allowance (without it, lateness is only reported)")
+      ->check(whole_signed(0, 86'400'000));
+  add_output_options(*command, check->outputs);
   command->callback([check, &run] {
     run = [check] {
-      auto read = history::read_history_file(check->first);
+      auto read = history::read_history_file(check->file);
       if (const auto* error = std::get_if<history::ReadError>(&read)) {
-        fmt::print(stderr, "check-history: {}:{}: {}\n", check->first, error->line, error->message);
+        fmt::print(stderr, "check-history: {}:{}: {}\n", check->file, error->line, error->message);
         return 2;
       }
-      return judge(std::get<history::History>(read), check->second, "lockstep.check-history");
+      auto& recorded = std::get<history::History>(read);
+      auto& header = recorded.header;
+      if (!check->mode.empty()) header.mode = check->mode == "cluster" ? history::Mode::cluster : history::Mode::simple;
+      if (header.mode != history::Mode::cluster && (check->clock_allowance_ms || check->max_lateness_ms)) {
+        fmt::print(stderr, "check-history: --clock-allowance-ms and --max-lateness-ms read a cluster's history: {} is "
+                           "read in simple mode (give --mode cluster)\n",
+                   check->file);
+        return 2;
+      }
+      if (header.mode == history::Mode::simple) {
+        header.clock_allowance_ms = 0;
+        header.max_lateness_ms = -1;
+      }
+      if (check->clock_allowance_ms) header.clock_allowance_ms = *check->clock_allowance_ms;
+      if (check->max_lateness_ms) header.max_lateness_ms = *check->max_lateness_ms;
+      return judge(recorded, check->outputs, "lockstep.check-history");
     };
   });
 }

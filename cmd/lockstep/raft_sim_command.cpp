@@ -19,6 +19,7 @@
 #include "impl/cluster/bugs.hpp"
 #include "sim/cluster_sim.hpp"
 #include "sim/cluster_timeline.hpp"
+#include "sim/history_recorder.hpp"
 #include "sim/cluster_trace.hpp"
 #include "sim/raft_sim.hpp"
 
@@ -99,6 +100,10 @@ int run_raft_sim(const RaftSimOptions& o) {
     fmt::print(stderr, "sim: --timeline draws one seed; use --seed N\n");
     return 2;
   }
+  if (!o.history.empty() && (!o.cluster || o.first_seed != o.last_seed)) {
+    fmt::print(stderr, "sim: --history records one seed of the lock service; use --seed N\n");
+    return 2;
+  }
   if ((!o.trace.empty() || o.validate_trace) && !o.cluster) {
     fmt::print(stderr, "sim: --trace and --validate-trace record the lock service: --mode lock or --mode cluster\n");
     return 2;
@@ -127,14 +132,22 @@ int run_raft_sim(const RaftSimOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   // One seed's run: the register's, or the lock cluster's with its figures.
   const auto run_seed = [&](std::uint64_t seed, sim::ClusterLockStats* lock,
-                            sim::ClusterTimelineRecorder* timeline = nullptr, sim::ClusterTraceWriter* trace = nullptr) {
+                            sim::ClusterTimelineRecorder* timeline = nullptr, sim::ClusterTraceWriter* trace = nullptr,
+                            sim::ClusterHistoryRecorder* history = nullptr) {
     if (!o.cluster) {
       auto params = o.swarm ? sim::raft_swarm_params(seed, o.nodes) : sim::raft_default_params(seed, o.nodes);
       if (o.duration_ms) params.duration_ms = DurationMs{*o.duration_ms};
       params.raft.bug = *bug;
       return sim::run_raft_simulation(params);
     }
-    auto result = sim::run_cluster_simulation(cluster_params(o, seed), timeline, trace);
+    sim::ClusterRunOptions options;
+    options.timeline = timeline;
+    options.trace = trace;
+    options.clients = history;
+    // The whole run, past a violation too: what the clients saw of it.
+    options.stop_at_first_violation = history == nullptr;
+    auto result = sim::run_cluster_simulation(cluster_params(o, seed), options);
+    if (history != nullptr) history->finish(result.raft.stats.simulated_until);
     if (lock != nullptr) *lock = result.lock;
     return result.raft;
   };
@@ -142,6 +155,10 @@ int run_raft_sim(const RaftSimOptions& o) {
     sim::ClusterLockStats lock;
     std::unique_ptr<sim::ClusterTimelineRecorder> timeline;
     if (!o.timeline.empty()) timeline = std::make_unique<sim::ClusterTimelineRecorder>(o.nodes);
+    std::unique_ptr<sim::ClusterHistoryRecorder> history;
+    if (!o.history.empty()) {
+      history = std::make_unique<sim::ClusterHistoryRecorder>(cluster_params(o, seed), reproduce_command(o, seed));
+    }
     std::ofstream trace_file;
     std::unique_ptr<sim::ClusterTraceWriter> trace;
     if (!trace_path.empty()) {
@@ -152,7 +169,15 @@ int run_raft_sim(const RaftSimOptions& o) {
       }
       trace = std::make_unique<sim::ClusterTraceWriter>(trace_file, cluster_params(o, seed));
     }
-    auto r = run_seed(seed, &lock, timeline.get(), trace.get());
+    auto r = run_seed(seed, &lock, timeline.get(), trace.get(), history.get());
+    if (history) {
+      std::ofstream file(o.history, std::ios::binary);
+      history::write_history(file, history->history());
+      if (!file) {
+        fmt::print(stderr, "sim: cannot write {}\n", o.history);
+        return 2;
+      }
+    }
     if (trace) {
       trace->finish(r.stats.simulated_until, r.violation_count, r.event_hash);
       trace_file.close();

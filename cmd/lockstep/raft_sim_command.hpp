@@ -20,6 +20,7 @@ struct RaftSimOptions {
   std::optional<std::uint32_t> clients, keys;
   bool skew_beyond_bound = false;
   std::string timeline;
+  std::string history;  // --mode cluster, one seed: the clients' view as a history
   // --mode cluster, one seed: write its trace (sim/cluster_trace.hpp), and
   // have TLC check it against spec/TraceLockCluster.tla.
   std::string trace;

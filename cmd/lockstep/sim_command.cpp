@@ -309,8 +309,8 @@ int run_sim(const SimOptions& o) {
   } else {
     options.swarm = true;  // the default run is a swarm
   }
-  if (!o.history.empty() && (o.mode != "lock" || first != last)) {
-    fmt::print(stderr, "sim: --history records one seed of simple mode; use --seed N (and no --mode)\n");
+  if (!o.history.empty() && (o.mode == "raft" || first != last)) {
+    fmt::print(stderr, "sim: --history records one seed of the lock service (--mode lock or cluster); use --seed N\n");
     return 2;
   }
   if (o.mode == "raft" || o.mode == "cluster") {
@@ -320,6 +320,7 @@ int run_sim(const SimOptions& o) {
     raft.keys = o.keys;
     raft.skew_beyond_bound = o.skew_beyond_bound;
     raft.timeline = o.timeline;
+    raft.history = o.history;
     raft.nodes = o.nodes;
     raft.first_seed = first;
     raft.last_seed = o.seed || !o.seeds.empty() ? last : 100;
@@ -478,8 +479,8 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
                       "write the run as NDJSON (one seed; schema: sim/TRACE.md; --mode cluster: its cluster trace)")
       ->check(writable_file());
   command->add_option("--history", options->history,
-                      "write what the clients sent and received as a history for check-history (one seed, simple "
-                      "mode; the run goes on past a violation)")
+                      "write what the clients sent and received as a history for check-history (one seed, --mode "
+                      "lock or cluster; the run goes on past a violation)")
       ->check(writable_file());
   command->add_option("--timeline", options->timeline,
                       "draw per-key ownership over time as SVG (one seed; --mode cluster also draws the leader per "

@@ -133,6 +133,22 @@ CLI::Validator protocol_name() {
       "a key", "key");
 }
 
+CLI::Validator host_and_port_list() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto one = host_and_port();
+        std::size_t begin = 0;
+        while (begin <= text.size()) {
+          const auto end = std::min(text.find(',', begin), text.size());
+          std::string item = text.substr(begin, end - begin);
+          if (auto error = one(item); !error.empty()) return error;
+          begin = end + 1;
+        }
+        return {};
+      },
+      "HOST:PORT[,HOST:PORT...]", "hosts and ports");
+}
+
 CLI::Validator one_of(std::vector<std::string> names, std::string catalogue, std::string listed_by) {
   return CLI::Validator(
       [names, catalogue, listed_by](std::string& text) -> std::string {

@@ -35,6 +35,8 @@ CLI::Validator ms_range(std::uint64_t low);
 
 // HOST:PORT with a port in 1..65535 (what a client connects to).
 CLI::Validator host_and_port();
+// HOST:PORT,HOST:PORT,... (each checked as host_and_port()).
+CLI::Validator host_and_port_list();
 
 // A key or an owner as the protocol defines them: 1 to 250 bytes of
 // printable ASCII without space.

@@ -51,7 +51,7 @@ void find_own_answers(ConnectionRecord& conn) {
   std::unordered_map<std::string, std::vector<Moment>> classes;  // looked into only
   for (std::size_t i = 0; i < conn.sent.size(); ++i) {
     const auto& sent = conn.sent[i];
-    if (!sent.malformed && sent.acquire) classes[request_class(sent)].push_back({sent.sent_us, false, i});
+    if (!sent.malformed && !sent.errored && sent.acquire) classes[request_class(sent)].push_back({sent.sent_us, false, i});
   }
   for (const auto& received : conn.received) {
     if (!received.parsed || received.response.kind == ResponseKind::error || received.response.kind == ResponseKind::released ||
@@ -78,18 +78,63 @@ void find_own_answers(ConnectionRecord& conn) {
   }
 }
 
+// Cluster mode: the `E`s of a connection that answer well-formed requests
+// (a node that is not the leader, too many requests in flight, a stale
+// session), which were therefore never applied. An `E` answers a line at
+// once, so the connection's `E`s come in the order of the lines they
+// answer: walking its lines in order, a malformed line takes the next `E`,
+// and a well-formed request with no answer of its class (bound_requests'
+// pairing) takes one when there are more `E`s left than malformed lines.
+void assign_errors(ConnectionRecord& conn) {
+  std::vector<std::size_t> errors;
+  for (std::size_t i = 0; i < conn.received.size(); ++i) {
+    if (conn.received[i].parsed && conn.received[i].response.kind == ResponseKind::error) errors.push_back(i);
+  }
+  if (errors.empty()) return;
+  // Looked into only, never iterated in an order that reaches an output.
+  std::unordered_map<std::string, std::int64_t> answers;
+  for (const auto& received : conn.received) {
+    if (received.parsed && received.response.kind != ResponseKind::error) ++answers[response_class(received.response)];
+  }
+  std::size_t malformed_left = 0;
+  for (const auto& sent : conn.sent) malformed_left += sent.malformed ? 1 : 0;
+  std::size_t next = 0;
+  for (auto& sent : conn.sent) {
+    if (next >= errors.size()) break;
+    if (sent.malformed) {
+      --malformed_left;
+      ++next;
+      continue;
+    }
+    auto& answered = answers[request_class(sent)];
+    if (answered > 0) {
+      --answered;
+      continue;
+    }
+    auto& error = conn.received[errors[next]];
+    if (errors.size() - next > malformed_left && error.received_us >= sent.sent_us) {
+      sent.errored = true;
+      error.answers_request = true;
+      ++next;
+    }
+  }
+}
+
 void bound_requests(ConnectionRecord& conn, std::int64_t handled_within_ms) {
   // Looked into only, never iterated in an order that reaches an output.
   std::unordered_map<std::string, std::vector<std::size_t>> requests;
   std::unordered_set<std::string> waiting_classes;
   for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    if (conn.sent[i].errored) continue;
     const auto name = request_class(conn.sent[i]);
     requests[name].push_back(i);
     if (conn.sent[i].queued_kind) waiting_classes.insert(name);
   }
   std::unordered_map<std::string, std::vector<std::int64_t>> answers;
   for (const auto& received : conn.received) {
-    if (received.parsed) answers[response_class(received.response)].push_back(received.received_us);
+    if (received.parsed && !received.answers_request) {
+      answers[response_class(received.response)].push_back(received.received_us);
+    }
   }
   for (const auto& [name, indices] : requests) {
     if (waiting_classes.contains(name)) continue;
@@ -127,6 +172,9 @@ struct KeyBuilder {
   KeyInput& input;
   std::unordered_map<std::uint32_t, std::uint32_t> slots;
   TextMap<std::uint32_t> owners;
+  // Cluster mode: each line with session fields sent so far, and its
+  // request (a retry sends the same line again: one operation).
+  TextMap<std::uint32_t> sessions = {};
 
   std::uint32_t slot(const ConnectionRecord& conn) {
     auto [it, added] = slots.emplace(conn.id, static_cast<std::uint32_t>(input.conns.size()));
@@ -156,6 +204,8 @@ struct KeyBuilder {
 Built build_inputs(const History& history, bool prefix) {
   Built built;
   const Limits& limits = history.header.limits;
+  const bool cluster = history.header.mode == Mode::cluster;
+  built.cluster = cluster;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
   built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
@@ -197,19 +247,35 @@ Built build_inputs(const History& history, bool prefix) {
         SentLine sent;
         sent.sent_us = event.t_us;
         sent.line = event.line;
-        const auto parsed = parse_request(event.line, limits);
-        if (const auto* request = std::get_if<Request>(&parsed)) {
-          std::visit([&](const auto& r) { sent.key = std::string(r.key); }, *request);
-          if (const auto* acquire = std::get_if<AcquireRequest>(request)) {
+        const auto fill = [&sent](const Request& request) {
+          std::visit([&](const auto& r) { sent.key = std::string(r.key); }, request);
+          if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
             sent.acquire = true;
             sent.owner = std::string(acquire->owner);
             sent.lease_ms = acquire->lease_ms.value;
             sent.queued_kind = acquire->wait_ms.value > 0;
             sent.wait_ms = acquire->wait_ms.value;
           } else {
-            sent.token = std::get<ReleaseRequest>(*request).token.value;
+            sent.token = std::get<ReleaseRequest>(request).token.value;
+          }
+        };
+        bool well_formed = false;
+        if (cluster) {
+          // A cluster node also takes session fields after a request.
+          const auto parsed = parse_session_request(event.line, limits);
+          if (const auto* request = std::get_if<SessionRequest>(&parsed)) {
+            fill(request->request);
+            sent.has_session = request->session.has_value();
+            well_formed = true;
           }
         } else {
+          const auto parsed = parse_request(event.line, limits);
+          if (const auto* request = std::get_if<Request>(&parsed)) {
+            fill(*request);
+            well_formed = true;
+          }
+        }
+        if (!well_formed) {
           sent.malformed = true;
           // The server answers an over-long line `E` and closes: what follows is never read.
           if (event.line.size() > limits.max_line_bytes) after_long_line.insert(index);
@@ -254,7 +320,8 @@ Built build_inputs(const History& history, bool prefix) {
         ++incarnation;
         built.incarnation_start_us.push_back(event.t_us);
         break;
-      case EventKind::up: break;
+      case EventKind::up:
+      case EventKind::nemesis: break;
     }
   }
   built.incarnation_end_us.push_back(built.end_us);
@@ -263,8 +330,19 @@ Built build_inputs(const History& history, bool prefix) {
     built.conns[index].cut = prefix;
   }
   for (auto& conn : built.conns) {
-    bound_requests(conn, history.header.handled_within_ms);
+    if (cluster) assign_errors(conn);
+    bound_requests(conn, cluster ? -1 : history.header.handled_within_ms);
     find_own_answers(conn);
+    if (cluster) {
+      // A cluster answers a waiting acquire only once it is applied, so its
+      // own answer bounds when it was applied, as a later answer on its
+      // connection does (the order it was sent in).
+      std::int64_t later = unbounded_ms;
+      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+        later = std::min({later, it->latest_ms, it->answered_by_ms});
+        it->latest_ms = later;
+      }
+    }
   }
 
   // One KeyInput per (incarnation, key), connections in first-use order.
@@ -278,6 +356,11 @@ Built build_inputs(const History& history, bool prefix) {
     input.tolerance_ms = history.header.tolerance_ms;
     input.handled_within_ms = history.header.handled_within_ms;
     input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
+    if (cluster) {
+      input.cluster.on = true;
+      input.cluster.clock_allowance_ms = history.header.clock_allowance_ms;
+      input.cluster.max_lateness_ms = history.header.max_lateness_ms;
+    }
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   };
   // Per connection: when each owner first asked for each key.
@@ -289,9 +372,14 @@ Built build_inputs(const History& history, bool prefix) {
     return joined;
   };
   std::vector<TextMap<std::int64_t>> first_asked(built.conns.size());
+  std::set<std::pair<std::uint64_t, std::string>> replays;  // cluster mode: grants heard so far
+  TextMap<std::int64_t> first_asked_anywhere;
   for (std::size_t c = 0; c < built.conns.size(); ++c) {
     for (const auto& sent : built.conns[c].sent) {
-      if (sent.acquire) first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      if (!sent.acquire) continue;
+      first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      auto [it, added] = first_asked_anywhere.emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+      if (!added) it->second = std::min(it->second, sent.sent_us);
     }
   }
   for (std::size_t number = 0; number < history.events.size(); ++number) {
@@ -304,8 +392,22 @@ Built build_inputs(const History& history, bool prefix) {
     const auto& conn = built.conns[item.conn];
     if (item.is_send) {
       const auto& sent = conn.sent[item.index];
-      if (sent.malformed) continue;
+      if (sent.malformed || sent.errored) continue;
       auto& builder = builder_for(conn.incarnation, sent.key);
+      if (sent.has_session) {
+        const auto [found, added] =
+            builder.sessions.emplace(std::string(sent.line), static_cast<std::uint32_t>(builder.input.requests.size()));
+        if (!added) {
+          // A retry: another send of the same operation.
+          auto& request = builder.input.requests[found->second];
+          const auto slot = builder.slot(conn);
+          request.resent.push_back(KeyCopy{slot, sent.sent_us});
+          request.latest_ms = std::min(request.latest_ms, sent.latest_ms);
+          auto& listed = builder.input.conns[slot].requests;
+          if (listed.empty() || listed.back() != found->second) listed.push_back(found->second);
+          continue;
+        }
+      }
       KeyRequest made;
       made.conn = builder.slot(conn);
       made.sent_us = sent.sent_us;
@@ -337,12 +439,18 @@ Built build_inputs(const History& history, bool prefix) {
     const auto observation = static_cast<std::uint32_t>(builder.input.observations.size());
     builder.input.conns[seen.conn].observations.push_back(observation);
     builder.input.observations.push_back(std::move(seen));
-    if (received.response.kind == ResponseKind::granted) {
+    // Cluster mode: a retry hears the outcome again; one grant, however
+    // many times it is heard.
+    if (received.response.kind == ResponseKind::granted &&
+        (!cluster || replays.emplace(received.response.token.value, received.response.key + ' ' + received.response.owner).second)) {
       // Issued no earlier than the first request of that owner on that key
       // sent on this connection (the grant answers one of them).
       std::int64_t from_us = received.received_us;
-      const auto first = first_asked[item.conn].find(key_and_owner(received.response.key, received.response.owner));
-      if (first != first_asked[item.conn].end()) from_us = std::min(from_us, first->second);
+      // (Cluster mode: on any connection, the operation's sends being spread
+      // over several.)
+      const auto& asked = cluster ? first_asked_anywhere : first_asked[item.conn];
+      const auto first = asked.find(key_and_owner(received.response.key, received.response.owner));
+      if (first != asked.end()) from_us = std::min(from_us, first->second);
       built.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
                                        received.response.owner, conn.id, conn.incarnation, observation,
                                        received.received_us, from_us});
@@ -360,11 +468,13 @@ Oracles make_oracles(const Built& built) {
   for (const auto& conn : built.conns) {
     const auto end_ms = built.incarnation_end_us[conn.incarnation] / 1000 + 1;
     for (const auto& sent : conn.sent) {
-      if (sent.malformed) continue;
+      if (sent.malformed || sent.errored) continue;
       auto [it, added] = first.emplace(std::make_pair(conn.incarnation, sent.key), sent.sent_us / 1000);
       if (!added) it->second = std::min(it->second, sent.sent_us / 1000);
-      if (sent.queued_kind) {
-        auto until = sent.latest_ms >= unbounded_ms ? end_ms : sent.latest_ms + sent.wait_ms + 1;
+      if (sent.queued_kind && !sent.errored) {
+        // A cluster's Timeout may be late without bound: there a waiter
+        // waits until its own answer, or the end.
+        auto until = sent.latest_ms >= unbounded_ms || built.cluster ? end_ms : sent.latest_ms + sent.wait_ms + 1;
         until = std::min(until, sent.answered_by_ms);
         oracles.may_wait_ms[conn.incarnation].emplace_back(sent.sent_us / 1000, 1);
         oracles.may_wait_ms[conn.incarnation].emplace_back(until + 1, -1);
@@ -401,6 +511,12 @@ KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32
     const auto it = std::upper_bound(waits->begin(), waits->end(), std::make_pair(at_ms, std::numeric_limits<std::int64_t>::max()));
     const std::int64_t count = it == waits->begin() ? 0 : std::prev(it)->second;
     return static_cast<std::uint64_t>(count) > max_waiters;  // the request asking is one of them
+  };
+  made.waiters_may_be_full_within = [waits, max_waiters](std::int64_t from_ms, std::int64_t to_ms) {
+    auto it = std::upper_bound(waits->begin(), waits->end(), std::make_pair(from_ms, std::numeric_limits<std::int64_t>::max()));
+    std::int64_t count = it == waits->begin() ? 0 : std::prev(it)->second;
+    for (; it != waits->end() && it->first <= to_ms; ++it) count = std::max(count, it->second);
+    return static_cast<std::uint64_t>(count) > max_waiters;
   };
   const auto* tokens = &oracles.tokens;
   made.token_was_seen = [tokens](std::uint64_t token) { return tokens->contains(token); };

@@ -34,6 +34,11 @@ struct SentLine {
   std::string owner;
   std::int64_t lease_ms = 0, wait_ms = 0;
   std::uint64_t token = 0;
+  // Cluster mode: the session fields, when the request carries them.
+  bool has_session = false;
+  // Cluster mode: an `E` answered it (not-leader, too many in flight, a
+  // stale session): it was never applied.
+  bool errored = false;
 };
 
 struct ReceivedLine {
@@ -42,6 +47,8 @@ struct ReceivedLine {
   std::string_view line;  // in the History built from
   bool parsed = false;
   Response response;
+  // Cluster mode: an `E` that answers a well-formed request (SentLine::errored).
+  bool answers_request = false;
 };
 
 struct ConnectionRecord {
@@ -78,6 +85,7 @@ struct Built {
   std::vector<std::int64_t> incarnation_end_us;
   std::vector<GrantSeen> grants;
   std::int64_t end_us = 0;
+  bool cluster = false;  // read as a cluster's history (Header::mode)
 };
 
 // The lines of what it builds are views into `history`, which must outlive

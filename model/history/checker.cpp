@@ -66,6 +66,7 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
     result.malformed += malformed.size();
     std::vector<const ReceivedLine*> errors;
     for (const auto& received : conn.received) {
+      if (received.answers_request) continue;  // cluster mode: a request the node refused (build.cpp)
       if (!received.parsed) {
         result.violations.push_back(Finding{"responses", "", conn.incarnation,
                                             fmt::format("connection {} received `{}` at {}, which is not a response",
@@ -230,12 +231,15 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
   }
   variants.push_back({"no sweep at all during the run", assumed, false, true});
   for (const auto& variant : variants) {
+    // A cluster has no sweep: only the limits on keys and waiters can differ.
+    if (input.cluster.on && (variant.never_sweeps || variant.limits.sweep_ms != assumed.sweep_ms)) continue;
     KeyInput tried = input;
     tried.limits = variant.limits;
     KeyOracles key = key_oracles(oracles, variant.limits, incarnation, tried);
     if (variant.busy_anywhere) {
       key.keys_may_be_full = [](std::int64_t) { return true; };
       key.waiters_may_be_full = [](std::int64_t) { return true; };
+      key.waiters_may_be_full_within = [](std::int64_t, std::int64_t) { return true; };
     }
     PhaseSet phases(variant.limits.sweep_ms.value);
     if (variant.never_sweeps) {
@@ -256,6 +260,17 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
   return {};
 }
 
+// Cluster mode: what the worst lateness of a key was, in words.
+std::string lateness_text(const KeyInput& input, const KeyVerdict& verdict, std::int64_t origin_us) {
+  const auto request = verdict.late_request >= 0 ? std::string(input.requests[static_cast<std::size_t>(verdict.late_request)].line)
+                                                 : std::string("?");
+  const char* what = verdict.late_what == 'e'   ? "the Expire of the grant to"
+                     : verdict.late_what == 't' ? "the Timeout of"
+                                                : "an answer caused by time or by another request, to";
+  return fmt::format("key `{}`: {} `{}`, at {}", input.key, what, request,
+                     at_text(verdict.late_at_ms * 1000, origin_us));
+}
+
 }  // namespace
 
 CheckResult check_history(const History& history, const CheckOptions& options) {
@@ -264,6 +279,10 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   const Limits& limits = history.header.limits;
   result.limits = limits;
   result.tolerance_ms = history.header.tolerance_ms;
+  result.mode = history.header.mode;
+  result.clock_allowance_ms = history.header.clock_allowance_ms;
+  result.max_lateness_ms = history.header.max_lateness_ms;
+  const bool cluster = history.header.mode == Mode::cluster;
   result.incarnation_start_us = built.incarnation_start_us;
   result.connections = built.conns.size();
   for (const auto& conn : built.conns) {
@@ -329,7 +348,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
                                                  verdict.outcome == KeyOutcome::explained ? "" : ", as far as it goes"));
       for (const auto& step : verdict.steps) {
         const char* what = step.what == 'h' ? "handles" : step.what == 'a' ? "answers" : step.what == 't' ? "times out"
-                           : step.what == 's' ? "sweeps" : "closes";
+                           : step.what == 's' ? "sweeps" : step.what == 'e' ? "expires" : "closes";
         result.explain_lines.push_back(fmt::format(
             "  {:>14}  {:<9} {:<32} {}", fmt::format("+{:.3f} ms", (step.instant_ms * 1000 - origin) / 1000.0), what,
             step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : std::string_view(),
@@ -353,7 +372,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
       // Searched within the phases the keys before it allow: with every
       // phase it may have an explanation, and then the keys disagree.
       const PhaseSet every(limits.sweep_ms.value);
-      if (shared[where.first] != every) {
+      if (!cluster && shared[where.first] != every) {
         key_options.work_max = budget;
         auto alone = check_key(input, oracles_of_key, every, key_options);
         budget -= std::min(budget, alone.work);
@@ -387,7 +406,14 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
       verdicts.emplace(where, std::move(verdict));
       return;
     }
-    shared[where.first] = verdict.phases;
+    if (cluster) {
+      if (verdict.lateness_ms > result.lateness_ms) {
+        result.lateness_ms = verdict.lateness_ms;
+        result.lateness_text = lateness_text(input, verdict, origin);
+      }
+    } else {
+      shared[where.first] = verdict.phases;
+    }
     result.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
     verdicts.emplace(where, std::move(verdict));
   };
@@ -409,7 +435,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   for (const auto& [where, verdict] : verdicts) decided.emplace(where, &verdict);
   check_tokens(built, decided, result);
   result.keys = names.size();
-  result.phases = shared;
+  if (!cluster) result.phases = shared;
   std::stable_sort(result.violations.begin(), result.violations.end(),
                    [](const Finding& a, const Finding& b) { return a.at_us < b.at_us; });
   if (!result.violations.empty()) {
@@ -430,7 +456,18 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
   lines.push_back(fmt::format("history: {} requests ({} malformed), {} responses, {} keys, {} connections, {} incarnation(s)",
                               result.requests + result.malformed, result.malformed, result.responses, result.keys,
                               result.connections, result.incarnation_start_us.size()));
-  lines.push_back(fmt::format("limits assumed: {}; tolerance {} ms", limits_text(result.limits), result.tolerance_ms));
+  if (result.mode == Mode::cluster) {
+    lines.push_back(fmt::format("read as a cluster: no sweep, Expires and Timeouts from their deadline less {} ms (2*S); "
+                                "maximum lateness {}",
+                                result.clock_allowance_ms,
+                                result.max_lateness_ms < 0 ? std::string("none (reported only)")
+                                                           : fmt::format("{} ms", result.max_lateness_ms)));
+    auto limits = limits_text(result.limits);
+    limits = limits.substr(0, limits.find(", sweep_ms")) + limits.substr(limits.find(", max_lease_ms"));
+    lines.push_back(fmt::format("limits assumed: {}; tolerance {} ms", limits, result.tolerance_ms));
+  } else {
+    lines.push_back(fmt::format("limits assumed: {}; tolerance {} ms", limits_text(result.limits), result.tolerance_ms));
+  }
   lines.push_back(fmt::format("search: {} configurations stepped, at most {} alive at once, {:.1f} MiB at most at one instant",
                               result.states_expanded, result.frontier_peak,
                               static_cast<double>(result.memory_peak_bytes) / (1 << 20)));
@@ -444,6 +481,12 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
       lines.push_back(fmt::format("sweep phase (incarnation {}): {} of {} ms possible, first {}..{} ms", at + 1,
                                   phases.size(), phases.period(), first.first, first.second));
     }
+  }
+  if (result.mode == Mode::cluster && result.verdict != Verdict::violation) {
+    lines.push_back(result.lateness_ms > 0
+                        ? fmt::format("worst lateness: {} ms past a deadline and the clock allowance ({})",
+                                      result.lateness_ms, result.lateness_text)
+                        : std::string("worst lateness: 0 ms (every Expire, Timeout and caused answer on time)"));
   }
   for (const auto& why : result.unknown) lines.push_back("unknown: " + why);
   constexpr std::size_t listed_max = 20;

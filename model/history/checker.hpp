@@ -66,6 +66,13 @@ struct CheckResult {
   std::vector<std::string> explain_lines;  // for CheckOptions::explain_key
   Limits limits;  // assumed: the history's header
   std::int64_t tolerance_ms = 0;
+  // The rules the history was read by (the header's, or the command line's).
+  Mode mode = Mode::simple;
+  std::int64_t clock_allowance_ms = 0, max_lateness_ms = -1;  // cluster mode
+  // Cluster mode: the worst lateness the keys' explanations need (the least
+  // each key needs, the largest over keys), and what was that late.
+  std::int64_t lateness_ms = 0;
+  std::string lateness_text;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
   std::uint64_t states_expanded = 0;  // configurations stepped

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "impl/assert.hpp"
+#include "model/history/cluster_frontier.hpp"
 #include "model/history/fingerprint.hpp"
 
 namespace lockstep::history {
@@ -1275,6 +1276,7 @@ KeyVerdict Frontier::run() {
 
 KeyVerdict check_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
                      const KeyCheckOptions& options) {
+  if (input.cluster.on) return check_cluster_key(input, oracles, options);
   return Frontier(input, oracles, phases, options).run();
 }
 

@@ -45,10 +45,13 @@ enum class KeyOutcome { explained, unexplained, undecided };
 // gives (`unexplained`), or a request that could not be handled in its
 // window (`unhandled`). Indices are into the KeyInput's lists.
 struct KeyFailure {
-  enum class Kind { none, missing, unexplained, unhandled };
+  // (Cluster mode with max_lateness_ms: `late`, an Expire, a Timeout or a
+  // deferred answer later than that allows; `request` is whose it was.)
+  enum class Kind { none, missing, unexplained, unhandled, late };
   // What causes a missing answer: its own request (an answer given at
   // once), a release or a sweep that hands the key over, a wait ending.
-  enum class Cause { request, release, sweep, deadline };
+  // (Cluster mode: an Expire hands the key over, where a sweep would.)
+  enum class Cause { request, release, sweep, deadline, expire };
   Kind kind = Kind::none;
   Cause cause = Cause::request;
   ResponseKind response = ResponseKind::error;  // missing: the contract's answer
@@ -97,8 +100,19 @@ struct KeyVerdict {
   std::int64_t last_alive_ms = 0;  // the last instant some configuration was alive
   std::string state;
   std::string why;  // undecided: which limit was reached
+  // Cluster mode, explained: the least lateness an explanation needs (ms
+  // past a deadline and the clock allowance), and what was that late: the
+  // request whose Expire ('e'), Timeout ('t') or deferred answer ('a') it
+  // was, at which instant.
+  std::int64_t lateness_ms = 0;
+  std::int32_t late_request = -1;
+  char late_what = 0;
+  std::int64_t late_at_ms = 0;
+  std::int64_t late_due_ms = 0;  // when it was due (its deadline plus the clock allowance, or plus the tolerance)
 };
 
+// A key of a cluster's history is searched under cluster mode's rules
+// (cluster_frontier.hpp), where `phases` means nothing.
 KeyVerdict check_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
                      const KeyCheckOptions& options = {});
 

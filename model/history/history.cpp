@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 constexpr EventKind all_kinds[] = {EventKind::connect, EventKind::send, EventKind::recv, EventKind::close,
-                                   EventKind::eof,     EventKind::down, EventKind::up};
+                                   EventKind::eof,     EventKind::down, EventKind::up,  EventKind::nemesis};
 
 std::optional<EventKind> kind_from_name(const std::string& name) {
   for (const auto kind : all_kinds) {
@@ -29,7 +29,13 @@ std::optional<EventKind> kind_from_name(const std::string& name) {
 }
 
 bool has_line(EventKind kind) { return kind == EventKind::send || kind == EventKind::recv; }
-bool has_conn(EventKind kind) { return kind != EventKind::down && kind != EventKind::up; }
+bool has_conn(EventKind kind) {
+  return kind != EventKind::down && kind != EventKind::up && kind != EventKind::nemesis;
+}
+// The JSON name of an event's text: what was sent or read, or what the
+// nemesis did.
+const char* text_field(EventKind kind) { return kind == EventKind::nemesis ? "what" : "line"; }
+bool has_text(EventKind kind) { return has_line(kind) || kind == EventKind::nemesis; }
 
 json limits_json(const Limits& limits) {
   return json{{"max_keys", limits.max_keys},
@@ -74,6 +80,33 @@ std::variant<Header, std::string> read_header(const json& object) {
     }
     header.handled_within_ms = within.get<std::int64_t>();
   }
+  if (object.contains("mode")) {
+    const auto& mode = object["mode"];
+    if (mode == "simple") {
+      header.mode = Mode::simple;
+    } else if (mode == "cluster") {
+      header.mode = Mode::cluster;
+    } else {
+      return fmt::format("mode must be \"simple\" or \"cluster\", not {}", mode.dump());
+    }
+  }
+  if (object.contains("clock_allowance_ms")) {
+    const auto& allowance = object["clock_allowance_ms"];
+    if (!allowance.is_number_unsigned() || allowance.get<std::uint64_t>() > 3'600'000) {
+      return std::string("clock_allowance_ms must be an integer from 0 to 3600000");
+    }
+    header.clock_allowance_ms = allowance.get<std::int64_t>();
+  }
+  if (object.contains("max_lateness_ms")) {
+    const auto& lateness = object["max_lateness_ms"];
+    if (!lateness.is_number_unsigned() || lateness.get<std::uint64_t>() > 86'400'000) {
+      return std::string("max_lateness_ms must be an integer from 0 to 86400000");
+    }
+    header.max_lateness_ms = lateness.get<std::int64_t>();
+  }
+  if (header.mode == Mode::simple && (object.contains("clock_allowance_ms") || object.contains("max_lateness_ms"))) {
+    return std::string("clock_allowance_ms and max_lateness_ms belong to \"mode\":\"cluster\"");
+  }
   if (object.contains("target") && object["target"].is_string()) header.target = object["target"];
   if (object.contains("seed") && object["seed"].is_number_unsigned()) header.seed = object["seed"];
   return header;
@@ -97,10 +130,11 @@ std::variant<Event, std::string> read_event(const json& object) {
     }
     event.conn = object["conn"];
   }
-  if (has_line(event.kind)) {
-    if (!object.contains("line") || !object["line"].is_string()) return std::string("line must be a string");
-    event.line = object["line"];
-    if (event.line.find('\n') != std::string::npos) return std::string("line must not contain a newline");
+  if (has_text(event.kind)) {
+    const char* field = text_field(event.kind);
+    if (!object.contains(field) || !object[field].is_string()) return fmt::format("{} must be a string", field);
+    event.line = object[field];
+    if (event.line.find('\n') != std::string::npos) return fmt::format("{} must not contain a newline", field);
   }
   if (object.contains("after_us")) {
     if (event.kind != EventKind::recv || !object["after_us"].is_number_integer() ||
@@ -150,7 +184,8 @@ class FlatReader {
     skip_space();
     if (at_ < text_.size() || !t_us || !ev) return std::nullopt;
     const auto kind = kind_from_name(*ev);
-    if (!kind || has_conn(*kind) != conn.has_value() || has_line(*kind) != line.has_value()) return std::nullopt;
+    if (!kind || *kind == EventKind::nemesis) return std::nullopt;  // rare: the general way
+    if (has_conn(*kind) != conn.has_value() || has_line(*kind) != line.has_value()) return std::nullopt;
     if (line && line->find('\n') != std::string::npos) return std::nullopt;
     if (after_us && (*kind != EventKind::recv || *after_us > *t_us)) return std::nullopt;
     Event event;
@@ -227,9 +262,12 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::eof: return "eof";
     case EventKind::down: return "down";
     case EventKind::up: return "up";
+    case EventKind::nemesis: return "nemesis";
   }
   return "?";
 }
+
+const char* mode_name(Mode mode) { return mode == Mode::cluster ? "cluster" : "simple"; }
 
 std::string header_line(const Header& header) {
   json object{{"schema", schema_name},
@@ -238,6 +276,11 @@ std::string header_line(const Header& header) {
               {"target", header.target},
               {"seed", header.seed}};
   if (header.handled_within_ms >= 0) object["handled_within_ms"] = header.handled_within_ms;
+  if (header.mode == Mode::cluster) {
+    object["mode"] = mode_name(header.mode);
+    object["clock_allowance_ms"] = header.clock_allowance_ms;
+    if (header.max_lateness_ms >= 0) object["max_lateness_ms"] = header.max_lateness_ms;
+  }
   return object.dump();
 }
 
@@ -246,7 +289,7 @@ std::string event_line(const Event& event) {
   if (has_conn(event.kind)) object["conn"] = event.conn;
   // Lines are not always valid UTF-8 (a fuzzer sends any bytes): replace
   // what cannot be written rather than failing the whole record.
-  if (has_line(event.kind)) object["line"] = event.line;
+  if (has_text(event.kind)) object[text_field(event.kind)] = event.line;
   if (event.kind == EventKind::recv && event.after_us >= 0) object["after_us"] = event.after_us;
   return object.dump(-1, ' ', false, json::error_handler_t::replace);
 }

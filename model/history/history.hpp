@@ -21,7 +21,13 @@ namespace lockstep::history {
 
 inline constexpr const char* schema_name = "lockstep.history/1";
 
+// Which rules the target follows (docs/protocol.md): one server with a
+// sweep (simple), or a replicated table whose Expires and Timeouts are
+// proposed by a leader, and whose requests may carry sessions (cluster).
+enum class Mode { simple, cluster };
+
 struct Header {
+  Mode mode = Mode::simple;
   Limits limits;
   std::int64_t tolerance_ms = 50;
   std::string target;     // free text: what was tested
@@ -30,7 +36,16 @@ struct Header {
   // handled within this many ms of being sent (a simulated network's
   // largest delay). -1: unknown, a server may read a request late.
   std::int64_t handled_within_ms = -1;
+  // Cluster mode: how far apart two node clocks may be (2·S): an Expire or
+  // a Timeout takes effect no earlier than its deadline less this.
+  std::int64_t clock_allowance_ms = 0;
+  // Cluster mode: how late an Expire, a Timeout or a deferred answer may
+  // be past its deadline (and the allowance) before the run fails; -1:
+  // unbounded, lateness is only reported.
+  std::int64_t max_lateness_ms = -1;
 };
+
+const char* mode_name(Mode mode);
 
 enum class EventKind {
   connect,  // the tester opened connection `conn`
@@ -40,13 +55,14 @@ enum class EventKind {
   eof,      // the server closed `conn` (or it broke)
   down,     // the target was stopped (every connection is gone with it)
   up,       // the target was started again and accepts connections
+  nemesis,  // the tester did something to the target (`what`: kill, pause, ...); no effect on the checker
 };
 
 struct Event {
   std::int64_t t_us = 0;
   EventKind kind = EventKind::send;
   std::uint32_t conn = 0;  // unused for down and up
-  std::string line;        // send and recv only
+  std::string line;        // send and recv; nemesis: what was done (`what` in the file)
   // recv only: the response arrived after this instant (the tester's last
   // look at the connection that found nothing), at the latest at t_us when
   // it was read. A tester that was not scheduled for a while reads late;

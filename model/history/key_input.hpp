@@ -19,8 +19,15 @@ namespace lockstep::history {
 
 inline constexpr std::int64_t unbounded_ms = std::numeric_limits<std::int64_t>::max() / 4;
 
-struct KeyRequest {
+// Cluster mode: another send of the same request (a retry with the same
+// session, on another connection).
+struct KeyCopy {
   std::uint32_t conn = 0;  // slot in KeyInput::conns
+  std::int64_t sent_us = 0;
+};
+
+struct KeyRequest {
+  std::uint32_t conn = 0;  // slot in KeyInput::conns (cluster mode: of its first send)
   std::int64_t sent_us = 0;
   std::int64_t latest_ms = unbounded_ms;  // handled no later (from answered later requests of its connection)
   bool acquire = true;
@@ -28,6 +35,9 @@ struct KeyRequest {
   std::int64_t lease_ms = 0, wait_ms = 0;
   std::uint64_t token = 0;  // release
   std::string_view line;    // in the History the input was built from
+  // Cluster mode: the later sends of its session (client, seq), by send
+  // time: one operation, applied once, whose outcome any of them may hear.
+  std::vector<KeyCopy> resent;
 };
 
 struct KeyObservation {
@@ -68,10 +78,22 @@ struct KeyOracles {
   std::function<bool(std::int64_t instant_ms)> keys_may_be_full;
   std::function<bool(std::int64_t instant_ms)> waiters_may_be_full;
   std::function<bool(std::uint64_t token)> token_was_seen;
+  // At some instant of [from_ms, to_ms] (cluster mode handles a request at
+  // an instant of a range).
+  std::function<bool(std::int64_t from_ms, std::int64_t to_ms)> waiters_may_be_full_within;
+};
+
+// Cluster mode's reading of a history (docs/protocol.md, "Black box
+// against a cluster"), from the header or the command line.
+struct ClusterReading {
+  bool on = false;
+  std::int64_t clock_allowance_ms = 0;  // 2·S
+  std::int64_t max_lateness_ms = -1;    // -1: lateness is reported, never failed
 };
 
 struct KeyInput {
   std::string key;
+  ClusterReading cluster;
   Limits limits;
   std::int64_t tolerance_ms = 0;
   std::int64_t handled_within_ms = -1;       // the history's (-1: unknown)
@@ -87,7 +109,7 @@ struct Step {
   std::int64_t instant_ms = 0;
   std::int32_t request = -1;      // the request handled, or -1
   std::int32_t observation = -1;  // the response it explains, or -1
-  char what = '?';                // 'h' handled, 'a' answer, 't' timeout, 's' sweep, 'c' close
+  char what = '?';                // 'h' handled, 'a' answer, 't' timeout, 's' sweep, 'c' close, 'e' expire
 };
 
 }  // namespace lockstep::history

@@ -81,6 +81,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
   switch (failure.kind) {
     case KeyFailure::Kind::none: return {};
     case KeyFailure::Kind::missing: {
+      // Cluster mode owes a caused answer by no instant unless a maximum
+      // lateness is stated: there it is simply the answer of its cause.
+      const auto by = failure.due_by_us >= 0 ? fmt::format("by {}", at(failure.due_by_us, origin_us))
+                                             : std::string("as the answer");
       std::string when;
       switch (failure.cause) {
         case KeyFailure::Cause::request:
@@ -90,7 +94,7 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
                              instant(failure.at_ms + 1));
           break;
         case KeyFailure::Cause::release:
-          when = fmt::format("by {} (the release `{}` at {} handed the key to its head waiter)", at(failure.due_by_us, origin_us),
+          when = fmt::format("{} (the release `{}` at {} handed the key to its head waiter)", by,
                              request_line(failure.cause_request), instant(failure.at_ms));
           break;
         case KeyFailure::Cause::sweep:
@@ -98,8 +102,12 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
                              at(failure.due_by_us, origin_us), instant(failure.at_ms));
           break;
         case KeyFailure::Cause::deadline:
-          when = fmt::format("by {} (the wait of `{}` ended at {})", at(failure.due_by_us, origin_us),
-                             request_line(failure.request), instant(failure.at_ms));
+          when = fmt::format("{} (the wait of `{}` ended at {})", by, request_line(failure.request),
+                             instant(failure.at_ms));
+          break;
+        case KeyFailure::Cause::expire:
+          when = fmt::format("{} (the Expire at {} of the grant to `{}` handed the key to its head waiter)", by,
+                             instant(failure.at_ms), request_line(failure.cause_request));
           break;
       }
       std::string got;
@@ -132,6 +140,14 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
       }
       return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
                          seen.line, conn_id(seen.conn), at(seen.received_us, origin_us));
+    }
+    case KeyFailure::Kind::late: {
+      const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
+                         : failure.cause == KeyFailure::Cause::deadline ? "the Timeout of"
+                                                                        : "an answer caused by time or by another request, to";
+      return fmt::format("{} `{}` is later than the maximum lateness allows: it was due by {} at the latest, and the "
+                         "explanation that needs the least lateness has it at {}",
+                         what, request_line(failure.request), at(failure.due_by_us, origin_us), instant(failure.at_ms));
     }
     case KeyFailure::Kind::unhandled: {
       const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
@@ -293,12 +309,18 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   if (best.verdict) {
     finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
                                         best.verdict->explained, best.input.observations.size(), state_text));
+    // What was searched: a sweep phase in simple mode, Expires and
+    // Timeouts within the clock allowance in cluster mode.
+    const char* searched = input.cluster.on ? "no order of the requests, Expires and Timeouts within their windows "
+                                              "(the clock allowance included)"
+                                            : "no order of the requests within their windows, no sweep phase and no "
+                                              "timing within the tolerance";
     if (failure.kind == KeyFailure::Kind::missing) {
-      finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
-                              "tolerance avoids the expected answer, and it did not arrive in time.");
+      finding.story.push_back(fmt::format("{} avoids the expected answer, and it did not arrive in time.", searched));
+    } else if (failure.kind == KeyFailure::Kind::late) {
+      finding.story.push_back("every explanation of the key needs more lateness than the maximum allows.");
     } else if (culprit >= 0) {
-      finding.story.push_back("no order of the requests within their windows, no sweep phase and no timing within the "
-                              "tolerance makes the contract give the marked response.");
+      finding.story.push_back(fmt::format("{} makes the contract give the marked response.", searched));
     } else {
       finding.story.push_back("the contract requires an answer (a `T` at a deadline, or a hand-off) that did not arrive.");
     }

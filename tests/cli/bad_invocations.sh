@@ -290,6 +290,25 @@ cat >"$work/small.ndjson" <<'EOF'
 EOF
 expect 0 "no request of the history names key \`nokey\`" check-history "$work/small.ndjson" --explain nokey
 expect 0 "violations: 0" check-history "$work/small.ndjson" --explain k0
+# The reading of a history: simple or cluster, and the options only a
+# cluster's reading uses.
+expect 2 "--mode" check-history "$work/small.ndjson" --mode paxos
+expect 2 "--mode cluster" check-history "$work/small.ndjson" --clock-allowance-ms 20
+expect 2 "--mode cluster" check-history "$work/small.ndjson" --max-lateness-ms 100
+expect 2 "--max-lateness-ms" check-history "$work/small.ndjson" --mode cluster --max-lateness-ms -1
+expect 2 "--clock-allowance-ms" check-history "$work/small.ndjson" --mode cluster --clock-allowance-ms 3600001
+expect 0 "read as a cluster" check-history "$work/small.ndjson" --mode cluster --clock-allowance-ms 20
+printf '%s\n' '{"schema":"lockstep.history/1","mode":"raft"}' >"$work/mode.ndjson"
+expect 2 "mode" check-history "$work/mode.ndjson"
+printf '%s\n' '{"schema":"lockstep.history/1","max_lateness_ms":5}' >"$work/lateness.ndjson"
+expect 2 "max_lateness_ms" check-history "$work/lateness.ndjson"
+# sim --history: one seed, and not of the register; miss-rate's modes.
+expect 2 "--history" sim --mode raft --seed 1 --history "$work/h.ndjson"
+expect 2 "--history" sim --mode cluster --seeds 1..2 --history "$work/h.ndjson"
+expect 2 "--mode" miss-rate --mode raft
+expect 2 "--nodes" miss-rate --nodes 5
+expect 2 "--nodes" miss-rate --mode cluster --nodes 2
+expect 2 "--bug" miss-rate --mode cluster --bug lifo-handoff
 
 # --- the last seeds of the range run and end (the loop does not wrap).
 expect 0 "violations: 0" sim --seeds 9223372036854775806..9223372036854775807 --duration-ms 200

@@ -1,0 +1,193 @@
+#include "live/cluster_fuzz.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "live/cluster_workload.hpp"
+#include "live/lock_cluster.hpp"
+
+namespace lockstep::live {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The clients' connections as one history: each client's current
+// connection gets a number of the history's own when it opens.
+class Recorder {
+ public:
+  explicit Recorder(history::History& history) : history_(history), start_(Clock::now()) {}
+
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+  }
+
+  client::ClusterClient::WireObserver for_client(int client) {
+    return [this, client](client::ClusterClient::Wire what, std::string_view line) { on_wire(client, what, line); };
+  }
+
+  void nemesis(const std::string& what) { add(history::EventKind::nemesis, 0, what); }
+
+  // The run's end: the connections still open are closed by the tester.
+  void close_all() {
+    for (auto& [client, conn] : open_) {
+      if (conn != 0) add(history::EventKind::close, conn);
+      conn = 0;
+    }
+  }
+
+ private:
+  void on_wire(int client, client::ClusterClient::Wire what, std::string_view line) {
+    using Wire = client::ClusterClient::Wire;
+    auto& conn = open_[client];
+    switch (what) {
+      case Wire::connected:
+        conn = next_conn_++;
+        add(history::EventKind::connect, conn);
+        break;
+      case Wire::sent: add(history::EventKind::send, conn, std::string(line)); break;
+      case Wire::received: add(history::EventKind::recv, conn, std::string(line)); break;
+      case Wire::closed:
+        add(history::EventKind::close, conn);
+        conn = 0;
+        break;
+      case Wire::lost:
+        add(history::EventKind::eof, conn);
+        conn = 0;
+        break;
+    }
+  }
+
+  void add(history::EventKind kind, std::uint32_t conn, std::string line = {}) {
+    history_.events.push_back(history::Event{now_us(), kind, conn, std::move(line), -1});
+  }
+
+  history::History& history_;
+  Clock::time_point start_;
+  std::map<int, std::uint32_t> open_;  // client -> its open connection (0: none)
+  std::uint32_t next_conn_ = 1;
+};
+
+// Carries out one nemesis step on what was started.
+void apply(LockCluster& cluster, const NemesisStep& step) {
+  if (step.etcd) {
+    if (!cluster.has_etcd()) return;
+    auto& etcd = cluster.etcd();
+    switch (step.kind) {
+      case NemesisStep::Kind::kill: etcd.kill(step.index); break;
+      case NemesisStep::Kind::start: etcd.restart(step.index); break;
+      case NemesisStep::Kind::pause: etcd.pause(step.index); break;
+      case NemesisStep::Kind::resume: etcd.resume(step.index); break;
+      case NemesisStep::Kind::restart:
+        etcd.stop(step.index);
+        etcd.restart(step.index);
+        break;
+    }
+    return;
+  }
+  switch (step.kind) {
+    case NemesisStep::Kind::kill: cluster.kill(step.index); break;
+    case NemesisStep::Kind::start: cluster.restart(step.index); break;
+    case NemesisStep::Kind::pause: cluster.pause(step.index); break;
+    case NemesisStep::Kind::resume: cluster.resume(step.index); break;
+    case NemesisStep::Kind::restart:
+      cluster.stop(step.index);
+      cluster.restart(step.index);
+      break;
+  }
+}
+
+}  // namespace
+
+ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
+  ClusterFuzzRun run;
+  auto& header = run.history.header;
+  header.mode = history::Mode::cluster;
+  header.limits = options.limits;
+  header.tolerance_ms = options.tolerance_ms;
+  header.seed = options.seed;
+  header.clock_allowance_ms = options.clock_allowance_ms;
+  header.max_lateness_ms = options.max_lateness_ms;
+
+  std::unique_ptr<LockCluster> cluster;
+  std::vector<client::NodeAddress> nodes = options.targets;
+  if (!options.node_command.empty()) {
+    LockCluster::Options started;
+    started.nodes = options.nodes;
+    started.etcd_members = options.etcd_members;
+    started.node_command = options.node_command;
+    started.limits = options.limits;
+    cluster = LockCluster::start(started, run.error, options.start_patience);
+    if (!cluster) {
+      run.error = "the cluster did not start: " + run.error;
+      return run;
+    }
+    nodes = cluster->addresses();
+    for (int i = 0; i < cluster->size(); ++i) run.node_commands.push_back(cluster->command(i));
+    header.target = options.node_command;
+  } else {
+    for (const auto& node : nodes) {
+      header.target += fmt::format("{}{}:{}", header.target.empty() ? "" : ",", node.host, node.port);
+    }
+  }
+
+  Recorder recorder(run.history);
+  ClusterWorkloadOptions workload_options;
+  workload_options.clients = static_cast<int>(options.clients);
+  workload_options.keys = static_cast<int>(options.keys);
+  workload_options.lease_min_ms = options.lease_min_ms;
+  workload_options.lease_max_ms = options.lease_max_ms;
+  workload_options.wait_min_ms = options.wait_min_ms;
+  workload_options.wait_max_ms = options.wait_max_ms;
+  workload_options.seed = options.seed;
+  workload_options.wire = [&recorder](int client) { return recorder.for_client(client); };
+  ClusterWorkload workload(nodes, workload_options);
+
+  NemesisPlanOptions plan_options;
+  plan_options.faults = cluster ? options.nemesis : std::vector<NemesisFault>{};
+  plan_options.every_s = options.nemesis_every_s;
+  plan_options.nodes = cluster ? cluster->size() : 0;
+  plan_options.etcd_members = cluster && options.nemesis_etcd && cluster->has_etcd() ? cluster->etcd().size() : 0;
+  plan_options.duration_s = options.duration_s;
+  plan_options.seed = options.seed;
+  const auto plan = nemesis_plan(plan_options);
+
+  const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
+  std::size_t next_step = 0;
+  while (recorder.now_us() < end_us) {
+    const auto until_us = next_step < plan.size() ? std::min(plan[next_step].at_us, end_us) : end_us;
+    const auto left_us = until_us - recorder.now_us();
+    if (left_us > 0) workload.run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
+    while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) {
+      const auto& step = plan[next_step++];
+      // Recorded before it is done: the fault may act from this instant on.
+      recorder.nemesis(step.what());
+      const auto began = recorder.now_us();
+      apply(*cluster, step);
+      run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
+      ++run.nemesis_steps;
+    }
+  }
+  // Every fault the plan opened is healed by the run's end (nemesis_plan);
+  // the clients finish what they asked, then the connections close.
+  while (next_step < plan.size()) {
+    const auto& step = plan[next_step++];
+    recorder.nemesis(step.what());
+    apply(*cluster, step);
+    ++run.nemesis_steps;
+  }
+  const auto patience = milliseconds{options.wait_max_ms + 30'000};
+  if (!workload.drain(patience)) run.error = fmt::format("requests still pending {} ms after the run", patience.count());
+  recorder.close_all();
+  run.clients = workload.stats();
+  run.unexpected_lines = workload.unexpected().size();
+  run.tester_stall_us = workload.stall_us();
+  return run;
+}
+
+}  // namespace lockstep::live

@@ -1,0 +1,98 @@
+#include "live/nemesis.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/prng.hpp"
+
+namespace lockstep::live {
+
+const char* nemesis_fault_name(NemesisFault fault) {
+  switch (fault) {
+    case NemesisFault::kill: return "kill";
+    case NemesisFault::pause: return "pause";
+    case NemesisFault::restart: return "restart";
+  }
+  return "?";
+}
+
+std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error) {
+  std::vector<NemesisFault> faults;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto end = std::min(text.find(',', begin), text.size());
+    const auto word = text.substr(begin, end - begin);
+    std::optional<NemesisFault> fault;
+    for (const auto candidate : {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart}) {
+      if (word == nemesis_fault_name(candidate)) fault = candidate;
+    }
+    if (!fault) {
+      error = fmt::format("'{}' is not a fault: kill, pause or restart, comma-separated", word);
+      return std::nullopt;
+    }
+    if (std::find(faults.begin(), faults.end(), *fault) != faults.end()) {
+      error = fmt::format("'{}' is given twice", word);
+      return std::nullopt;
+    }
+    faults.push_back(*fault);
+    begin = end + 1;
+  }
+  return faults;
+}
+
+std::string NemesisStep::what() const {
+  const char* verb = "kill";
+  switch (kind) {
+    case Kind::kill: verb = "kill"; break;
+    case Kind::start: verb = "start"; break;
+    case Kind::pause: verb = "pause"; break;
+    case Kind::resume: verb = "resume"; break;
+    case Kind::restart: verb = "restart"; break;
+  }
+  return etcd ? fmt::format("{} etcd{}", verb, index + 1) : fmt::format("{} n{}", verb, index + 1);
+}
+
+std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
+  std::vector<NemesisStep> steps;
+  if (options.faults.empty() || options.every_s <= 0 || options.nodes <= 0) return steps;
+  // A stream of its own: the workload's draws do not move the plan.
+  sim::Prng rng = sim::Prng(options.seed).fork(0x6e656d65);
+  const auto period_us = static_cast<std::int64_t>(options.every_s * 1e6);
+  const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
+  const int targets = options.nodes + std::max(0, options.etcd_members);
+  for (std::int64_t at = period_us; at < end_us; at += period_us) {
+    const auto fault = options.faults[rng.below(options.faults.size())];
+    const auto pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(targets)));
+    NemesisStep step;
+    step.at_us = at;
+    step.etcd = pick >= options.nodes;
+    step.index = step.etcd ? pick - options.nodes : pick;
+    // Healed half a period later, and by the run's end at the latest.
+    const auto heal_at = std::min(at + period_us / 2, end_us);
+    switch (fault) {
+      case NemesisFault::kill:
+        step.kind = NemesisStep::Kind::kill;
+        steps.push_back(step);
+        step.kind = NemesisStep::Kind::start;
+        step.at_us = heal_at;
+        steps.push_back(step);
+        break;
+      case NemesisFault::pause:
+        step.kind = NemesisStep::Kind::pause;
+        steps.push_back(step);
+        step.kind = NemesisStep::Kind::resume;
+        step.at_us = heal_at;
+        steps.push_back(step);
+        break;
+      case NemesisFault::restart:
+        step.kind = NemesisStep::Kind::restart;
+        steps.push_back(step);
+        break;
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.at_us < b.at_us; });
+  return steps;
+}
+
+}  // namespace lockstep::live

@@ -1,0 +1,56 @@
+// The nemesis of `lockstep fuzz --mode cluster`: what is done to the nodes
+// the fuzzer started (and, when asked, to the etcd members they rely on),
+// and when, drawn from the run's seed before the run. Every fault heals
+// within the period it opens, so at most one thing is wrong at a time and a
+// majority of three stays up:
+//
+//   kill     SIGKILL a process, start it again (same port, same data) half a
+//            period later;
+//   pause    SIGSTOP a process, SIGCONT it half a period later;
+//   restart  stop a process (SIGTERM) and start it again at once.
+//
+// The plan is a plain list: no clock, no randomness but the seed's, so the
+// same seed gives the same plan (the driver in live/cluster_fuzz.cpp
+// carries it out and records each step in the history).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockstep::live {
+
+enum class NemesisFault { kill, pause, restart };
+
+// "kill,pause,restart" (any non-empty subset, each once); nothing and
+// `error` set otherwise.
+std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error);
+const char* nemesis_fault_name(NemesisFault fault);
+
+struct NemesisStep {
+  enum class Kind { kill, start, pause, resume, restart };
+  std::int64_t at_us = 0;  // since the run's start
+  Kind kind = Kind::kill;
+  bool etcd = false;       // an etcd member, else a node
+  int index = 0;           // which node or member, from 0
+  // As the history's `nemesis` event says it: "kill n2", "resume etcd1".
+  std::string what() const;
+};
+
+struct NemesisPlanOptions {
+  std::vector<NemesisFault> faults;
+  double every_s = 5;
+  int nodes = 3;
+  int etcd_members = 0;  // acted on too when > 0
+  double duration_s = 10;
+  std::uint64_t seed = 1;
+};
+
+// The steps in time order: a fault at every period's start from the first
+// period's end on, each healed (kill, pause) half a period later; none
+// after the run's end, every fault healed by then.
+std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options);
+
+}  // namespace lockstep::live

@@ -1,0 +1,1302 @@
+// The cluster reading's frontier: every configuration the replicated table
+// may be in, carried forward from one visited instant to the next. Only the
+// instants where something is observed or sent are visited (a request sent,
+// the last instant that can cause an observation, an Expire or a Timeout
+// that a maximum lateness forces): whatever happened since the previous
+// visit (an operation applied, an Expire) is applied at the visit, in every
+// order, each at an instant of the span since the previous visit (a box
+// that holds the instant of every explanation). Timeouts are taken lazily:
+// a waiter leaves the queue (with its `T`) only where that matters (a
+// hand-off past it, a full queue, the last instant its observed `T` can be
+// caused at), at the earliest instant it could have, which every
+// explanation that removes it earlier reaches too.
+//
+// Times: instants are milliseconds of the tester's clock, the reference
+// the node clocks keep within S of (up to a constant offset). A command's
+// stamp, in those units, lies between its proposal and 2·S after it; a
+// holder's `stamp` and a waiter's are lower bounds of it, and a hand-off's
+// new lease counts from a stamp no earlier than the table's clock, which
+// never goes back.
+#include "model/history/cluster_frontier.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "impl/assert.hpp"
+#include "model/history/fingerprint.hpp"
+#include "model/history/marked_set.hpp"
+
+namespace lockstep::history {
+
+namespace {
+
+std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
+
+// An answer caused at instant n may be read up to 1 ms before n on the
+// tester's clock (docs/protocol.md, "Black box, in real time": instant n is
+// a real interval of 1 ms).
+constexpr std::int64_t grid_slack_us = 1000;
+std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(received_us + grid_slack_us); }
+
+// Operations handled at one instant in every order: past this many orders
+// from one configuration, the key is undecided rather than slow.
+constexpr std::size_t orders_max = 16384;
+// Choices of waiters that left a full queue unseen, at one acquire.
+constexpr std::size_t leave_choices_max = 256;
+
+// The instants something may have happened at: [lo, hi].
+struct Span {
+  std::int64_t lo = 0, hi = 0;
+};
+
+struct Holder {
+  std::int32_t request = -1;    // the grant's operation; -1: the key is not registered
+  std::uint64_t token = 0;      // 0: the grant's answer was not seen
+  std::int64_t lo = 0, hi = 0;  // the grant took effect at an instant of [lo, hi]
+  std::int64_t stamp = 0;       // its stamp is no earlier (the lease counts from the stamp)
+  friend bool operator==(const Holder&, const Holder&) = default;
+};
+
+struct Waiter {
+  std::uint32_t request = 0;
+  std::int64_t lo = 0, hi = 0;  // queued at an instant of [lo, hi]
+  std::int64_t stamp = 0;       // its deadline counts from a stamp no earlier than this
+  friend bool operator==(const Waiter&, const Waiter&) = default;
+};
+
+struct StepNode {
+  Step step;
+  std::shared_ptr<const StepNode> previous;
+};
+
+struct Config {
+  Holder holder;
+  std::vector<Waiter> queue;  // in request order; queue order is what the intervals allow
+  IndexSet handled;           // operations applied
+  IndexSet observed;          // observations explained
+  std::uint32_t explained = 0;
+  std::uint64_t last_token = 0;  // the largest token of this key's grants explained
+  // While the key is free: the table's clock is no earlier (the stamp of
+  // the command that freed it), and neither is the next grant's stamp.
+  std::int64_t free_floor = 0;
+  // The most any step so far was late (ms), which step, and when: the
+  // least over the explanations a configuration stands for once merged.
+  std::int64_t lateness = 0;
+  std::int32_t late_request = -1;
+  char late_what = 0;
+  std::int64_t late_at = 0, late_due = 0;
+  std::shared_ptr<const StepNode> steps;  // newest first; not part of the identity
+
+  bool held() const { return holder.request >= 0; }
+};
+
+using Configs = std::vector<Config>;
+
+constexpr bool blank_none = false, blank_all = true;
+
+Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
+  FingerprintBuilder print;
+  print.add(static_cast<std::uint64_t>(c.holder.request + 1));
+  print.add(c.holder.token);
+  print.add(static_cast<std::uint64_t>(c.holder.stamp));
+  if (!blank) {
+    print.add(static_cast<std::uint64_t>(c.holder.lo));
+    print.add(static_cast<std::uint64_t>(c.holder.hi));
+  }
+  print.add(c.queue.size());
+  for (const auto& waiter : c.queue) {
+    print.add(waiter.request);
+    print.add(static_cast<std::uint64_t>(waiter.stamp));
+    if (!blank) {
+      print.add(static_cast<std::uint64_t>(waiter.lo));
+      print.add(static_cast<std::uint64_t>(waiter.hi));
+    }
+  }
+  for (const auto* set : {&c.handled, &c.observed}) {
+    print.add(set->mark);
+    print.add(set->extra.size());
+    for (const auto index : set->extra) print.add(index);
+    print.add(set->holes.size());
+    for (const auto index : set->holes) print.add(index);
+  }
+  print.add(c.last_token);
+  if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
+  return print.finish();
+}
+
+bool names_owner(ResponseKind kind) {
+  return kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
+}
+
+// Keeps the lesser lateness, and the lesser floor of a free key's next
+// stamp, of two configurations that are otherwise one: the future of the
+// merged one holds the future of both (a lower floor only allows more).
+void keep_least_lateness(Config& into, const Config& other) {
+  into.free_floor = std::min(into.free_floor, other.free_floor);
+  if (other.lateness < into.lateness) {
+    into.lateness = other.lateness;
+    into.late_request = other.late_request;
+    into.late_what = other.late_what;
+    into.late_at = other.late_at;
+    into.late_due = other.late_due;
+  }
+}
+
+class ClusterFrontier {
+ public:
+  ClusterFrontier(const KeyInput& input, const KeyOracles& oracles, const KeyCheckOptions& options)
+      : in_(input),
+        oracles_(oracles),
+        options_(options),
+        allowance_(input.cluster.clock_allowance_ms),
+        max_late_(input.cluster.max_lateness_ms) {
+    const auto n = in_.requests.size();
+    earliest_.resize(n);
+    latest_.resize(n);
+    previous_.assign(n, -1);
+    copies_.resize(n);
+    leave_by_close_.assign(n, unbounded_ms);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& request = in_.requests[i];
+      earliest_[i] = floor_ms(request.sent_us);
+      latest_[i] = request.latest_ms;
+      copies_[i].push_back(KeyCopy{request.conn, request.sent_us});
+      for (const auto& copy : request.resent) copies_[i].push_back(copy);
+      // A Close of one of its connections may drop its waiter once the
+      // close is read (the tester's), or at any time (the server's).
+      for (const auto& copy : copies_[i]) {
+        const auto& conn = in_.conns[copy.conn];
+        if (!conn.closes) continue;
+        const auto from = conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
+        leave_by_close_[i] = std::min(leave_by_close_[i], from);
+      }
+    }
+    // Operations sent once on one connection are applied in the order sent
+    // (a node proposes them in order, and the log keeps it); with retries
+    // on other connections, no order is assumed.
+    for (const auto& conn : in_.conns) {
+      std::int32_t before = -1;
+      for (const auto request : conn.requests) {
+        const bool single = in_.requests[request].resent.empty();
+        if (single && before >= 0) previous_[request] = before;
+        before = single ? static_cast<std::int32_t>(request) : -1;
+      }
+    }
+    for (const auto& seen : in_.observations) {
+      if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
+      last_chances_.push_back(latest_cause_ms(seen.received_us));
+    }
+    class_shared_.assign(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& mine = in_.requests[i];
+      for (const auto& copy : copies_[i]) {
+        for (const auto other : in_.conns[copy.conn].requests) {
+          if (other == i) continue;
+          const auto& theirs = in_.requests[other];
+          if (theirs.acquire == mine.acquire && (mine.acquire ? theirs.owner == mine.owner : theirs.token == mine.token)) {
+            class_shared_[i] = true;
+          }
+        }
+      }
+    }
+    std::sort(grant_tokens_.begin(), grant_tokens_.end());
+    std::sort(last_chances_.begin(), last_chances_.end());
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (latest_[i] >= unbounded_ms) unanswered_.push_back(i);
+    }
+    later_latest_.assign(n + 1, unbounded_ms);
+    for (std::size_t i = n; i-- > 0;) later_latest_[i] = std::min(later_latest_[i + 1], latest_[i]);
+    grant_first_.assign(in_.observations.size(), unbounded_ms);
+    grant_last_.assign(in_.observations.size(), -1);
+  }
+
+  KeyVerdict run();
+
+ private:
+  using Cause = KeyFailure::Cause;
+
+  std::int64_t lease_of(std::int32_t request) const { return in_.requests[static_cast<std::uint32_t>(request)].lease_ms; }
+  std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
+  std::uint32_t owner_of(std::uint32_t request) const { return in_.requests[request].owner; }
+  bool indeterminate(std::uint32_t request) const { return latest_[request] >= unbounded_ms; }
+
+  // The holder's Expire takes effect no earlier than its lease's end less
+  // the allowance, and is on time up to its lease's end from the latest
+  // instant the grant may have been stamped (its effect plus 2·S).
+  std::int64_t expire_from(const Holder& h) const { return h.stamp + lease_of(h.request) - allowance_; }
+  std::int64_t expire_due(const Holder& h) const { return h.hi + lease_of(h.request) + allowance_; }
+  // Likewise a waiter's Timeout; and a waiter may leave earlier when a
+  // Close of its connection drops it.
+  std::int64_t timeout_due(const Waiter& w) const { return w.hi + wait_of(w) + allowance_; }
+  std::int64_t leave_from(const Waiter& w) const {
+    return std::max(w.lo, std::min(w.stamp + wait_of(w) - allowance_, leave_by_close_[w.request]));
+  }
+  // The table's clock, no earlier than `floor` (in the reference's units),
+  // has certainly reached the waiter's deadline: a hand-off answers it `T`
+  // instead of granting it.
+  bool certainly_due(std::int64_t floor, const Waiter& w) const { return floor >= timeout_due(w); }
+
+  // The observations of a connection from the first a configuration may
+  // not have explained (those before `observed.mark` all are).
+  std::span<const std::uint32_t> unexplained_on(const Config& c, std::uint32_t conn) const {
+    const auto& list = in_.conns[conn].observations;
+    const auto from = std::lower_bound(list.begin(), list.end(), c.observed.mark);
+    return {list.data() + (from - list.begin()), static_cast<std::size_t>(list.end() - from)};
+  }
+
+  void record(Config& c, Step step) const {
+    if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
+  }
+
+  // Notes that a step due by `due` happened at `at` (an Expire, a Timeout,
+  // or a deferred answer's arrival less the tolerance); false when that is
+  // later than the stated maximum allows (the configuration dies).
+  bool note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const;
+
+  bool matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
+               std::uint64_t token) const;
+  bool same_class(const KeyObservation& seen, std::uint32_t request) const;
+  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const;
+  void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
+            std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
+            bool optional = false) const;
+  // Marks the same line heard again on the operation's other connections;
+  // returns when the first of them was read (unbounded_ms: none).
+  std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const;
+
+  // The operation is applied at an instant of `when`.
+  void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void acquire(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void enqueue(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void release(Config c, std::uint32_t request, Span when, Configs& out) const;
+  void release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional = false) const;
+  Configs unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const;
+  Span span_of(std::uint32_t request, std::int64_t at) const {
+    return Span{std::max(visit_from_, earliest_[request]), std::min(at, latest_[request])};
+  }
+  // The key passes on at an instant of [lo, hi]: to the first waiter still
+  // waiting, or nobody.
+  // `floor`: the table's clock at the cause is no earlier (the new lease
+  // counts from there).
+  void pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
+               std::int32_t cause_request, std::int64_t on_time, Configs& out) const;
+  void pass_on_nobody(Config c, std::int64_t hi, Configs& out) const;
+  ResponseKind observed_kind(const Config& c, std::uint32_t request) const;
+
+  // Waiter `index` leaves with its `T` at the earliest instant it may.
+  void leave(Config c, std::size_t index, Configs& out) const;
+  void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
+  bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;
+
+  void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
+  void expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const;
+  void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
+  std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
+  bool inert(const Config& before, const Config& after) const {
+    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
+           before.free_floor == after.free_floor;
+  }
+  bool alone_in_class(const Config& c, std::uint32_t request) const;
+  bool alive(const Config& c, std::int64_t at) const;
+  void forget_spent(Config& c) const;
+  bool spend(const Config& c);
+  static std::uint64_t bytes_of(const Config& c);
+  void fail(const Config& c, KeyFailure failure) const;
+  std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
+  void merge(Configs& configs) const;
+  void merge_boxes(Configs& configs) const;
+  bool is_final(const Config& c) const;
+  std::int64_t final_lateness(const Config& c, Config& into) const;
+  std::string describe(const Config& c, std::int64_t at) const;
+  void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
+
+  const KeyInput& in_;
+  const KeyOracles& oracles_;
+  KeyCheckOptions options_;
+  std::int64_t allowance_;  // 2·S
+  std::int64_t max_late_;   // -1: none
+  std::vector<std::int64_t> earliest_, latest_;
+  std::vector<std::int64_t> later_latest_;       // the smallest latest_ from each index on
+  std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
+  std::vector<std::int32_t> previous_;           // applied before it on its connection (or -1)
+  std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
+  std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
+  std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
+  std::vector<std::int64_t> last_chances_;       // the latest cause of each observation, sorted
+  std::int64_t visit_from_ = 0;                  // the instant after the previous visit
+  // Per request: another request of its class (owner, or token) shares one
+  // of its connections, so an answer of that class may be either's.
+  std::vector<bool> class_shared_;
+  mutable bool over_budget_ = false;
+  mutable std::string over_budget_why_;
+  std::unordered_set<Fingerprint, FingerprintHash> expanded_;
+  std::uint64_t instant_work_ = 0, instant_bytes_ = 0, work_before_ = 0;
+  mutable std::pair<std::uint32_t, std::uint32_t> failure_progress_{0, 0};
+  mutable KeyFailure failure_;
+  mutable std::vector<std::int64_t> grant_first_, grant_last_;
+};
+
+bool ClusterFrontier::note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const {
+  const std::int64_t amount = at - due;
+  if (amount <= c.lateness) return true;
+  if (max_late_ >= 0 && amount > max_late_) {
+    KeyFailure failure;
+    failure.kind = KeyFailure::Kind::late;
+    failure.cause = what == 'e' ? Cause::expire : what == 't' ? Cause::deadline : Cause::request;
+    failure.request = request;
+    failure.at_ms = at;
+    failure.due_by_us = (due + max_late_) * 1000;
+    if (request >= 0) failure.conn = in_.requests[static_cast<std::uint32_t>(request)].conn;
+    fail(c, failure);
+    return false;
+  }
+  c.lateness = amount;
+  c.late_request = request;
+  c.late_what = what;
+  c.late_at = at;
+  c.late_due = due;
+  return true;
+}
+
+// Whether `seen` (not yet explained) can be the response `kind` for the
+// owner or token: for a grant, the next of the key's tokens (they increase
+// in the order issued).
+bool ClusterFrontier::matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
+                              std::uint64_t token) const {
+  if (seen.kind != kind) return false;
+  if (names_owner(kind) && seen.owner != owner) return false;
+  if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) return false;
+  if (kind == ResponseKind::granted) {
+    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+    if (next == grant_tokens_.end() || *next != seen.token) return false;
+  }
+  return true;
+}
+
+// An observation of the kind of answer `request` gets: an `A`, `T` or `B`
+// of its owner, an `R` or `N` of its token.
+bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t request) const {
+  const auto& asked = in_.requests[request];
+  if (asked.acquire) return names_owner(seen.kind) && seen.owner == asked.owner;
+  return (seen.kind == ResponseKind::released || seen.kind == ResponseKind::not_held) && seen.token == asked.token;
+}
+
+// Whether the outcome of `request` may go unheard. Without a stated
+// maximum lateness nothing is owed by any instant (a node answers what it
+// applied, when it applies it), so an outcome may go unheard unless an
+// observation waits for it: there are more unexplained answers of its
+// class on its connections than other operations of that class there,
+// not yet applied or still waiting, could give. With the maximum, a deferred answer to an
+// operation sent once is owed on its connection, if the tester watched it
+// past the answer's latest arrival.
+bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const {
+  std::size_t waiting = 0;
+  std::vector<std::uint32_t> others;
+  for (const auto& copy : copies_[request]) {
+    const auto& conn = in_.conns[copy.conn];
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
+    }
+    for (const auto other : conn.requests) {
+      // Not applied yet, or waiting: its answer is still to come.
+      const bool waiting_in_queue = std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == other; });
+      if (other == request || (c.handled.contains(other) && !waiting_in_queue)) continue;
+      const auto& asked = in_.requests[other];
+      const auto& mine = in_.requests[request];
+      if (asked.acquire != mine.acquire || (mine.acquire ? asked.owner != mine.owner : asked.token != mine.token)) continue;
+      if (std::find(others.begin(), others.end(), other) == others.end()) others.push_back(other);
+    }
+  }
+  if (waiting > others.size()) return false;
+  if (max_late_ < 0 || !deferred || copies_[request].size() > 1) return true;
+  const auto& conn = in_.conns[in_.requests[request].conn];
+  if (conn.cut) return true;
+  return (on_time + 1 + in_.tolerance_ms + max_late_) * 1000 > conn.end_us;
+}
+
+// The outcome of `request`, caused at an instant of [cause_lo, cause_hi]:
+// any unexplained observation of it on any connection that carried the
+// operation, read no earlier than a millisecond before the cause and no
+// earlier than that send; or nothing heard (may_be_unseen). A deferred
+// answer (a hand-off, a Timeout) arriving more than the tolerance after
+// `on_time` is late by the difference.
+void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token,
+                           std::int64_t cause_lo, std::int64_t cause_hi, Cause cause, std::int64_t on_time,
+                           std::int32_t cause_request, Configs& out, bool optional) const {
+  const bool deferred = cause != Cause::request;
+  const auto owner = owner_of(request);
+  const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
+  // The candidates, by arrival. One line heard on several of the
+  // operation's connections is its outcome and its replays: whichever is
+  // taken first, the others are its replays (the same configuration), so
+  // each line is tried once, from its first arrival.
+  std::vector<std::uint32_t> candidates;
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      const auto& seen = in_.observations[index];
+      if (seen.received_us < from_us || seen.received_us < copy.sent_us || c.observed.contains(index) ||
+          !matches(c, seen, kind, owner, token)) {
+        continue;
+      }
+      candidates.push_back(index);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());  // indices are in arrival order
+  std::vector<std::string_view> tried;
+  bool any = false;
+  for (const auto index : candidates) {
+    const auto& seen = in_.observations[index];
+    if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
+    tried.push_back(seen.line);
+    Config matched = c;
+    if (deferred) {
+      if (!note_late(matched, floor_ms(seen.arrived_from_us), on_time + 1 + in_.tolerance_ms,
+                     static_cast<std::int32_t>(request), 'a')) {
+        continue;
+      }
+    }
+    matched.observed.insert(index);
+    ++matched.explained;
+    // Every hearing of the outcome came after it was caused.
+    const std::int64_t hi = std::min({cause_hi, latest_cause_ms(seen.received_us),
+                                      latest_cause_ms(replays(matched, request, seen, cause_lo))});
+    if (kind == ResponseKind::granted) {
+      matched.holder.token = seen.token;
+      matched.holder.hi = hi;
+      matched.last_token = seen.token;
+      grant_first_[index] = std::min(grant_first_[index], cause_lo);
+      grant_last_[index] = std::max(grant_last_[index], hi);
+    }
+    record(matched, Step{hi, static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
+    out.push_back(std::move(matched));
+    any = true;
+  }
+  if (may_be_unseen(c, request, deferred, on_time)) {
+    out.push_back(std::move(c));
+    return;
+  }
+  if (any || optional) return;
+  KeyFailure failure;
+  failure.kind = KeyFailure::Kind::missing;
+  failure.cause = cause;
+  failure.response = kind;
+  failure.conn = in_.requests[request].conn;
+  failure.owner = owner;
+  failure.token = token;
+  failure.at_ms = cause_lo;
+  failure.due_by_us = deferred && max_late_ >= 0 ? (on_time + 1 + in_.tolerance_ms + max_late_) * 1000 : -1;
+  failure.request = static_cast<std::int32_t>(request);
+  failure.cause_request = cause_request;
+  fail(c, failure);
+}
+
+// A retry of an operation already applied hears its outcome again, on the
+// retry's connection: the same line, read after the retry was sent.
+std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen,
+                                      std::int64_t cause_lo) const {
+  const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
+  std::int64_t first_us = unbounded_ms;
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      const auto& again = in_.observations[index];
+      if (c.observed.contains(index) || again.received_us < copy.sent_us || again.received_us < from_us) continue;
+      if (again.line != seen.line) continue;
+      c.observed.insert(index);
+      ++c.explained;
+      first_us = std::min(first_us, again.received_us);
+      if (again.kind == ResponseKind::granted) {
+        grant_first_[index] = std::min(grant_first_[index], cause_lo);
+        grant_last_[index] = std::max(grant_last_[index], latest_cause_ms(again.received_us));
+      }
+      break;
+    }
+  }
+  return first_us;
+}
+
+void ClusterFrontier::fail(const Config& c, KeyFailure failure) const {
+  const std::pair<std::uint32_t, std::uint32_t> progress{c.explained, c.handled.size()};
+  const bool better = progress > failure_progress_ ||
+                      (progress == failure_progress_ && (failure_.kind == KeyFailure::Kind::none ||
+                                                         (failure.kind == KeyFailure::Kind::missing &&
+                                                          failure_.kind != KeyFailure::Kind::missing)));
+  if (!better) return;
+  failure_progress_ = progress;
+  failure_ = failure;
+  if (failure.kind != KeyFailure::Kind::missing) return;
+  if (failure.response == ResponseKind::granted) {
+    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
+    failure_.next_token = next == grant_tokens_.end() ? 0 : *next;
+  }
+  // What came instead: the first unexplained answer of the same class on
+  // one of the operation's connections.
+  if (failure.request < 0) return;
+  const auto request = static_cast<std::uint32_t>(failure.request);
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      if (c.observed.contains(index) || !same_class(in_.observations[index], request)) continue;
+      if (failure_.got < 0 || in_.observations[index].received_us < in_.observations[static_cast<std::size_t>(failure_.got)].received_us) {
+        failure_.got = static_cast<std::int32_t>(index);
+      }
+      break;
+    }
+  }
+}
+
+void ClusterFrontier::handle(Config c, std::uint32_t request, Span when, Configs& out) const {
+  c.handled.insert(request);
+  record(c, Step{when.lo, static_cast<std::int32_t>(request), -1, 'h'});
+  if (in_.requests[request].acquire) {
+    acquire(std::move(c), request, when, out);
+  } else {
+    release(std::move(c), request, when, out);
+  }
+}
+
+// Cluster mode: a free key is granted (or `B` when a new key would pass
+// max_keys); a held key stays held until its Expire, however late.
+void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Configs& out) const {
+  if (!c.held()) {
+    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(when.hi)) {
+      emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out, true);
+    }
+    // Unless its answer was a grant, the key may be held by a request
+    // nobody heard the answer of, granted before (unheard_holder).
+    if (!indeterminate(request) && observed_kind(c, request) != ResponseKind::granted) {
+      for (auto& held : unheard_holder(c, request, when.hi, 0)) {
+        if (note_late(held, when.lo, expire_due(held.holder), held.holder.request, 'e')) {
+          acquire_held(std::move(held), request, when, out);
+        }
+      }
+    }
+    c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, std::max(earliest_[request], c.free_floor)};
+    c.free_floor = 0;
+    emit(std::move(c), request, ResponseKind::granted, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
+    return;
+  }
+  // Found held after its Expire was due: the Expire is late.
+  if (!note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
+  acquire_held(std::move(c), request, when, out);
+}
+
+void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  if (asked.wait_ms == 0) {
+    emit(std::move(c), request, ResponseKind::timed_out, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
+    return;
+  }
+  // `B`, when a limit on waiters is reached. Waiters join the queue lazily
+  // (enqueue), so its size at an instant is not known: a `B` to a waiting
+  // acquire on a held key is accepted, and a request whose answer was `B`
+  // did not queue (a relaxation: a node that answers `B` below its limits,
+  // or queues past them, is not seen).
+  const auto seen = observed_kind(c, request);
+  if (seen == ResponseKind::busy || class_shared_[request]) {
+    emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out,
+         seen != ResponseKind::busy);
+    if (!class_shared_[request]) return;
+  }
+  enqueue(std::move(c), request, when, out);
+}
+
+// The kind of the first unexplained answer of the request's class on its
+// connections (ResponseKind::error: none).
+ResponseKind ClusterFrontier::observed_kind(const Config& c, std::uint32_t request) const {
+  const KeyObservation* first = nullptr;
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      const auto& seen = in_.observations[index];
+      if (c.observed.contains(index) || !same_class(seen, request)) continue;
+      if (first == nullptr || seen.received_us < first->received_us) first = &seen;
+      break;
+    }
+  }
+  return first == nullptr ? ResponseKind::error : first->kind;
+}
+
+// A waiting acquire on a held key joins the queue as soon as it may: at an
+// instant from `when.lo` on, up to the latest it may be applied at (its
+// answer), or not yet. Its interval stands for both, so that the waiters of
+// a key whose leader is away are one configuration, not one per subset of
+// them applied so far: a hand-off may grant it or pass it by (then it was
+// applied after the head: its interval narrows), and a hand-off to nobody
+// un-applies it (pass_on).
+void ClusterFrontier::enqueue(Config c, std::uint32_t request, Span when, Configs& out) const {
+  c.queue.insert(std::upper_bound(c.queue.begin(), c.queue.end(), request,
+                                  [](std::uint32_t r, const Waiter& w) { return r < w.request; }),
+                 Waiter{request, when.lo, std::max(when.hi, latest_[request]), std::max(earliest_[request], c.holder.stamp)});
+  out.push_back(std::move(c));
+}
+
+// Simple mode points 6-7, without the sweep: the holder's token releases
+// (until its Expire is applied, however late); any other token is `N`.
+void ClusterFrontier::release(Config c, std::uint32_t request, Span when, Configs& out) const {
+  const auto& asked = in_.requests[request];
+  if (c.held() && !note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
+  if (c.held() && c.holder.token == asked.token) {
+    release_holder(std::move(c), request, when, out);
+    return;
+  }
+  const bool unseen_token = asked.token > c.last_token && !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token));
+  if (c.held() && c.holder.token == 0 && unseen_token) {
+    // The holder's grant was never heard: its token may be this one.
+    Config same = c;
+    same.holder.token = asked.token;
+    release_holder(std::move(same), request, when, out, true);
+  }
+  if (!c.held() && unseen_token && !indeterminate(request) && observed_kind(c, request) == ResponseKind::released) {
+    // Free, as far as this configuration knows; but a request nobody heard
+    // the answer of may hold it, with this token.
+    for (auto& held : unheard_holder(c, request, when.hi, asked.token)) {
+      release_holder(std::move(held), request, when, out, true);
+    }
+  }
+  emit(std::move(c), request, ResponseKind::not_held, asked.token, when.lo, when.hi, Cause::request, when.lo, -1, out);
+}
+
+// The free key granted, before `by`, to a request no answer of which
+// arrived (with `token`, when one is known): one configuration per such
+// request not applied yet. Those requests are not applied on a free key as
+// the frontier goes (inputs): a grant nobody heard matters only where a
+// later request finds the key held, and is taken there.
+Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const {
+  Configs made;
+  for (const auto other : unanswered_) {
+    if (other == request || c.handled.contains(other) || !in_.requests[other].acquire || earliest_[other] > by) continue;
+    const auto previous = previous_[other];
+    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
+    Config held = c;
+    held.handled.insert(other);
+    held.holder = Holder{static_cast<std::int32_t>(other), token, std::max(earliest_[other], visit_from_ - 1), by,
+                         std::max(earliest_[other], c.free_floor)};
+    held.free_floor = 0;
+    record(held, Step{held.holder.lo, static_cast<std::int32_t>(other), -1, 'h'});
+    made.push_back(std::move(held));
+  }
+  return made;
+}
+
+void ClusterFrontier::release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional) const {
+  const auto& asked = in_.requests[request];
+  Configs answered;
+  emit(std::move(c), request, ResponseKind::released, asked.token, when.lo, when.hi, Cause::request, when.lo, -1,
+       answered, optional);
+  for (auto& next : answered) {
+    // The Release's stamp is no earlier than its sending, nor than the
+    // stamp of the grant it ends (the table's clock never goes back).
+    const auto floor = std::max(next.holder.stamp, earliest_[request]);
+    pass_on(std::move(next), when.lo, when.hi, floor, Cause::release, static_cast<std::int32_t>(request), when.lo, out);
+  }
+}
+
+// The head waiter gets the key, with a new token. The queue is kept in
+// request order, and the head is any waiter that may have been queued
+// first and can still be granted (its deadline has not certainly come by
+// the table's clock): every waiter certainly queued before it (its whole
+// interval earlier, or sent before it on its connection) must have left
+// by now, with its `T` (leave), and the others were queued no earlier
+// than the head. The hand-off happens at an instant of [lo, hi] (a jump
+// over a gap gives a range), no earlier than those departures.
+void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
+                              std::int32_t cause_request, std::int64_t on_time, Configs& out) const {
+  if (c.queue.empty()) {
+    c.holder = Holder{};
+    c.free_floor = floor;
+    out.push_back(std::move(c));
+    return;
+  }
+  for (std::size_t h = 0; h < c.queue.size(); ++h) {
+    const Waiter head = c.queue[h];
+    if (certainly_due(floor, head) || (max_late_ >= 0 && lo > timeout_due(head) + max_late_)) continue;
+    std::vector<std::uint32_t> before;
+    std::int64_t from = lo;
+    for (const auto& other : c.queue) {
+      if (other.request == head.request) continue;
+      bool earlier = other.hi < head.lo;
+      for (auto p = previous_[head.request]; p >= 0 && !earlier; p = previous_[static_cast<std::uint32_t>(p)]) {
+        earlier = static_cast<std::uint32_t>(p) == other.request;
+      }
+      if (!earlier) continue;
+      before.push_back(other.request);
+      from = std::max(from, leave_from(other));
+    }
+    if (from > hi) continue;
+    Configs left;
+    leave_all(c, std::move(before), left);
+    for (auto& next : left) {
+      const auto at = std::find_if(next.queue.begin(), next.queue.end(),
+                                   [&](const Waiter& w) { return w.request == head.request; });
+      LOCKSTEP_ASSERT(at != next.queue.end());
+      next.queue.erase(at);
+      for (auto& other : next.queue) other.lo = std::max(other.lo, head.lo);
+      next.holder = Holder{static_cast<std::int32_t>(head.request), 0, from, hi, floor};
+      emit(std::move(next), head.request, ResponseKind::granted, 0, from, hi, cause, on_time, cause_request, out);
+    }
+  }
+  // Or nobody, and the key is deleted: each waiter's deadline had come by
+  // the table's clock (a hand-off answers those `T`), or its Close, or it
+  // was not applied yet (enqueue): it is a request still to apply.
+  c.holder = Holder{};
+  c.free_floor = floor;
+  pass_on_nobody(std::move(c), hi, out);
+}
+
+void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) const {
+  if (c.queue.empty()) {
+    out.push_back(std::move(c));
+    return;
+  }
+  const Waiter waiter = c.queue.back();
+  const bool may_leave = leave_from(waiter) <= hi;
+  const auto seen = class_shared_[waiter.request] ? ResponseKind::error : observed_kind(c, waiter.request);
+  // Gone with its `T` (not when its answer was an `A`: that reading dies
+  // at once).
+  if (may_leave && seen != ResponseKind::granted) {
+    Configs left;
+    leave(c, c.queue.size() - 1, left);
+    for (auto& next : left) pass_on_nobody(std::move(next), hi, out);
+  }
+  // Or not applied yet. When its answer was a `T`, that reading explains
+  // nothing the one where it left now does not (its `T` caused earlier):
+  // the queue it would join again changes no hand-off (it is never
+  // certainly before another waiter) and no `B` (accepted on any held key,
+  // acquire_held).
+  if (may_leave && seen == ResponseKind::timed_out) return;
+  c.queue.pop_back();
+  c.handled.erase(waiter.request);
+  pass_on_nobody(std::move(c), hi, out);
+}
+
+// Waiter `index` leaves the queue at the earliest instant it may (its
+// Timeout's window, or a Close of its connection), with its `T`, which may
+// arrive any time after (the node holding its connection answers when it
+// applies the Timeout).
+void ClusterFrontier::leave(Config c, std::size_t index, Configs& out) const {
+  const Waiter gone = c.queue[index];
+  c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
+  const auto when = leave_from(gone);
+  record(c, Step{when, static_cast<std::int32_t>(gone.request), -1, 't'});
+  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out);
+}
+
+void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const {
+  if (requests.empty()) {
+    out.push_back(std::move(c));
+    return;
+  }
+  const auto request = requests.back();
+  requests.pop_back();
+  const auto it = std::find_if(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == request; });
+  LOCKSTEP_ASSERT(it != c.queue.end());
+  Configs left;
+  leave(std::move(c), static_cast<std::size_t>(it - c.queue.begin()), left);
+  for (auto& next : left) leave_all(std::move(next), requests, out);
+}
+
+// Whether `at` is the last instant that can cause an unexplained `T` of
+// the waiter's owner on one of its connections.
+bool ClusterFrontier::observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const {
+  const auto owner = owner_of(request);
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : unexplained_on(c, copy.conn)) {
+      const auto& seen = in_.observations[index];
+      if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index) &&
+          latest_cause_ms(seen.received_us) == at) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// What is due at `at`: with a stated maximum lateness, a waiter whose
+// Timeout that late must have come has left; a waiter whose observed `T`
+// can be caused no later than now may leave now.
+void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out) {
+  if (!spend(c)) return;
+  for (std::size_t j = from; j < c.queue.size(); ++j) {
+    const Waiter& waiter = c.queue[j];
+    if (max_late_ >= 0 && at > timeout_due(waiter) + max_late_) {
+      // Gone by now: it left at its earliest (which is never late).
+      Configs left;
+      leave(std::move(c), j, left);
+      for (auto& next : left) due_waiters(std::move(next), j, at, out);
+      return;
+    }
+    if (leave_from(waiter) <= at && observed_timeout_ends_now(c, waiter.request, at)) {
+      Configs left;
+      leave(c, j, left);
+      for (auto& next : left) due_waiters(std::move(next), j, at, out);
+    }
+  }
+  out.push_back(std::move(c));
+}
+
+// The holder's Expire at an instant of [lo, hi]: the key passes on, to the
+// head waiter (its lease counted from the Expire's stamp, which is no
+// earlier than the lease that ended) or nobody.
+void ClusterFrontier::expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const {
+  const Holder gone = c.holder;
+  // Applied at `lo` before its requests, or at lo - 1 after them (the frontier
+  // applies Expires before an instant's requests): late by no more than this.
+  if (!note_late(c, lo - 1, expire_due(gone), gone.request, 'e')) return;
+  record(c, Step{lo, gone.request, -1, 'e'});
+  // The leader proposed it once its clock reached the lease's end: its
+  // stamp, and the next lease's start, are no earlier.
+  pass_on(std::move(c), lo, hi, gone.stamp + lease_of(gone.request), Cause::expire, gone.request, expire_due(gone), out);
+}
+
+std::vector<std::uint32_t> ClusterFrontier::available(const Config& c, std::int64_t at) const {
+  std::vector<std::uint32_t> found;
+  for (auto i = c.handled.low(); i < in_.requests.size() && earliest_[i] <= at; ++i) {
+    if (c.handled.contains(i)) continue;
+    const auto previous = previous_[i];
+    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
+    found.push_back(i);
+  }
+  return found;
+}
+
+bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) const {
+  const auto& asked = in_.requests[request];
+  if (!asked.acquire) return true;
+  return std::none_of(c.queue.begin(), c.queue.end(),
+                      [&](const Waiter& waiter) { return in_.requests[waiter.request].owner == asked.owner; });
+}
+
+// What happened since the previous visit, applied at the visit `at` in
+// every order: operations (each at an instant of its span) and the
+// holder's Expire. An operation whose application has a single outcome
+// that changes nothing but the observation it explains is applied without
+// a branch (as in simple mode: applying it later reaches the same
+// configurations or fewer, and none less late).
+void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
+  if ((c.handled.low() >= in_.requests.size() || earliest_[c.handled.low()] > at) &&
+      !(c.held() && expire_from(c.holder) <= at)) {
+    out.push_back(std::move(c));
+    return;
+  }
+  if (!spend(c)) return;
+  if (!expanded_.insert(fingerprint(c, blank_none, true)).second) return;
+  if (++orders > orders_max) {
+    over_budget_ = true;
+    over_budget_why_ = fmt::format("more than {} orders of the operations of one instant", orders_max);
+    return;
+  }
+  std::vector<std::pair<std::uint32_t, Configs>> moves;
+  for (bool again = true; again;) {
+    again = false;
+    moves.clear();
+    for (const auto request : available(c, at)) {
+      const auto when = span_of(request, at);
+      if (when.lo > when.hi) continue;
+      // Unanswered, on a free key: taken only where it matters (unheard_holder).
+      if (!c.held() && indeterminate(request) && in_.requests[request].acquire) continue;
+      Configs next;
+      handle(c, request, when, next);
+      // And a waiting acquire that joins the queue (enqueue: its interval
+      // also stands for "not applied yet").
+      const bool joins = next.size() == 1 && next.front().holder == c.holder &&
+                         next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
+      if (joins || (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
+                    alone_in_class(c, request))) {
+        c = std::move(next.front());
+        again = true;
+        break;
+      }
+      // A request no answer of which arrived, whose application changes
+      // nothing (a `T`, `N` or `B` nobody heard): the same as not applying
+      // it, which forget_spent would make of it anyway.
+      if (indeterminate(request) &&
+          std::all_of(next.begin(), next.end(), [&](const Config& n) { return n.explained == c.explained && inert(c, n); })) {
+        continue;
+      }
+      moves.emplace_back(request, std::move(next));
+    }
+  }
+  for (auto& [request, next] : moves) {
+    for (auto& config : next) inputs(std::move(config), at, out, orders);
+  }
+  // The holder's Expire, once its window is open, in any place among them.
+  if (c.held() && expire_from(c.holder) <= at) {
+    Configs expired;
+    expire(c, std::max({visit_from_, expire_from(c.holder), c.holder.lo}), at, expired);
+    for (auto& config : expired) inputs(std::move(config), at, out, orders);
+  }
+  out.push_back(std::move(c));  // nothing more at this instant
+}
+
+std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
+  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
+         (c.handled.extra.capacity() + c.handled.holes.capacity() + c.observed.extra.capacity()) *
+             sizeof(std::uint32_t);
+}
+
+bool ClusterFrontier::spend(const Config& c) {
+  if (over_budget_) return false;
+  ++instant_work_;
+  instant_bytes_ += bytes_of(c);
+  constexpr std::uint64_t expanded_entry_bytes = 48;
+  if (work_before_ + instant_work_ > options_.work_max) {
+    over_budget_ = true;
+    over_budget_why_ = fmt::format("more than {} configurations stepped", options_.work_max);
+  } else if (instant_bytes_ + expanded_.size() * expanded_entry_bytes > options_.memory_max_bytes) {
+    over_budget_ = true;
+    over_budget_why_ = fmt::format("the configurations of one instant past {} MiB", options_.memory_max_bytes >> 20);
+  }
+  return !over_budget_;
+}
+
+// A request no answer of which arrived, applied and gone without a trace
+// in the key (neither its holder nor a waiter), is taken as not applied:
+// what it did (a grant nobody heard, then expired; a queue it left) is what
+// applying it later or never would do, so the configurations that differ
+// only in which of them were applied become one. This accepts more than
+// the rules (such a request could be applied twice), never less.
+void ClusterFrontier::forget_spent(Config& c) const {
+  for (const auto i : unanswered_) {
+    if (!c.handled.contains(i) || c.holder.request == static_cast<std::int32_t>(i)) continue;
+    if (std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == i; })) continue;
+    c.handled.erase(i);
+  }
+}
+
+// After instant `at`: every observation that nothing later can cause is
+// explained, and every operation whose answer arrived is applied by the
+// last instant that answer allows.
+bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
+  const auto dies = [&](KeyFailure::Kind kind, std::int32_t request, std::int32_t observation) {
+    KeyFailure failure;
+    failure.kind = kind;
+    failure.at_ms = at;
+    failure.request = request;
+    failure.observation = observation;
+    if (observation >= 0) failure.conn = in_.observations[static_cast<std::size_t>(observation)].conn;
+    if (request >= 0) failure.conn = in_.requests[static_cast<std::uint32_t>(request)].conn;
+    fail(c, failure);
+    return false;
+  };
+  if (c.observed.mark < in_.observations.size() &&
+      latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
+    return dies(KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
+  }
+  for (auto i = c.handled.low(); i < in_.requests.size() && later_latest_[i] <= at; ++i) {
+    if (!c.handled.contains(i) && latest_[i] <= at) return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+  }
+  // Still held, past what the maximum lateness allows its Expire.
+  if (c.held() && max_late_ >= 0 && at > expire_due(c.holder) + max_late_) {
+    Config late = c;
+    note_late(late, at, expire_due(c.holder), c.holder.request, 'e');
+    return false;
+  }
+  return true;
+}
+
+// The next instant to visit: an operation sent, the last instant that can
+// cause an observation (every operation whose answer arrived must be
+// applied by then), or, with a maximum lateness, the instant past which an
+// Expire or a Timeout would be too late.
+std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t at) const {
+  const std::int64_t soon = at + 1;
+  std::int64_t next = in_.horizon_ms;
+  const auto sent = std::upper_bound(earliest_.begin(), earliest_.end(), at);
+  if (sent != earliest_.end()) next = std::min(next, *sent);
+  const auto chance = std::upper_bound(last_chances_.begin(), last_chances_.end(), at);
+  if (chance != last_chances_.end()) next = std::min(next, *chance);
+  if (max_late_ >= 0) {
+    for (const auto& c : frontier) {
+      if (c.held()) next = std::min(next, std::max(soon, expire_due(c.holder) + max_late_ + 1));
+      for (const auto& waiter : c.queue) next = std::min(next, std::max(soon, timeout_due(waiter) + max_late_ + 1));
+    }
+  }
+  return std::max(soon, next);
+}
+
+// Configurations equal but for their lateness become the least late
+// (exact: the future of both is the same); then those equal but for
+// touching instant intervals become one box.
+void ClusterFrontier::merge(Configs& configs) const {
+  if (configs.size() < 2) return;
+  std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
+  index.reserve(configs.size() * 2);
+  Configs kept;
+  kept.reserve(configs.size());
+  for (auto& c : configs) {
+    const auto [it, added] = index.emplace(fingerprint(c, blank_none, false), kept.size());
+    if (added) {
+      kept.push_back(std::move(c));
+    } else {
+      keep_least_lateness(kept[it->second], c);
+    }
+  }
+  configs = std::move(kept);
+  if (configs.size() > 1) merge_boxes(configs);
+}
+
+// As in simple mode (frontier.cpp): boxes are joined only where every
+// interval touches and every "certainly queued before" both had is kept.
+void ClusterFrontier::merge_boxes(Configs& configs) const {
+  std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
+  for (std::size_t k = 0; k < configs.size(); ++k) groups[fingerprint(configs[k], blank_all, false)].push_back(k);
+  const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
+    return other_lo <= hi + 1 && lo <= other_hi + 1;
+  };
+  const auto joinable = [&](const Config& a, const Config& b) {
+    if (a.held() && !touches(a.holder.lo, a.holder.hi, b.holder.lo, b.holder.hi)) return false;
+    for (std::size_t j = 0; j < a.queue.size(); ++j) {
+      if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
+    }
+    for (std::size_t i = 0; i < a.queue.size(); ++i) {
+      for (std::size_t j = 0; j < a.queue.size(); ++j) {
+        if (i == j) continue;
+        const bool before_in_a = a.queue[i].hi < a.queue[j].lo, before_in_b = b.queue[i].hi < b.queue[j].lo;
+        if (before_in_a && before_in_b && std::max(a.queue[i].hi, b.queue[i].hi) >= std::min(a.queue[j].lo, b.queue[j].lo)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  const auto join = [](Config& into, const Config& other) {
+    into.holder.lo = std::min(into.holder.lo, other.holder.lo);
+    into.holder.hi = std::max(into.holder.hi, other.holder.hi);
+    for (std::size_t j = 0; j < into.queue.size(); ++j) {
+      into.queue[j].lo = std::min(into.queue[j].lo, other.queue[j].lo);
+      into.queue[j].hi = std::max(into.queue[j].hi, other.queue[j].hi);
+    }
+    keep_least_lateness(into, other);
+  };
+  std::vector<bool> gone(configs.size(), false);
+  bool any = false;
+  for (auto& [print, members] : groups) {
+    if (members.size() < 2) continue;
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t x = 0; x < members.size(); ++x) {
+        if (gone[members[x]]) continue;
+        for (std::size_t y = x + 1; y < members.size(); ++y) {
+          if (gone[members[y]] || !joinable(configs[members[x]], configs[members[y]])) continue;
+          join(configs[members[x]], configs[members[y]]);
+          gone[members[y]] = true;
+          any = again = true;
+        }
+      }
+    }
+  }
+  if (!any) return;
+  Configs kept;
+  kept.reserve(configs.size());
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    if (!gone[k]) kept.push_back(std::move(configs[k]));
+  }
+  configs = std::move(kept);
+}
+
+// At the end: every observation explained, and every operation left
+// unapplied allowed to be (no answer of it arrived). Waiters may still wait
+// and a holder still hold: what was due by the end is late by then.
+bool ClusterFrontier::is_final(const Config& c) const {
+  KeyFailure failure;
+  failure.at_ms = in_.horizon_ms;
+  if (c.observed.size() < in_.observations.size()) {
+    failure.kind = KeyFailure::Kind::unexplained;
+    failure.observation = static_cast<std::int32_t>(c.observed.mark);
+    failure.conn = in_.observations[c.observed.mark].conn;
+    fail(c, failure);
+    return false;
+  }
+  for (auto i = c.handled.low(); i < in_.requests.size(); ++i) {
+    if (!c.handled.contains(i) && latest_[i] < in_.horizon_ms) {
+      failure.kind = KeyFailure::Kind::unhandled;
+      failure.request = static_cast<std::int32_t>(i);
+      failure.conn = in_.requests[i].conn;
+      fail(c, failure);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The configuration's lateness, counting a holder still held at the end
+// past its due instant (its Expire is at least that late).
+std::int64_t ClusterFrontier::final_lateness(const Config& c, Config& into) const {
+  into = c;
+  if (c.held() && in_.horizon_ms - expire_due(c.holder) > into.lateness) {
+    into.lateness = in_.horizon_ms - expire_due(c.holder);
+    into.late_request = c.holder.request;
+    into.late_what = 'e';
+    into.late_at = in_.horizon_ms;
+    into.late_due = expire_due(c.holder);
+  }
+  return into.lateness;
+}
+
+std::string ClusterFrontier::describe(const Config& c, std::int64_t at) const {
+  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
+  const auto span = [&](std::int64_t lo, std::int64_t hi) {
+    return lo == hi ? instant(lo) : fmt::format("{}..{}", instant(lo), instant(hi));
+  };
+  if (!c.held()) return fmt::format("at {} the key is free", instant(at));
+  const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+  std::string text = fmt::format(
+      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms: its Expire possible from {}, on time until "
+      "{})",
+      instant(at), in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
+      span(c.holder.lo, c.holder.hi), holder.lease_ms, instant(expire_from(c.holder)), instant(expire_due(c.holder)));
+  if (c.queue.empty()) return text + ", no waiters";
+  text += ", waiters:";
+  for (const auto& waiter : c.queue) {
+    const auto& asked = in_.requests[waiter.request];
+    text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {})", in_.owners[asked.owner],
+                        in_.conns[asked.conn].id,
+                        waiter.hi >= unbounded_ms ? fmt::format("from {}, or not yet", instant(waiter.lo))
+                                                  : span(waiter.lo, waiter.hi),
+                        instant(leave_from(waiter)));
+  }
+  return text;
+}
+
+void ClusterFrontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {
+  const Config* best = nullptr;
+  for (const auto& c : frontier) {
+    if (best == nullptr || c.explained > best->explained) best = &c;
+  }
+  verdict.last_alive_ms = at;
+  if (best == nullptr) return;
+  verdict.explained = best->explained;
+  verdict.unexplained =
+      best->observed.size() < in_.observations.size() ? static_cast<std::int32_t>(best->observed.mark) : -1;
+  verdict.state = describe(*best, at);
+  for (const StepNode* node = best->steps.get(); node != nullptr; node = node->previous.get()) {
+    verdict.steps.push_back(node->step);
+  }
+  std::reverse(verdict.steps.begin(), verdict.steps.end());
+}
+
+KeyVerdict ClusterFrontier::run() {
+  KeyVerdict verdict;
+  Configs frontier(1);
+  std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
+  visit_from_ = at;
+  Configs furthest;
+  const auto undecided = [&](std::string why) {
+    verdict.outcome = KeyOutcome::undecided;
+    verdict.why = std::move(why);
+    report_furthest(furthest, at, verdict);
+    return verdict;
+  };
+  while (true) {
+    furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
+      return a.explained < b.explained;
+    }));
+    if (expanded_.bucket_count() > 256) {
+      expanded_ = {};
+    } else {
+      expanded_.clear();
+    }
+    instant_work_ = instant_bytes_ = 0;
+    work_before_ = verdict.work;
+    failure_ = KeyFailure{};
+    failure_progress_ = {0, 0};
+    Configs due;
+    due.reserve(frontier.size());
+    for (auto& c : frontier) due_waiters(std::move(c), 0, at, due);
+    Configs after;
+    for (auto& c : due) {
+      std::size_t orders = 0;
+      inputs(std::move(c), at, after, orders);
+    }
+    for (auto& c : after) forget_spent(c);
+    verdict.work += instant_work_;
+    verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
+    if (over_budget_) return undecided(over_budget_why_);
+    std::erase_if(after, [&](const Config& c) { return !alive(c, at); });
+    merge(after);
+    verdict.frontier_peak = std::max(verdict.frontier_peak, after.size());
+    if (after.size() > options_.frontier_max) {
+      return undecided(fmt::format("more than {} configurations alive at one instant", options_.frontier_max));
+    }
+    if (after.empty()) {
+      verdict.outcome = KeyOutcome::unexplained;
+      verdict.failure = failure_;
+      report_furthest(furthest, at, verdict);
+      return verdict;
+    }
+    frontier = std::move(after);
+    if (at >= in_.horizon_ms) break;
+    visit_from_ = at + 1;
+    at = next_instant(frontier, at);
+  }
+  Configs finals;
+  failure_ = KeyFailure{};
+  failure_progress_ = {0, 0};
+  for (const auto& c : frontier) {
+    if (!is_final(c)) continue;
+    Config counted;
+    final_lateness(c, counted);
+    finals.push_back(std::move(counted));
+  }
+  for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
+    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
+  }
+  if (finals.empty()) {
+    verdict.outcome = KeyOutcome::unexplained;
+    verdict.failure = failure_;
+    report_furthest(frontier, at, verdict);
+    return verdict;
+  }
+  verdict.outcome = KeyOutcome::explained;
+  const Config* least = &finals.front();
+  for (const auto& c : finals) {
+    if (c.lateness < least->lateness) least = &c;
+  }
+  verdict.lateness_ms = least->lateness;
+  verdict.late_request = least->late_request;
+  verdict.late_what = least->late_what;
+  verdict.late_at_ms = least->late_at;
+  verdict.late_due_ms = least->late_due;
+  report_furthest(finals, at, verdict);
+  verdict.unexplained = -1;
+  return verdict;
+}
+
+}  // namespace
+
+KeyVerdict check_cluster_key(const KeyInput& input, const KeyOracles& oracles, const KeyCheckOptions& options) {
+  auto verdict = ClusterFrontier(input, oracles, options).run();
+  if (verdict.outcome != KeyOutcome::unexplained || input.cluster.max_lateness_ms < 0) return verdict;
+  // Unexplained under the maximum lateness: if some explanation exists
+  // without it, the key fails only by lateness, and the least lateness an
+  // explanation needs is the finding.
+  KeyInput unbounded = input;
+  unbounded.cluster.max_lateness_ms = -1;
+  KeyCheckOptions rest = options;
+  rest.work_max = options.work_max > verdict.work ? options.work_max - verdict.work : 0;
+  const auto without = ClusterFrontier(unbounded, oracles, rest).run();
+  verdict.work += without.work;
+  if (without.outcome != KeyOutcome::explained) return verdict;
+  KeyFailure late;
+  late.kind = KeyFailure::Kind::late;
+  late.cause = without.late_what == 'e' ? KeyFailure::Cause::expire
+               : without.late_what == 't' ? KeyFailure::Cause::deadline
+                                          : KeyFailure::Cause::request;
+  late.request = without.late_request;
+  if (late.request >= 0) late.conn = input.requests[static_cast<std::size_t>(late.request)].conn;
+  late.at_ms = without.late_at_ms;
+  late.due_by_us = (without.late_due_ms + input.cluster.max_lateness_ms) * 1000;
+  verdict.failure = late;
+  verdict.lateness_ms = without.lateness_ms;
+  verdict.late_request = without.late_request;
+  verdict.late_what = without.late_what;
+  verdict.late_at_ms = without.late_at_ms;
+  verdict.late_due_ms = without.late_due_ms;
+  return verdict;
+}
+
+}  // namespace lockstep::history

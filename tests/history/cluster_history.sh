@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The cluster simulator's histories as a user meets them: `sim --mode
+# cluster --seed N --history FILE` writes the clients' view (twice the same
+# bytes for one seed), `check-history FILE` reads it as a cluster's (its
+# header says so) and it conforms, with its worst lateness printed; read by
+# simple mode's rules instead (`--mode simple`) the session fields are
+# malformed lines and it does not; a maximum lateness below what the run
+# needs fails it by lateness; and a run with a cluster bug the clients can
+# see (token-per-key: two keys grant one token) is a violation.
+#
+# usage: cluster_history.sh LOCKSTEP WORK_DIR
+set -uo pipefail
+lockstep=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# check EXPECTED_CODE NEEDLE ARGS...: check-history exits EXPECTED_CODE and
+# prints NEEDLE.
+check() {
+  local expected=$1 needle=$2
+  shift 2
+  local out code
+  out=$("$lockstep" check-history "$@" 2>&1)
+  code=$?
+  [ "$code" -eq "$expected" ] || fail "check-history $*: exit $code, expected $expected: $(tail -3 <<<"$out")"
+  [[ "$out" == *"$needle"* ]] || fail "check-history $*: no \`$needle\` in: $(tail -5 <<<"$out")"
+}
+
+"$lockstep" sim --mode cluster --seed 37 --swarm --history "$work/a.ndjson" >"$work/sim.out" || fail "sim --history: exit $?"
+"$lockstep" sim --mode cluster --seed 37 --swarm --history "$work/b.ndjson" >/dev/null
+cmp -s "$work/a.ndjson" "$work/b.ndjson" || fail "two runs of seed 37 wrote different histories"
+head -1 "$work/a.ndjson" | grep -q '"mode":"cluster"' || fail "the header does not say \"mode\":\"cluster\""
+grep -q '"clock_allowance_ms":' "$work/a.ndjson" || fail "the header states no clock allowance"
+
+check 0 "worst lateness: " "$work/a.ndjson"
+check 0 "verdict: conforms" "$work/a.ndjson" --mode cluster
+check 1 "verdict: violation" "$work/a.ndjson" --mode simple
+# Seed 37's explanations need an Expire more than 10 ms late (a partition):
+# a maximum of 10 ms fails it, by lateness.
+check 1 "later than the maximum lateness allows" "$work/a.ndjson" --max-lateness-ms 10
+
+"$lockstep" sim --mode cluster --seed 1 --swarm --inject-bug token-per-key --history "$work/bug.ndjson" >/dev/null
+[ $? -eq 1 ] || fail "sim --inject-bug token-per-key: the simulator saw nothing"
+check 1 "violation [tokens]" "$work/bug.ndjson"
+
+[ "$failures" -eq 0 ] && echo "cluster histories: ok"
+[ "$failures" -eq 0 ]

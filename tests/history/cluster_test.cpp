@@ -1,0 +1,335 @@
+// The black-box checker's cluster reading (docs/protocol.md, "Black box
+// against a cluster") on small hand-written histories whose verdict can be
+// read off them: an Expire or a Timeout earlier than its deadline less the
+// clock allowance is a violation and one within it is not; a late one
+// passes, with its lateness reported, until it is later than the stated
+// maximum; the sends of one session over several connections are one
+// operation, applied once, whose outcome each of them may hear; a request
+// whose connection ended unanswered may have taken effect or not; an `E`
+// from a node that is not the leader answers a request that was never
+// applied; and tokens must still increase across keys. Times are
+// microseconds on the tester's clock; the clock allowance is 20 ms and the
+// tolerance 10 ms unless a test says otherwise.
+#include <sstream>
+#include <variant>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "model/history/checker.hpp"
+#include "model/history/history.hpp"
+
+namespace lockstep::history {
+namespace {
+
+class Recorder {
+ public:
+  Recorder() {
+    history_.header.mode = Mode::cluster;
+    history_.header.clock_allowance_ms = 20;
+    history_.header.tolerance_ms = 10;
+  }
+  Recorder& max_lateness(std::int64_t ms) {
+    history_.header.max_lateness_ms = ms;
+    return *this;
+  }
+  Recorder& connect(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::connect, conn, ""); }
+  Recorder& send(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::send, conn, line); }
+  Recorder& recv(std::uint32_t conn, std::int64_t us, const std::string& line) { return add(us, EventKind::recv, conn, line); }
+  Recorder& close(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::close, conn, ""); }
+  Recorder& eof(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::eof, conn, ""); }
+  History& history() { return history_; }
+  CheckResult check() const { return check_history(history_); }
+
+ private:
+  Recorder& add(std::int64_t us, EventKind kind, std::uint32_t conn, const std::string& line) {
+    history_.events.push_back(Event{us, kind, conn, line});
+    return *this;
+  }
+  History history_;
+};
+
+std::string verdict_text(const CheckResult& result) {
+  std::string text;
+  for (const auto& line : summary_lines(result)) text += line + "\n";
+  return text;
+}
+
+TEST(ClusterReading, GrantReleaseAndTryLockConform) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 500 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 2'000, "A k bob 500 0").recv(2, 2'600, "T bob k");
+  r.send(1, 3'000, "R k 7").recv(1, 3'400, "R 7 k");
+  r.send(2, 4'000, "A k bob 500 0").recv(2, 4'300, "A 9 bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+}
+
+// alice is granted a lease of 100 ms on a request sent at 1 ms: the grant's
+// stamp is no earlier than 1 ms, so its Expire is no earlier than 81 ms
+// (100 ms less the allowance of 20 ms). bob's try-lock granted at 60 ms
+// needs the key free then: an early Expire. At 85 ms it is within the
+// allowance.
+TEST(ClusterReading, ExpireEarlierThanTheAllowanceIsAViolation) {
+  for (const std::int64_t bob_ms : {60, 85}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 100 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, bob_ms * 1000, "A k bob 500 0").recv(2, bob_ms * 1000 + 500, "A 8 bob k");
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    if (bob_ms == 60) {
+      ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+      EXPECT_EQ(result.violations.front().key, "k");
+      EXPECT_NE(result.violations.front().summary.find("A 8 bob k"), std::string::npos) << result.violations.front().summary;
+    } else {
+      EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+    }
+  }
+}
+
+// Without an allowance, the same grant at 85 ms comes before alice's lease
+// ends (101 ms at the earliest).
+TEST(ClusterReading, WithoutAllowanceTheLeaseIsWhole) {
+  Recorder r;
+  r.history().header.clock_allowance_ms = 0;
+  r.connect(1, 0).connect(2, 0);
+  r.send(1, 1'000, "A k alice 100 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 85'000, "A k bob 500 0").recv(2, 85'500, "A 8 bob k");
+  r.close(1, 600'000).close(2, 600'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+// alice's grant (answered by 1.5 ms) is on time until 122 ms: its effect
+// by 2 ms, plus the lease and the allowance. bob's try-lock at 150 ms
+// still finds the key held, so the Expire came at least 28 ms late; with no
+// maximum that is reported, with a maximum of 100 ms it passes, with one of
+// 20 ms it fails.
+TEST(ClusterReading, LateExpirePassesWithinTheMaximumAndIsReported) {
+  for (const std::int64_t maximum : {-1, 100, 20}) {
+    Recorder r;
+    if (maximum >= 0) r.max_lateness(maximum);
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 100 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, 150'000, "A k bob 500 0").recv(2, 150'400, "T bob k");
+    r.send(2, 300'000, "A k bob 500 0").recv(2, 300'400, "A 8 bob k");
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    if (maximum == 20) {
+      ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+      EXPECT_NE(result.violations.front().summary.find("maximum lateness"), std::string::npos)
+          << result.violations.front().summary;
+      continue;
+    }
+    EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+    EXPECT_EQ(result.lateness_ms, 28) << verdict_text(result);
+    EXPECT_NE(result.lateness_text.find("A k alice 100 0"), std::string::npos) << result.lateness_text;
+    EXPECT_NE(verdict_text(result).find("worst lateness: 28 ms"), std::string::npos) << verdict_text(result);
+  }
+}
+
+// A waiter's `T` comes no earlier than its deadline less the allowance:
+// bob queues on a request sent at 2 ms with a wait of 100 ms, so not before
+// 82 ms. At 50 ms it is early; at 90 ms it is within the allowance.
+TEST(ClusterReading, TimeoutEarlierThanTheAllowanceIsAViolation) {
+  for (const std::int64_t t_ms : {50, 90}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, 2'000, "A k bob 5000 100");
+    r.recv(2, t_ms * 1000, "T bob k");
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    EXPECT_EQ(result.verdict, t_ms == 50 ? Verdict::violation : Verdict::conforms) << t_ms << "\n" << verdict_text(result);
+  }
+}
+
+// The Expire hands the key to the head waiter: bob, queued behind alice's
+// lease of 100 ms, gets the key from 81 ms on (the Expire's earliest), not
+// before.
+TEST(ClusterReading, ExpireHandsTheKeyToTheHeadWaiter) {
+  for (const std::int64_t a_ms : {40, 95}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 100 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, 2'000, "A k bob 500 5000");
+    r.recv(2, a_ms * 1000, "A 8 bob k");
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    EXPECT_EQ(result.verdict, a_ms == 40 ? Verdict::violation : Verdict::conforms) << a_ms << "\n" << verdict_text(result);
+  }
+}
+
+// One session, three sends: on connection 1 (the node closed it: the fate
+// of the request unknown), then on 2 (the answer), then again on 3 (the
+// same outcome heard again). One operation: one grant, not three, and
+// carol's try-lock finds the key held.
+TEST(ClusterReading, RetriesOfOneSessionAreOneOperation) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0).connect(4, 0);
+  r.send(1, 1'000, "A k alice 5000 0 c1 1").eof(1, 3'000);
+  r.send(2, 10'000, "A k alice 5000 0 c1 1").recv(2, 12'000, "A 7 alice k").close(2, 13'000);
+  r.send(3, 14'000, "A k alice 5000 0 c1 1").recv(3, 15'000, "A 7 alice k").close(3, 16'000);
+  r.send(4, 20'000, "A k carol 5000 0 c3 1").recv(4, 21'000, "T carol k");
+  r.close(4, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+}
+
+// The same sends, but the retry on connection 3 hears another token: an
+// operation applied once has one outcome.
+TEST(ClusterReading, RetryHearingAnotherOutcomeIsAViolation) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0 c1 1").eof(1, 3'000);
+  r.send(2, 10'000, "A k alice 5000 0 c1 1").recv(2, 12'000, "A 7 alice k").close(2, 13'000);
+  r.send(3, 14'000, "A k alice 5000 0 c1 1").recv(3, 15'000, "A 8 alice k").close(3, 16'000);
+  EXPECT_EQ(r.check().verdict, Verdict::violation);
+}
+
+// Without sessions the two sends are two requests: the second finds the
+// key held by the first and must be answered `T`, so `A 8` to it is a
+// violation too, but a `T` is not.
+TEST(ClusterReading, WithoutSessionsASecondSendIsASecondRequest) {
+  for (const char* second : {"A 8 alice k", "T alice k"}) {
+    Recorder r;
+    r.connect(2, 0).connect(3, 0);
+    r.send(2, 10'000, "A k alice 5000 0").recv(2, 12'000, "A 7 alice k").close(2, 13'000);
+    r.send(3, 14'000, "A k alice 5000 0").recv(3, 15'000, second).close(3, 16'000);
+    EXPECT_EQ(r.check().verdict, std::string(second).starts_with("A") ? Verdict::violation : Verdict::conforms) << second;
+  }
+}
+
+// alice's request is never answered: its connection ended, and it was not
+// retried. It may have taken effect (then bob's try-lock at 10 ms finds the
+// key held: `T`) or not (then bob gets it: `A`); both conform. With no
+// such request, bob's `T` has no holder to explain it.
+TEST(ClusterReading, IndeterminateRequestMayHaveTakenEffectOrNot) {
+  for (const char* answer : {"T bob k", "A 8 bob k"}) {
+    for (const bool alice : {true, false}) {
+      Recorder r;
+      r.connect(1, 0).connect(2, 0);
+      if (alice) r.send(1, 1'000, "A k alice 5000 0").eof(1, 3'000);
+      r.send(2, 10'000, "A k bob 5000 0").recv(2, 10'500, answer);
+      r.close(2, 600'000);
+      const auto result = r.check();
+      const bool explained = alice || std::string(answer).starts_with("A");
+      EXPECT_EQ(result.verdict, explained ? Verdict::conforms : Verdict::violation)
+          << answer << (alice ? " with" : " without") << " alice\n" << verdict_text(result);
+    }
+  }
+}
+
+// An indeterminate release may have freed the key: bob's grant after it
+// conforms; without the release it would need alice's lease to have ended.
+TEST(ClusterReading, IndeterminateReleaseMayHaveFreedTheKey) {
+  for (const bool release : {true, false}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k").close(1, 2'000);
+    if (release) r.send(3, 3'000, "R k 7").eof(3, 4'000);
+    r.send(2, 10'000, "A k bob 5000 0").recv(2, 10'500, "A 8 bob k");
+    r.close(2, 600'000);
+    EXPECT_EQ(r.check().verdict, release ? Verdict::conforms : Verdict::violation) << release;
+  }
+}
+
+// `E not-leader` answers a request that was never applied; the client's
+// retry on the leader is. An `E` with no request to answer is still a
+// violation.
+TEST(ClusterReading, NotLeaderAnswersARequestNeverApplied) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0 c1 1").recv(1, 1'200, "E not-leader node2:7878").close(1, 1'300);
+  r.send(2, 2'000, "A k alice 5000 0 c1 1").recv(2, 2'500, "A 7 alice k");
+  r.send(3, 3'000, "A k bob 5000 0").recv(3, 3'200, "T bob k");
+  r.close(2, 600'000).close(3, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+
+  Recorder stray;
+  stray.connect(1, 0);
+  stray.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k").recv(1, 2'000, "E not-leader");
+  stray.close(1, 600'000);
+  const auto flagged = stray.check();
+  ASSERT_EQ(flagged.verdict, Verdict::violation) << verdict_text(flagged);
+  EXPECT_EQ(flagged.violations.front().check, "errors");
+}
+
+// Tokens increase across keys in the order issued: key b's grant, caused
+// by a request sent after key a's grant with token 10 arrived, cannot
+// carry token 9.
+TEST(ClusterReading, TokensIncreaseAcrossKeys) {
+  for (const int b_token : {9, 11}) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 5'000, "A a alice 5000 0").recv(1, 6'000, "A 10 alice a");
+    r.send(2, 20'000, "A b bob 5000 0").recv(2, 21'000, fmt::format("A {} bob b", b_token));
+    r.close(1, 600'000).close(2, 600'000);
+    const auto result = r.check();
+    if (b_token == 9) {
+      ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+      EXPECT_EQ(result.violations.front().check, "tokens");
+    } else {
+      EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+    }
+  }
+}
+
+// A waiter whose client gave up its connection may still be granted (its
+// answer unheard) or leave: here carol's grant after alice's release is
+// explained by bob, queued first, having left at his Timeout's earliest
+// (bob queued at 2 ms with a wait of 30 ms may leave from 12 ms on).
+TEST(ClusterReading, AWaiterMayLeaveUnheard) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 2'000, "A k bob 5000 30").close(2, 3'000);
+  r.send(3, 4'000, "A k carol 5000 5000");
+  r.send(1, 50'000, "R k 7").recv(1, 50'500, "R 7 k");
+  r.recv(3, 51'000, "A 8 carol k");
+  r.close(1, 600'000).close(3, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+}
+
+// FIFO still holds where the instants show it: bob was queued (his probe
+// `N` came back) long before carol sent hers, and his deadline is far; a
+// release hands the key to carol: a violation.
+TEST(ClusterReading, HandOffToALaterWaiterIsAViolation) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 2'000, "A k bob 5000 5000").send(2, 2'100, "R k 999").recv(2, 2'500, "N 999 k");
+  r.send(3, 10'000, "A k carol 5000 5000");
+  r.send(1, 50'000, "R k 7").recv(1, 50'500, "R 7 k");
+  r.recv(3, 51'000, "A 8 carol k");
+  r.close(1, 600'000).close(2, 600'000).close(3, 600'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+}
+
+// The header selects the reading, and round-trips.
+TEST(ClusterReading, HeaderRoundTrips) {
+  Recorder r;
+  r.max_lateness(250);
+  r.connect(1, 0).send(1, 1'000, "A k alice 500 0 c1 1").recv(1, 1'500, "A 7 alice k").close(1, 2'000);
+  r.history().events.push_back(Event{3'000, EventKind::nemesis, 0, "kill node2"});
+  std::stringstream text;
+  write_history(text, r.history());
+  const auto read = read_history(text);
+  ASSERT_TRUE(std::holds_alternative<History>(read)) << std::get<ReadError>(read).message;
+  const auto& back = std::get<History>(read);
+  EXPECT_EQ(back.header.mode, Mode::cluster);
+  EXPECT_EQ(back.header.clock_allowance_ms, 20);
+  EXPECT_EQ(back.header.max_lateness_ms, 250);
+  ASSERT_EQ(back.events.size(), 5u);
+  EXPECT_EQ(back.events.back().kind, EventKind::nemesis);
+  EXPECT_EQ(back.events.back().line, "kill node2");
+  EXPECT_EQ(check_history(back).verdict, Verdict::conforms);
+}
+
+}  // namespace
+}  // namespace lockstep::history
