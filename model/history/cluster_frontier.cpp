@@ -288,6 +288,9 @@ class ClusterFrontier {
                std::int32_t cause_request, std::int64_t on_time, Configs& out) const;
   void pass_on_nobody(Config c, std::int64_t hi, Configs& out) const;
   ResponseKind observed_kind(const Config& c, std::uint32_t request) const;
+  // The first unexplained observation of the request's class on its
+  // connections (by arrival), or -1.
+  std::int64_t first_of_class(const Config& c, std::uint32_t request) const;
 
   // Waiter `index` leaves with its `T` at the earliest instant it may.
   void leave(Config c, std::size_t index, Configs& out) const;
@@ -608,16 +611,21 @@ void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, C
 // The kind of the first unexplained answer of the request's class on its
 // connections (ResponseKind::error: none).
 ResponseKind ClusterFrontier::observed_kind(const Config& c, std::uint32_t request) const {
-  const KeyObservation* first = nullptr;
+  const auto first = first_of_class(c, request);
+  return first < 0 ? ResponseKind::error : in_.observations[static_cast<std::size_t>(first)].kind;
+}
+
+std::int64_t ClusterFrontier::first_of_class(const Config& c, std::uint32_t request) const {
+  std::int64_t first = -1;
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (c.observed.contains(index) || !same_class(seen, request)) continue;
-      if (first == nullptr || seen.received_us < first->received_us) first = &seen;
+      if (first < 0 || seen.received_us < in_.observations[static_cast<std::size_t>(first)].received_us) first = index;
       break;
     }
   }
-  return first == nullptr ? ResponseKind::error : first->kind;
+  return first;
 }
 
 // A waiting acquire on a held key joins the queue as soon as it may: at an
@@ -904,8 +912,20 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
       // also stands for "not applied yet").
       const bool joins = next.size() == 1 && next.front().holder == c.holder &&
                          next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
+      // When another operation of its class shares a connection with it,
+      // only if what it explains is the first unexplained answer of the
+      // class there: a later one may be the other's, and applied after
+      // what else happens at this visit (an Expire, a release) the request
+      // may get another outcome (a try-lock's `T` read later for a later
+      // try-lock of the same owner, while the first was granted). The first
+      // is its own: what a node answers at once goes out in the order it
+      // read the requests of a connection.
+      const auto first = class_shared_[request] ? first_of_class(c, request) : -1;
+      const bool own_answer = !class_shared_[request] ||
+                              (copies_[request].size() == 1 && first >= 0 &&
+                               next.size() == 1 && next.front().observed.contains(static_cast<std::uint32_t>(first)));
       if (joins || (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-                    alone_in_class(c, request))) {
+                    alone_in_class(c, request) && own_answer)) {
         c = std::move(next.front());
         again = true;
         break;

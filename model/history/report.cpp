@@ -64,7 +64,22 @@ double tick_step(double span, int count) {
 // a band from its cause to the latest instant it could arrive, closes, and
 // the sweep instants when the phase is known. Only what is drawn is in the
 // legend; what the window leaves out is counted, never dropped silently.
-std::string violation_svg(const KeyInput& input, const Finding& finding, const PhaseSet* phases, std::int64_t origin_us) {
+// What a tester did to the target (`nemesis` events), in the history's order.
+struct NemesisMark {
+  std::int64_t us;
+  std::string what;
+};
+
+std::vector<NemesisMark> nemesis_marks(const History& history) {
+  std::vector<NemesisMark> marks;
+  for (const auto& event : history.events) {
+    if (event.kind == EventKind::nemesis) marks.push_back({event.t_us, event.line});
+  }
+  return marks;
+}
+
+std::string violation_svg(const KeyInput& input, const Finding& finding, const PhaseSet* phases, std::int64_t origin_us,
+                          const std::vector<NemesisMark>& nemesis) {
   struct Mark {
     std::int64_t us;
     std::uint32_t conn;  // the history's connection number
@@ -148,6 +163,16 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
                          x(at_ms * 1000), top - 4, height - 20, at_text(at_ms * 1000, origin_us));
       drawn.insert("sweep");
     }
+  }
+  // The nemesis's steps in the window: a fault near a violation is the
+  // first thing to look at.
+  for (const auto& mark : nemesis) {
+    if (mark.us < first_us || mark.us > last_us) continue;
+    svg += fmt::format("<line x1='{0:.1f}' y1='{1:.0f}' x2='{0:.1f}' y2='{2:.0f}' class='nemesis'><title>nemesis at {3}: "
+                       "{4}</title></line><text x='{5:.1f}' y='{6:.0f}' class='nemesis-label'>{4}</text>",
+                       x(mark.us), top - 4, height - 20, at_text(mark.us, origin_us), escape_markup(mark.what),
+                       x(mark.us) + 2, height - 8);
+    drawn.insert("nemesis");
   }
   if (!focus.expected.empty()) {
     const auto from = std::max(first_us, focus.expected_from_us), to = std::min(last_us, focus.expected_by_us);
@@ -243,7 +268,8 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
       {"culprit", "<span class='key-culprit'></span> the culprit"},
       {"expected", "<span class='key-expected'></span> when the expected answer was due"},
       {"closed", "<span class='key-closed'>×</span> connection closed"},
-      {"sweep", "<span class='key-sweep'></span> sweep instant"}};
+      {"sweep", "<span class='key-sweep'></span> sweep instant"},
+      {"nemesis", "<span class='key-nemesis'></span> nemesis (kill, pause, restart ...)"}};
   for (const auto& [name, text] : items) {
     if (drawn.contains(name)) legend += std::string(text) + " ";
   }
@@ -255,6 +281,39 @@ std::string violation_svg(const KeyInput& input, const Finding& finding, const P
   note += outside > 0 ? fmt::format("; the {} others lie outside this window (the text below lists the story).</p>", outside)
                       : ".</p>";
   return svg + legend + note;
+}
+
+// The whole run on one axis with every nemesis step, and the steps listed.
+std::string nemesis_section(const History& history, const std::vector<NemesisMark>& nemesis) {
+  const std::int64_t first_us = history.events.empty() ? 0 : history.events.front().t_us;
+  const std::int64_t last_us = std::max(first_us + 1, history.events.empty() ? 1 : history.events.back().t_us);
+  const double width = 1000, left = 12, right = 12, height = 56;
+  const auto x = [&](std::int64_t us) {
+    return left + (width - left - right) * static_cast<double>(us - first_us) / static_cast<double>(last_us - first_us);
+  };
+  std::string svg = fmt::format("<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {} {}' class='run' role='img' "
+                                "aria-label='the run with the nemesis steps' id='nemesis-timeline'>"
+                                "<line x1='{}' y1='40' x2='{}' y2='40' class='lane'/>",
+                                width, height, left, width - right);
+  const double step_us = tick_step(static_cast<double>(last_us - first_us), 8);
+  for (double tick = 0; tick + static_cast<double>(first_us) <= static_cast<double>(last_us); tick += step_us) {
+    svg += fmt::format("<text x='{:.1f}' y='54' class='axis'>+{:g} s</text>", x(first_us + static_cast<std::int64_t>(tick)),
+                       tick / 1e6);
+  }
+  std::string list;
+  for (std::size_t i = 0; i < nemesis.size(); ++i) {
+    const auto& mark = nemesis[i];
+    svg += fmt::format("<line x1='{0:.1f}' y1='6' x2='{0:.1f}' y2='44' class='nemesis'><title>{1}: {2}</title></line>"
+                       "<text x='{3:.1f}' y='{4}' class='nemesis-label'>{2}</text>",
+                       x(mark.us), at_text(mark.us, first_us), escape_markup(mark.what), x(mark.us) + 2,
+                       i % 2 == 0 ? 14 : 28);
+    list += fmt::format("<li>{}: <code>{}</code></li>", at_text(mark.us, first_us), escape_markup(mark.what));
+  }
+  svg += "</svg>";
+  return fmt::format("<h2>Nemesis</h2><p class='note'>What the tester did to the target, {} steps, on the history's "
+                     "clock from its first event (each violation's timeline marks the steps in its window).</p>{}"
+                     "<details><summary>the steps as text</summary><ul id='nemesis-steps'>{}</ul></details>",
+                     nemesis.size(), svg, list);
 }
 
 constexpr const char* style = R"(
@@ -277,6 +336,9 @@ svg.timeline { width: 100%; height: auto; border: 1px solid #ddd; background: #f
 .key-sent { background: #36c; width: .25em !important; } .key-received { background: #393; border-radius: 50%; }
 .key-culprit { background: #c00; border-radius: 50%; } .key-expected { background: #fc6; border: 1px dashed #c80; }
 .key-sweep { border-left: 2px dashed #a6a; } .key-closed { color: #555; }
+.nemesis { stroke: #d40; stroke-width: 1.5; stroke-dasharray: 6 3; } .nemesis-label { font-size: 10px; fill: #d40; }
+.key-nemesis { border-left: 2px dashed #d40; }
+svg.run { width: 100%; height: auto; border: 1px solid #ddd; background: #fff; display: block; }
 .legend, .note { font-size: .85em; color: #555; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: .85em; }
 td, th { border-bottom: 1px solid #eee; padding: .2em .4em; text-align: left; }
@@ -302,6 +364,7 @@ std::string html_report(const History& history, const CheckResult& result) {
                       escape_markup(history.header.target), history.header.seed, history.header.tolerance_ms, l.max_keys,
                       l.max_waiters_per_key, l.max_waiters, l.sweep_ms.value, l.max_lease_ms.value, l.max_wait_ms.value,
                       l.max_line_bytes);
+  const auto nemesis = nemesis_marks(history);
   // The violations first: each with the culprit, the expected answer and a
   // timeline around them; the first few drawn, every one listed.
   constexpr std::size_t drawn_max = 8;
@@ -317,7 +380,7 @@ std::string html_report(const History& history, const CheckResult& result) {
     const auto found = built.keys.find({finding.incarnation, finding.key});
     if (finding.check == "key" && found != built.keys.end() && i < drawn_max) {
       const auto* phases = finding.incarnation < result.phases.size() ? &result.phases[finding.incarnation] : nullptr;
-      page += violation_svg(found->second, finding, phases, origin);
+      page += violation_svg(found->second, finding, phases, origin, nemesis);
     } else if (finding.check == "key" && found != built.keys.end()) {
       page += fmt::format("<p class='note'>Not drawn: only the first {} violations are.</p>", drawn_max);
     }
@@ -342,6 +405,7 @@ std::string html_report(const History& history, const CheckResult& result) {
   page += "<h2>Summary</h2><pre id='summary'>";
   for (const auto& line : summary_lines(result)) page += rich(line) + "\n";
   page += "</pre>";
+  if (!nemesis.empty()) page += nemesis_section(history, nemesis);
   page += "<h2>Sweep instants</h2><ul>";
   for (std::size_t at = 0; at < result.phases.size(); ++at) {
     const auto& phases = result.phases[at];

@@ -31,15 +31,8 @@ if [ -n "${OTHER_SERVER:-}" ]; then
 else
   template="$lockstep serve --quiet $limits --state-file {state_file} --inject-bug $bug"
 fi
-# How late the machine let things run in the last run: the fuzzer's own
-# lateness, or the slowest answer to a release (answered at once by a
-# server that runs), whichever is larger; empty if neither was printed.
-machine_late_ms() {
-  local tester target
-  tester=$(echo "$out" | sed -n 's/^tester: the fuzzer itself ran at most \([0-9]*\)\.[0-9]* ms late.*/\1/p')
-  target=$(echo "$out" | sed -n 's/^target: slowest answer to a release \([0-9]*\)\.[0-9]* ms.*/\1/p')
-  [ -n "$tester$target" ] && echo $(( ${tester:-0} > ${target:-0} ? ${tester:-0} : ${target:-0} ))
-}
+# machine_late_ms: how late the machine let the last run ($out) run.
+source "$(dirname "$0")/machine_late.sh"
 run() {
   out=$("$lockstep" fuzz --exec "$template" --duration-s "$seconds" --seed "$1" --restart-every-s "$restart" \
         --budget-states 3000000 "${extra[@]}" 2>&1)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Black-box fuzzing of our own cluster in real time: three `serve --cluster`
+# nodes on three etcd members, all started by `fuzz --mode cluster`, with the
+# nemesis killing, pausing and restarting a node every 5 s.
+#   fuzz_cluster.sh LOCKSTEP EXPECT SECONDS SEED [BUG]
+# EXPECT "no-false-alarm": one run of SECONDS of the correct cluster must
+# conform (exit 0; 1 is a false alarm, 2 a checker that could not decide).
+# EXPECT "violation": serve --cluster --inject-bug BUG must be reported
+# (exit 1) within 60 s of fuzzing, by runs of SECONDS from seed SEED on.
+# Lateness fails a run only past --max-lateness-ms, 8 s here (a paused or
+# killed leader is replaced after its TTL of 2 s and a campaign; the
+# machine may be loaded): a run in which the machine ran the fuzzer half
+# that late or more judged the machine, not the cluster; it is made again
+# with the next seed, three runs at most, then the test reports itself
+# skipped (77), never passed; such a run's violation does not count as a
+# bug caught. Prints each run's verdict lines and how long it took.
+set -uo pipefail
+lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none}
+max_lateness_ms=8000
+source "$(dirname "$0")/machine_late.sh"
+template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
+run() {
+  local started=$SECONDS
+  out=$("$lockstep" fuzz --mode cluster --exec-node "$template" --nodes 3 --etcd-members 3 \
+        --nemesis kill,pause,restart --nemesis-every-s 5 --max-lateness-ms "$max_lateness_ms" \
+        --clients 16 --keys 16 --duration-s "$seconds" --seed "$1" 2>&1)
+  code=$?
+  echo "$out" | grep -v '^  ' | grep -v '^node n' | tail -12
+  echo "seed $1: exit $code after $((SECONDS - started)) s"
+}
+case "$expect" in
+  violation)
+    fuzzed=0
+    while [ "$fuzzed" -lt 60 ]; do
+      run "$seed"
+      late_ms=$(machine_late_ms)
+      if [ "$code" -eq 1 ] && [ -n "$late_ms" ] && [ "$late_ms" -ge $((max_lateness_ms / 2)) ]; then
+        echo "not counted: the machine ran the fuzzer $late_ms ms late, so the violation may be the machine's"
+      elif [ "$code" -eq 1 ]; then
+        echo "$bug caught after $((fuzzed + seconds)) s of fuzzing"; exit 0
+      fi
+      fuzzed=$((fuzzed + seconds)) seed=$((seed + 1))
+    done
+    echo "$bug not caught within 60 s of fuzzing (last exit $code)"; exit 1 ;;
+  no-false-alarm)
+    for attempt in 1 2 3; do
+      run "$seed"
+      late_ms=$(machine_late_ms)
+      if [ "$code" -ne 0 ] && [ -n "$late_ms" ] && [ "$late_ms" -ge $((max_lateness_ms / 2)) ]; then
+        echo "inconclusive: the machine ran the fuzzer $late_ms ms late: too busy to judge lateness; again with seed $((seed + 1))"
+        seed=$((seed + 1))
+        continue
+      fi
+      [ "$code" -eq 2 ] && { echo "undecided: exit 2 on a correct cluster"; exit 1; }
+      [ "$code" -eq 0 ] || { echo "false alarm: exit $code on a correct cluster"; exit 1; }
+      echo "$out" | grep -q '^violations: 0$' || { echo "no 'violations: 0' line"; exit 1; }
+      echo "$out" | grep -q 'nemesis steps' || { echo "no nemesis step reported"; exit 1; }
+      exit 0
+    done
+    echo "SKIPPED: three runs on a machine too busy to run the cluster on time"
+    exit 77 ;;
+esac
+exit 1
