@@ -48,6 +48,7 @@ struct Finished {
   std::uint64_t request = 0;
   std::optional<Response> response;  // nothing: the adapter stopped first
   bool dropped = false;              // a waiter that left with its connection (response: its T)
+  bool lost = false;                 // a waiter etcd dropped: its connection is closed unanswered
 };
 using WorkerEvent = std::variant<Placed, Finished>;
 
@@ -60,6 +61,7 @@ struct Connection {
   bool reading = true;      // false after EOF, an error or an overlong line
   bool discarding = false;  // lines still buffered are dropped (overlong line)
   bool slow = false;        // did not read its answers, or is gone: closed at once
+  bool aborted = false;     // an answer it is owed cannot be given: closed once its output is out
   std::optional<std::uint64_t> unplaced;  // a request of its own not yet placed in etcd
   std::uint64_t answers_owed = 0;         // requests whose answer goes here
   unsigned interest = EPOLLIN;
@@ -69,8 +71,9 @@ struct Connection {
   std::size_t pending_output() const { return output.size() - output_sent; }
   bool has_work() const { return !discarding && !unplaced && framer.has_complete_line(); }
   bool finished() const {
-    return slow || (!reading && (discarding || !framer.has_complete_line()) && !unplaced && answers_owed == 0 &&
-                    pending_output() == 0);
+    return slow || (aborted && pending_output() == 0) ||
+           (!reading && (discarding || !framer.has_complete_line()) && !unplaced && answers_owed == 0 &&
+            pending_output() == 0);
   }
 };
 
@@ -128,7 +131,7 @@ class Adapter {
   std::uint64_t next_request_ = 1;
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   std::map<std::uint64_t, Request> requests_;
-  std::uint64_t accepted_ = 0, refused_ = 0, slow_closed_ = 0, lines_ = 0, granted_ = 0;
+  std::uint64_t accepted_ = 0, refused_ = 0, slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
 };
 
 Adapter::~Adapter() {
@@ -247,8 +250,8 @@ int Adapter::run() {
   if (!config_.quiet) {
     fmt::print(stderr,
                "lockstep-etcd-lock: stopped ({} connections accepted, {} refused at the limit, {} closed for not "
-               "reading, {} lines, {} grants, {} etcd calls made again)\n",
-               accepted_, refused_, slow_closed_, lines_, granted_, mutex_->calls_retried());
+               "reading, {} lines, {} grants, {} waiters etcd dropped, {} etcd calls made again)\n",
+               accepted_, refused_, slow_closed_, lines_, granted_, lost_, mutex_->calls_retried());
   }
   return 0;
 }
@@ -300,6 +303,11 @@ void Adapter::dispatch(Connection& c, const SessionRequest& parsed) {
           finished.response = Response::timed_out(ask.owner, ask.key);
           finished.dropped = true;
           break;
+        case AcquireOutcome::Kind::lost:
+          finished.response = Response::timed_out(ask.owner, ask.key);  // what a retry hears, as for dropped
+          finished.dropped = true;
+          finished.lost = true;
+          break;
         case AcquireOutcome::Kind::abandoned:
           break;
       }
@@ -333,7 +341,12 @@ void Adapter::on_worker_event(WorkerEvent& event) {
   if (found == requests_.end()) return;
   Request& request = found->second;
   if (request.worker.joinable()) request.worker.join();  // it posted its last event: it is ending
-  if (finished.response && !request.session.anonymous()) {
+  if (finished.lost && !request.session.anonymous()) {
+    // etcd holds no trace of it: a retry is carried out afresh (marked by
+    // waiter 0, which no request is).
+    sessions_.settle_waiter(request.session, cluster::WaiterId{finished.request},
+                            cluster::Outcome{cluster::Outcome::Kind::queued, {}, cluster::WaiterId{0}});
+  } else if (finished.response && !request.session.anonymous()) {
     sessions_.settle_waiter(request.session, cluster::WaiterId{finished.request},
                             cluster::Outcome{finished.dropped ? cluster::Outcome::Kind::dropped
                                                               : cluster::Outcome::Kind::answered,
@@ -345,8 +358,23 @@ void Adapter::on_worker_event(WorkerEvent& event) {
       --connection->second->answers_owed;
     }
   }
-  // A dropped waiter's T goes only to a retry that came after its connection closed.
-  if (finished.response) answer(request.answer_to, *finished.response);
+  if (finished.lost && request.answer_to) {
+    // Neither A nor T is true of it: its connection is closed unanswered,
+    // and the client may retry with its session (it then hears T).
+    if (const auto connection = connections_.find(*request.answer_to); connection != connections_.end()) {
+      ++lost_;
+      connection->second->aborted = true;
+      connection->second->discarding = true;
+      end_input(*connection->second);
+    }
+  } else if (finished.response) {
+    // A dropped waiter left with its connection, unanswered; its T goes only
+    // to a retry with its session, on a connection still read.
+    const auto to = connections_.find(request.answer_to.value_or(ConnectionId{0}));
+    if (!finished.dropped || (to != connections_.end() && to->second->reading)) {
+      answer(request.answer_to, *finished.response);
+    }
+  }
   if (const auto connection = connections_.find(request.sent_on); connection != connections_.end()) {
     if (connection->second->unplaced == finished.request) connection->second->unplaced.reset();
   }
@@ -440,13 +468,14 @@ void Adapter::handle_line(Connection& c, std::string_view line) {
       case cluster::SessionTable::Standing::retry: {
         // Taken before: never again. Its outcome, or its answer to come.
         const cluster::Outcome& outcome = *sessions_.find(*session);
+        if (outcome.kind == cluster::Outcome::Kind::queued && outcome.waiter.value == 0) break;  // lost: afresh
         sessions_.touch(session->client, ++session_uses_);
         if (outcome.kind != cluster::Outcome::Kind::queued) {
           answer(c.id, outcome.response);
           return;
         }
         const auto waiting = requests_.find(outcome.waiter.value);
-        if (waiting == requests_.end()) return;  // cannot be: it settles when it ends
+        if (waiting == requests_.end()) return;  // the adapter is stopping
         if (waiting->second.answer_to) {
           if (const auto old = connections_.find(*waiting->second.answer_to); old != connections_.end()) {
             --old->second->answers_owed;
@@ -471,8 +500,9 @@ void Adapter::handle_line(Connection& c, std::string_view line) {
   dispatch(c, request);
 }
 
-// No more input from `c`: its waiting acquires leave etcd's queue; answers
-// already owed to it are still written.
+// No more input from `c`: its waiting acquires leave etcd's queue, silently
+// (simple mode point 10; one granted meanwhile keeps its grant and is
+// answered); the answers owed to it are still written.
 void Adapter::end_input(Connection& c) {
   c.reading = false;
   for (auto& [id, request] : requests_) {

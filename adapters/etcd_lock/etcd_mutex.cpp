@@ -154,6 +154,9 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
     case Turn::dropped:
       revoke(lease);
       return {AcquireOutcome::Kind::dropped, 0, 0};
+    case Turn::lost:
+      revoke(lease);
+      return {AcquireOutcome::Kind::lost, 0, 0};
     case Turn::abandoned:
       break;
   }
@@ -167,16 +170,25 @@ EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::s
   const auto keep_alive_every = std::chrono::milliseconds(std::max<std::int64_t>(ttl_s, 1) * 1000 / 3);
   auto next_keep_alive = Clock::now() + keep_alive_every;
   const auto decide = [&](Turn otherwise) {
-    const auto holds = holds_or_leaves(prefix, my_key, my_rev);
-    if (!holds) return Turn::abandoned;
-    return *holds ? Turn::holds : otherwise;
+    const auto decision = holds_or_leaves(prefix, my_key, my_rev);
+    if (!decision) return Turn::abandoned;
+    switch (*decision) {
+      case Decision::holds:
+        return Turn::holds;
+      case Decision::lost:
+        return Turn::lost;
+      case Decision::left:
+        break;
+    }
+    return otherwise;
   };
   while (true) {
     if (cancel.cancelled()) return decide(Turn::dropped);
     if (Clock::now() >= deadline) return decide(Turn::timed_out);
     if (Clock::now() >= next_keep_alive) {
       etcdserverpb::LeaseKeepAliveResponse alive;
-      [[maybe_unused]] const auto status = client_.lease_keep_alive(lease, alive, config_.call_timeout);
+      const auto status = client_.lease_keep_alive(lease, alive, config_.call_timeout);
+      if (status.ok() && alive.ttl() <= 0) return Turn::lost;  // etcd ended the lease, and its key
       next_keep_alive = Clock::now() + keep_alive_every;
     }
     etcdserverpb::RangeResponse before;
@@ -186,7 +198,9 @@ EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::s
       std::this_thread::sleep_for(config_.retry_pause);
       continue;
     }
-    if (before.kvs_size() == 0) return Turn::holds;  // nothing created before it is left
+    // Nothing created before it is left: confirmed at one revision with its
+    // own key still there.
+    if (before.kvs_size() == 0) return decide(Turn::lost);
     // Watch the deletion of the key just before it, from the revision it
     // was read at (nothing in between is missed), until the deadline or the
     // next keep-alive.
@@ -207,17 +221,22 @@ EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::s
   }
 }
 
-std::optional<bool> EtcdMutex::holds_or_leaves(const std::string& prefix, const std::string& my_key,
-                                               std::int64_t my_rev) {
+std::optional<EtcdMutex::Decision> EtcdMutex::holds_or_leaves(const std::string& prefix, const std::string& my_key,
+                                                              std::int64_t my_rev) {
   // One revision decides: its key still stands and nothing under the
-  // prefix is older (it holds), or its key is deleted (it leaves the queue).
+  // prefix is older (it holds), or its key is deleted (it leaves the
+  // queue; `deleted` says whether it was still there to delete).
   TxnRequest txn;
   compare_create(txn, my_key, Compare::EQUAL, my_rev);
   compare_create(txn, prefix, Compare::GREATER, my_rev - 1)->set_range_end(etcd::prefix_end(prefix));
   txn.add_failure()->mutable_request_delete_range()->set_key(my_key);
   TxnResponse response;
+  // A retried call whose first attempt deleted the key reads as lost: that
+  // is only reported when the wait was cut short, never as a grant.
   if (!with_retries([&] { return client_.txn(txn, response, config_.call_timeout); })) return std::nullopt;
-  return response.succeeded();
+  if (response.succeeded()) return Decision::holds;
+  const bool deleted = response.responses_size() > 0 && response.responses(0).response_delete_range().deleted() > 0;
+  return deleted ? Decision::left : Decision::lost;
 }
 
 ReleaseOutcome EtcdMutex::release(const std::string& key, std::int64_t token) {

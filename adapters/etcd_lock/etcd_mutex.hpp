@@ -21,6 +21,12 @@
 // 5. at the end of wait_ms (counted from the put's answer), or when its
 //    connection closed, one transaction decides: if its key is now the
 //    lowest it holds (granted), else its key is deleted (T, or dropped).
+//    The same transaction confirms a turn the watch announced. If its key
+//    is gone (etcd ended its lease while keep-alives could not reach it, as
+//    during a partition), it has left the queue and was never granted:
+//    `lost`, which the adapter reports by closing the connection, as for
+//    an answer it cannot give (its wait has not run out: `T` would be
+//    early, and `A` a grant etcd never made).
 //
 // Release `R <key> <token>`: read the holder of `<prefix>/<key>/`; if its
 // create revision is the token, delete it in a transaction that compares
@@ -62,6 +68,8 @@ struct AcquireOutcome {
     timed_out,  // T: held, and the wait (maybe 0) is over
     busy,       // B: it would have waited past the adapter's waiter slots
     dropped,    // its connection closed while it waited; it left the queue
+    lost,       // its key vanished while it waited (etcd ended its lease: the adapter's
+                // keep-alives did not reach etcd in time): it left the queue unanswered
     abandoned,  // the adapter stopped before etcd answered
   };
   Kind kind = Kind::abandoned;
@@ -91,11 +99,13 @@ class EtcdMutex {
   std::uint64_t calls_retried() const { return retried_.load(); }
 
  private:
-  enum class Turn { holds, timed_out, dropped, abandoned };
+  enum class Turn { holds, timed_out, dropped, lost, abandoned };
+  enum class Decision { holds, left, lost };
   Turn wait_for_turn(const std::string& prefix, const std::string& my_key, std::int64_t my_rev, std::int64_t lease,
                      std::int64_t ttl_s, std::chrono::steady_clock::time_point deadline, Cancellation& cancel);
-  // The transaction that ends a wait: true if the key holds, else it is deleted.
-  std::optional<bool> holds_or_leaves(const std::string& prefix, const std::string& my_key, std::int64_t my_rev);
+  // The transaction that decides a wait at one revision: its key holds, or
+  // it is deleted (left), or it was gone already (lost). Nothing: stopped.
+  std::optional<Decision> holds_or_leaves(const std::string& prefix, const std::string& my_key, std::int64_t my_rev);
   // Restarts the lease's TTL; the TTL etcd reports (0: the lease is gone).
   std::int64_t refresh(std::int64_t lease);
   void revoke(std::int64_t lease);

@@ -12,7 +12,10 @@
 // across keys, while a waiter granted late carries the revision it queued
 // at, below a grant made meanwhile on another key (what the document
 // reports); a lease of 1 ms lasts etcd's minimum TTL; a closed connection
-// takes its waiter out of etcd; the waiter bound answers B; a session's
+// takes its waiter out of etcd; a waiter whose key etcd deleted when its
+// lease ended (etcd paused past it) has its connection closed unanswered,
+// and its session's retry is carried out afresh;
+// the waiter bound answers B; a session's
 // retry is answered from the session; malformed and overlong lines are E;
 // SIGTERM is exit 0; bad options and an unreachable etcd are one line and
 // exit 2.
@@ -310,6 +313,32 @@ TEST_F(EtcdLockAdapter, AClosedConnectionTakesItsWaiterOutOfEtcd) {
   // and the holder is not handed anything: the key is free once released
   EXPECT_EQ(ask(alice, fmt::format("R k {}", token_of(grant))), fmt::format("R {} k", token_of(grant)));
   EXPECT_EQ(etcd_keys("k").size(), 0u);
+}
+
+TEST_F(EtcdLockAdapter, AWaiterWhoseLeaseEtcdEndedIsClosedUnansweredNotGranted) {
+  start_adapter();
+  auto alice = connect();
+  auto bob = connect();
+  const auto grant = ask(alice, "A k alice 60000 0");
+  ASSERT_EQ(fields(grant)[0], "A") << grant;
+  ASSERT_TRUE(bob.send_line("A k bob 2000 30000 b1 1"));  // its key lives on a 2 s lease
+  ASSERT_TRUE(settles_at("k", 2));
+  // etcd paused past that lease: the adapter's keep-alives cannot reach it,
+  // and once it runs again its lessor ends the lease and deletes the key.
+  etcd_->pause(0);
+  std::this_thread::sleep_for(4s);
+  etcd_->resume(0);
+  EXPECT_EQ(next(bob, 15s), "(closed)") << "neither A (etcd never granted it) nor T (its wait is not over)";
+  ASSERT_TRUE(settles_at("k", 1));
+  EXPECT_EQ(static_cast<std::uint64_t>(etcd_keys("k").at(0).create_revision()), token_of(grant));
+  // etcd kept nothing of it, so a retry with its session is carried out
+  // afresh: it queues again, and is granted on alice's release.
+  auto again = connect();
+  ASSERT_TRUE(again.send_line("A k bob 2000 30000 b1 1"));
+  ASSERT_TRUE(settles_at("k", 2));
+  EXPECT_EQ(ask(alice, fmt::format("R k {}", token_of(grant))), fmt::format("R {} k", token_of(grant)));
+  const auto retried = next(again);
+  EXPECT_EQ(fields(retried)[0], "A") << retried;
 }
 
 TEST_F(EtcdLockAdapter, PastTheWaiterBoundAnAcquireIsBusyAndPutsNothing) {
