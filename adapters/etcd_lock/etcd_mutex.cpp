@@ -124,10 +124,7 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
 
   if (!may_wait) {
     // Granted if the put was made (or, on a retried call, had been made).
-    if (holder != nullptr && holder->key() == my_key) {
-      const auto token = holder->create_revision();
-      return {AcquireOutcome::Kind::granted, token, refresh(lease)};
-    }
+    if (holder != nullptr && holder->key() == my_key) return granted(holder->create_revision(), lease);
     revoke(lease);
     return {ask.wait_ms == 0 ? AcquireOutcome::Kind::timed_out : AcquireOutcome::Kind::busy, 0, 0};
   }
@@ -147,7 +144,7 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
   slots.release(ask.key);
   switch (turn) {
     case Turn::holds:
-      return {AcquireOutcome::Kind::granted, my_rev, refresh(lease)};
+      return granted(my_rev, lease);
     case Turn::timed_out:
       revoke(lease);
       return {AcquireOutcome::Kind::timed_out, 0, 0};
@@ -161,6 +158,16 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
       break;
   }
   return {};
+}
+
+// The lease's TTL restarts at the grant. A lease etcd already ended (it
+// counts from the lease's creation, and etcd was out of reach for longer
+// than its TTL before the put came through) took the key with it: the hold
+// lasted no time, which is no grant to report.
+AcquireOutcome EtcdMutex::granted(std::int64_t token, std::int64_t lease) {
+  const std::int64_t ttl_s = refresh(lease);
+  if (ttl_s <= 0) return {AcquireOutcome::Kind::lost, 0, 0};
+  return {AcquireOutcome::Kind::granted, token, ttl_s};
 }
 
 EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::string& my_key, std::int64_t my_rev,

@@ -68,8 +68,8 @@ struct AcquireOutcome {
     timed_out,  // T: held, and the wait (maybe 0) is over
     busy,       // B: it would have waited past the adapter's waiter slots
     dropped,    // its connection closed while it waited; it left the queue
-    lost,       // its key vanished while it waited (etcd ended its lease: the adapter's
-                // keep-alives did not reach etcd in time): it left the queue unanswered
+    lost,       // its key vanished before it was told (etcd ended its lease: the adapter's
+                // keep-alives, or its put, did not reach etcd within the TTL): no answer is true
     abandoned,  // the adapter stopped before etcd answered
   };
   Kind kind = Kind::abandoned;
@@ -106,6 +106,8 @@ class EtcdMutex {
   // The transaction that decides a wait at one revision: its key holds, or
   // it is deleted (left), or it was gone already (lost). Nothing: stopped.
   std::optional<Decision> holds_or_leaves(const std::string& prefix, const std::string& my_key, std::int64_t my_rev);
+  // The grant of `token`, once its lease restarted; lost if the lease is gone.
+  AcquireOutcome granted(std::int64_t token, std::int64_t lease);
   // Restarts the lease's TTL; the TTL etcd reports (0: the lease is gone).
   std::int64_t refresh(std::int64_t lease);
   void revoke(std::int64_t lease);
