@@ -145,6 +145,9 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   workload_options.wait_min_ms = options.wait_min_ms;
   workload_options.wait_max_ms = options.wait_max_ms;
   workload_options.seed = options.seed;
+  // More leases run out than the fault tests' clients let: every one is an
+  // Expire the leader owes, on time, after a new leader too.
+  workload_options.let_expire = 0.3;
   workload_options.wire = [&recorder](int client) { return recorder.for_client(client); };
   ClusterWorkload workload(nodes, workload_options);
 
@@ -159,28 +162,33 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
 
   const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
   std::size_t next_step = 0;
+  // Each step as done: a fault aimed at the leader on the node that led
+  // then, its heal on the same node.
+  std::vector<NemesisStep> done(plan.size());
+  const auto carry_out = [&](std::size_t i) {
+    NemesisStep step = plan[i];
+    if (step.leader) {
+      const int leader = cluster->leader(milliseconds{1'000});
+      if (leader >= 0) step.index = leader;
+    }
+    if (step.heals >= 0) step.index = done[static_cast<std::size_t>(step.heals)].index;
+    done[i] = step;
+    // Recorded before it is done: the fault may act from this instant on.
+    recorder.nemesis(step.what() + (step.leader ? " (the leader)" : ""));
+    const auto began = recorder.now_us();
+    apply(*cluster, step);
+    run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
+    ++run.nemesis_steps;
+  };
   while (recorder.now_us() < end_us) {
     const auto until_us = next_step < plan.size() ? std::min(plan[next_step].at_us, end_us) : end_us;
     const auto left_us = until_us - recorder.now_us();
     if (left_us > 0) workload.run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
-    while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) {
-      const auto& step = plan[next_step++];
-      // Recorded before it is done: the fault may act from this instant on.
-      recorder.nemesis(step.what());
-      const auto began = recorder.now_us();
-      apply(*cluster, step);
-      run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
-      ++run.nemesis_steps;
-    }
+    while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) carry_out(next_step++);
   }
   // Every fault the plan opened is healed by the run's end (nemesis_plan);
   // the clients finish what they asked, then the connections close.
-  while (next_step < plan.size()) {
-    const auto& step = plan[next_step++];
-    recorder.nemesis(step.what());
-    apply(*cluster, step);
-    ++run.nemesis_steps;
-  }
+  while (next_step < plan.size()) carry_out(next_step++);
   const auto patience = milliseconds{options.wait_max_ms + 30'000};
   if (!workload.drain(patience)) run.error = fmt::format("requests still pending {} ms after the run", patience.count());
   recorder.close_all();

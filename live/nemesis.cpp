@@ -68,6 +68,8 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
     step.at_us = at;
     step.etcd = pick >= options.nodes;
     step.index = step.etcd ? pick - options.nodes : pick;
+    step.leader = !step.etcd && rng.chance(0.5);
+    const int fault_at = static_cast<int>(steps.size());
     // Healed half a period later, and by the run's end at the latest.
     const auto heal_at = std::min(at + period_us / 2, end_us);
     switch (fault) {
@@ -76,6 +78,8 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
         steps.push_back(step);
         step.kind = NemesisStep::Kind::start;
         step.at_us = heal_at;
+        step.leader = false;
+        step.heals = fault_at;
         steps.push_back(step);
         break;
       case NemesisFault::pause:
@@ -83,6 +87,8 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
         steps.push_back(step);
         step.kind = NemesisStep::Kind::resume;
         step.at_us = heal_at;
+        step.leader = false;
+        step.heals = fault_at;
         steps.push_back(step);
         break;
       case NemesisFault::restart:
@@ -91,7 +97,8 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
         break;
     }
   }
-  std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.at_us < b.at_us; });
+  // Built in time order already (a heal comes before the next fault), so
+  // `heals` indices hold.
   return steps;
 }
 

@@ -9,6 +9,8 @@
 //   pause    SIGSTOP a process, SIGCONT it half a period later;
 //   restart  stop a process (SIGTERM) and start it again at once.
 //
+// Half the faults on nodes hit the node that leads when they are done.
+//
 // The plan is a plain list: no clock, no randomness but the seed's, so the
 // same seed gives the same plan (the driver in live/cluster_fuzz.cpp
 // carries it out and records each step in the history).
@@ -35,6 +37,10 @@ struct NemesisStep {
   Kind kind = Kind::kill;
   bool etcd = false;       // an etcd member, else a node
   int index = 0;           // which node or member, from 0
+  // A fault on the node that leads when it is done (the driver asks; if none
+  // answers as leader, `index`); its heal, `heals` >= 0, acts on the same.
+  bool leader = false;
+  int heals = -1;          // a heal: the index in the plan of the fault it heals
   // As the history's `nemesis` event says it: "kill n2", "resume etcd1".
   std::string what() const;
 };
@@ -50,7 +56,10 @@ struct NemesisPlanOptions {
 
 // The steps in time order: a fault at every period's start from the first
 // period's end on, each healed (kill, pause) half a period later; none
-// after the run's end, every fault healed by then.
+// after the run's end, every fault healed by then. Half the faults on
+// nodes are aimed at the leader of the moment (where a lock service's
+// faults matter most: requests in flight, Expires owed, a new leader's
+// deadlines), the others at a node drawn from the seed.
 std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options);
 
 }  // namespace lockstep::live

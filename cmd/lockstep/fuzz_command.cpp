@@ -322,7 +322,9 @@ int run_cluster_fuzz_command(FuzzCommand& options) {
   f.etcd_members = c.etcd_members;
   f.limits = limits;
   f.clients = options.fuzz.clients;
-  f.keys = options.fuzz.keys;
+  // Fewer keys per client make more hand-offs, and more for the checker to
+  // search through a cluster's late Expires: 16 keys unless told.
+  f.keys = given(options, "--keys") ? options.fuzz.keys : 16;
   f.duration_s = options.fuzz.duration_s;
   f.seed = options.fuzz.seed;
   f.tolerance_ms = options.fuzz.tolerance_ms;

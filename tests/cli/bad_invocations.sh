@@ -184,6 +184,38 @@ expect 2 "--wait-ms" fuzz --target 127.0.0.1:7878 --wait-ms 5
 expect 2 "--wait-ms" fuzz --target 127.0.0.1:7878 --wait-ms -1..5
 expect 2 "--lease-ms" fuzz --target 127.0.0.1:7878 --max-lease-ms 1000 --lease-ms 500..2000
 expect 2 "--no-limits" fuzz --target 127.0.0.1:7878 --no-limits --max-keys 5
+# fuzz --mode cluster: its options checked, simple mode's refused, and a
+# nemesis with nothing the fuzzer started to act on refused.
+expect 2 "--mode" fuzz --mode raft --target 127.0.0.1:7878
+expect 2 "--exec-node" fuzz --mode cluster
+expect 2 "--exec-node" fuzz --mode cluster --target 127.0.0.1:7001 --exec-node 'x {port}'
+expect 2 "localhost:2" fuzz --mode cluster --target 127.0.0.1:7001,localhost:2
+expect 2 "--target" fuzz --mode cluster --target 127.0.0.1:7001,
+expect 2 "--target" fuzz --target 127.0.0.1:7001,127.0.0.1:7002
+expect 2 "--nemesis" fuzz --mode cluster --target 127.0.0.1:7001 --nemesis kill
+expect 2 "--nemesis-every-s" fuzz --mode cluster --target 127.0.0.1:7001 --nemesis-every-s 3
+expect 2 "--nodes" fuzz --mode cluster --target 127.0.0.1:7001 --nodes 3
+expect 2 "--nemesis" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill,boom
+expect 2 "--nemesis" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill,kill
+expect 2 "--nemesis" fuzz --mode cluster --exec-node 'x {port}' --nemesis ''
+expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-every-s 0.1
+expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-every-s 20 --duration-s 10
+expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis-every-s 3
+expect 2 "--nemesis-etcd" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-etcd
+expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 0
+expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 8
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 0
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 9
+expect 2 "{etcd}" fuzz --mode cluster --exec-node 'x {etcd} {port}'
+expect 2 "--clock-allowance-ms" fuzz --mode cluster --target 127.0.0.1:7001 --clock-allowance-ms -1
+expect 2 "--max-lateness-ms" fuzz --mode cluster --target 127.0.0.1:7001 --max-lateness-ms -1
+expect 2 "--max-lateness-ms" fuzz --target 127.0.0.1:7878 --max-lateness-ms 100
+expect 2 "--exec-node" fuzz --target 127.0.0.1:7878 --exec-node 'x {port}'
+expect 2 "--sweep-ms" fuzz --mode cluster --target 127.0.0.1:7001 --sweep-ms 500
+expect 2 "--restart-every-s" fuzz --mode cluster --target 127.0.0.1:7001 --restart-every-s 1
+expect 2 "--exec" fuzz --mode cluster --exec 'x {port}'
+expect 2 "--lease-ms" fuzz --mode cluster --target 127.0.0.1:7001 --lease-ms 0..5
+expect 2 "--wait-ms" fuzz --mode cluster --target 127.0.0.1:7001 --wait-ms 9..5
 expect 2 "--budget-memory-mb" check-history "$work/a-file" --budget-memory-mb 1
 expect 2 "--seeds" miss-rate --seeds 5..1
 expect 2 "--seeds" miss-rate --seeds 1..200000

@@ -2,7 +2,8 @@
 # The README's "Running a cluster", run as written (with this build's
 # lockstep): three etcd members and three nodes on one machine. Checks that
 # the README's request is granted by the leader, that a follower redirects
-# to the leader, that a node prints its status line on SIGUSR1, and that
+# to the leader, that the README's `fuzz --mode cluster --target` of it
+# conforms, that a node prints its status line on SIGUSR1, and that
 # `kill $(jobs -p)` stops them all; whatever happens, everything it started
 # is stopped and the directory removed.
 #   readme_cluster.sh LOCKSTEP README
@@ -51,6 +52,13 @@ for port in 27001 27002 27003; do
   echo "follower 127.0.0.1:$port: $answer"
   [ "$answer" = "E not-leader 127.0.0.1:$leader" ] || { echo "expected a redirect to the leader"; exit 1; }
 done
+# The README's "Fuzzing a cluster" fuzzes this cluster as it runs.
+fuzz=$(extract '<!-- fuzzing-a-running-cluster -->')
+[ -n "$fuzz" ] || { echo "the README's fuzz --target command was not found"; exit 1; }
+out=$(eval "${fuzz//build\/default\/lockstep/$lockstep}" 2>&1)
+code=$?
+echo "$out" | grep -E '^(run|tester|verdict|violations)'
+[ "$code" -eq 0 ] && grep -q '^violations: 0$' <<<"$out" || { echo "fuzz --target: exit $code"; echo "$out" | tail -5; exit 1; }
 node=$((leader - 27000))
 # The README starts three etcd members, then nodes n1..n3: node N is job 3+N
 # (its pid, not a search by name that could find another run's node).

@@ -1,0 +1,151 @@
+// The nemesis's plan (live/nemesis.hpp) for `fuzz --mode cluster`: the same
+// seed gives the same plan and another seed another; one fault per period,
+// from the end of the first period, each on a process that exists and of a
+// kind asked for; every kill and pause healed half a period later (by the
+// run's end at the latest) on the same process, so at most one process is
+// down or paused at a time and nothing is broken at the end; etcd members
+// only when asked; and the fault list parsed as the command line gives it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "live/nemesis.hpp"
+
+namespace lockstep::live {
+namespace {
+
+NemesisPlanOptions options(std::uint64_t seed, int etcd_members = 0) {
+  NemesisPlanOptions o;
+  o.faults = {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart};
+  o.every_s = 5;
+  o.nodes = 3;
+  o.etcd_members = etcd_members;
+  o.duration_s = 60;
+  o.seed = seed;
+  return o;
+}
+
+TEST(NemesisPlan, SameSeedSamePlanAnotherSeedAnother) {
+  const auto a = nemesis_plan(options(7)), b = nemesis_plan(options(7)), c = nemesis_plan(options(8));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].what() + std::to_string(a[i].at_us), b[i].what() + std::to_string(b[i].at_us));
+  std::string plan_a, plan_c;
+  for (const auto& step : a) plan_a += step.what() + ";";
+  for (const auto& step : c) plan_c += step.what() + ";";
+  EXPECT_NE(plan_a, plan_c);
+}
+
+TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    const auto o = options(seed, seed % 2 == 0 ? 3 : 0);
+    const auto plan = nemesis_plan(o);
+    std::map<std::pair<bool, int>, NemesisStep::Kind> broken;  // process -> what was done to it
+    int faults = 0;
+    std::int64_t last_us = 0;
+    for (const auto& step : plan) {
+      EXPECT_GE(step.at_us, last_us) << "seed " << seed << ": not in time order";
+      last_us = step.at_us;
+      EXPECT_LT(step.at_us, 60'000'001) << step.what();
+      EXPECT_GE(step.index, 0);
+      EXPECT_LT(step.index, step.etcd ? o.etcd_members : o.nodes) << step.what();
+      const auto process = std::pair{step.etcd, step.index};
+      switch (step.kind) {
+        case NemesisStep::Kind::kill:
+        case NemesisStep::Kind::pause:
+          EXPECT_TRUE(broken.empty()) << "seed " << seed << ": " << step.what() << " while another fault is open";
+          EXPECT_EQ(step.at_us % 5'000'000, 0) << step.what();
+          broken[process] = step.kind;
+          ++faults;
+          break;
+        case NemesisStep::Kind::start:
+        case NemesisStep::Kind::resume: {
+          ASSERT_GE(step.heals, 0) << step.what();
+          EXPECT_LT(step.heals, &step - plan.data());
+          EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].index, step.index) << step.what();
+          EXPECT_FALSE(step.leader);
+          const auto opened = broken.find(process);
+          ASSERT_NE(opened, broken.end()) << "seed " << seed << ": " << step.what() << " heals nothing";
+          EXPECT_EQ(opened->second, step.kind == NemesisStep::Kind::start ? NemesisStep::Kind::kill : NemesisStep::Kind::pause);
+          EXPECT_EQ(step.at_us % 5'000'000, 2'500'000) << step.what();
+          broken.erase(opened);
+          break;
+        }
+        case NemesisStep::Kind::restart:
+          EXPECT_TRUE(broken.empty()) << step.what();
+          EXPECT_EQ(step.at_us % 5'000'000, 0) << step.what();
+          ++faults;
+          break;
+      }
+    }
+    EXPECT_TRUE(broken.empty()) << "seed " << seed << ": a fault left open at the end";
+    EXPECT_EQ(faults, 11) << "seed " << seed << ": one fault at 5, 10 ... 55 s";
+  }
+}
+
+TEST(NemesisPlan, SomeFaultsAimAtTheLeaderNoneAtAnEtcdLeader) {
+  int at_leader = 0, faults = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (const auto& step : nemesis_plan(options(seed, 3))) {
+      if (step.heals >= 0) continue;
+      ++faults;
+      at_leader += step.leader ? 1 : 0;
+      EXPECT_FALSE(step.leader && step.etcd) << step.what();
+    }
+  }
+  EXPECT_GT(at_leader, faults / 5);
+  EXPECT_LT(at_leader, faults);
+}
+
+TEST(NemesisPlan, EtcdMembersOnlyWhenAskedAndOnlyTheFaultsAsked) {
+  bool etcd_seen = false;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    auto o = options(seed);
+    o.faults = {NemesisFault::pause};
+    for (const auto& step : nemesis_plan(o)) {
+      EXPECT_FALSE(step.etcd);
+      EXPECT_TRUE(step.kind == NemesisStep::Kind::pause || step.kind == NemesisStep::Kind::resume) << step.what();
+    }
+    for (const auto& step : nemesis_plan(options(seed, 3))) etcd_seen = etcd_seen || step.etcd;
+  }
+  EXPECT_TRUE(etcd_seen);
+}
+
+TEST(NemesisPlan, NoneWithoutFaultsOrBeforeTheFirstPeriodEnds) {
+  auto o = options(1);
+  o.faults.clear();
+  EXPECT_TRUE(nemesis_plan(o).empty());
+  o = options(1);
+  o.duration_s = 5;  // the first fault would be at the run's end
+  EXPECT_TRUE(nemesis_plan(o).empty());
+}
+
+TEST(NemesisPlan, WhatTheHistorySays) {
+  NemesisStep step;
+  step.kind = NemesisStep::Kind::kill;
+  step.index = 1;
+  EXPECT_EQ(step.what(), "kill n2");
+  step.kind = NemesisStep::Kind::resume;
+  step.etcd = true;
+  step.index = 0;
+  EXPECT_EQ(step.what(), "resume etcd1");
+}
+
+TEST(NemesisFaults, ParsedAsGiven) {
+  std::string error;
+  const auto all = parse_nemesis_faults("kill,pause,restart", error);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 3u);
+  const auto one = parse_nemesis_faults("pause", error);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->front(), NemesisFault::pause);
+  for (const char* bad : {"", "kill,", ",kill", "kill,kill", "boom", "kill pause"}) {
+    error.clear();
+    EXPECT_FALSE(parse_nemesis_faults(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::live
