@@ -28,7 +28,7 @@ rm -rf "$work_dir" && mkdir -p "$work_dir"
 node="$adapter --etcd {etcd} --port {port} --prefix {prefix} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
 node+=" --max-line-bytes {max_line_bytes} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters}"
 "$lockstep" fuzz --mode cluster --exec-node "$node" --nodes 1 --etcd-members 3 \
-  --max-waiters-per-key 256 --max-waiters 512 --lease-ms 2000..2000 --wait-ms 0..3000 \
+  --max-waiters-per-key 256 --max-waiters 512 --clients 16 --keys 8 --lease-ms 2000..2000 --wait-ms 0..3000 \
   --duration-s "$seconds" --seed "$seed" --history "$work_dir/history.ndjson" >"$work_dir/fuzz.out" 2>&1
 status=$?
 grep -E '^(fuzz|node|run|search|worst|unknown|verdict|violation)' "$work_dir/fuzz.out" | cut -c1-400
