@@ -499,7 +499,10 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
       "leases and waits up to 10 s), filled into the command. --lease-ms and --wait-ms keep the\n"
       "workload's leases and waits in a range the service accepts; --no-limits is for a service\n"
       "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
-      "is sent); --tolerance-ms is how late its timers may fire.");
+      "is sent); --tolerance-ms is how late its timers may fire.\n"
+      "--mode cluster fuzzes the nodes of a cluster (--target HOST:PORT,... or --exec-node with\n"
+      "--nodes and --etcd-members), with sessions, redirects, retries and a nemesis (README,\n"
+      "\"Fuzzing a cluster\").");
   fuzz->add_option("--mode", options->mode,
                    "simple: one server (the default); cluster: the nodes of a cluster, with sessions, redirects and\n"
                    "retries, read by cluster mode's rules (see --exec-node, --nemesis)")
@@ -521,7 +524,7 @@ void add_fuzz_commands(CLI::App& app, std::function<int()>& run) {
   fuzz->add_option("--nemesis", options->cluster.nemesis,
                    "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                    "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
-                   "once); one per period on a node drawn from --seed");
+                   "once); one per period, drawn from --seed, on a node drawn from it or on the leader of the moment");
   fuzz->add_option("--nemesis-every-s", options->cluster.nemesis_every_s, "the nemesis's period")
       ->check(decimal(0.5, 86'400))
       ->capture_default_str();
