@@ -25,13 +25,13 @@
 #include "impl/etcd/event_queue.hpp"
 #include "impl/etcd/log_format.hpp"
 #include "impl/line_framer.hpp"
+#include "impl/server/socket_connection.hpp"
 #include "impl/protocol.hpp"
 
 namespace lockstep::etcd_lock {
 
 namespace {
 
-constexpr std::size_t read_chunk_bytes = 64 * 1024;
 constexpr int epoll_batch = 256;
 constexpr std::uint64_t listener_key = 0;
 constexpr std::uint64_t signal_key = UINT64_MAX;
@@ -52,23 +52,12 @@ struct Finished {
 };
 using WorkerEvent = std::variant<Placed, Finished>;
 
-struct Connection {
-  int fd = -1;
-  ConnectionId id;
-  LineFramer framer;
-  std::string output;
-  std::size_t output_sent = 0;
-  bool reading = true;      // false after EOF, an error or an overlong line
-  bool discarding = false;  // lines still buffered are dropped (overlong line)
-  bool slow = false;        // did not read its answers, or is gone: closed at once
-  bool aborted = false;     // an answer it is owed cannot be given: closed once its output is out
+struct Connection : SocketConnection {
+  bool aborted = false;  // an answer it is owed cannot be given: closed once its output is out
   std::optional<std::uint64_t> unplaced;  // a request of its own not yet placed in etcd
   std::uint64_t answers_owed = 0;         // requests whose answer goes here
-  unsigned interest = EPOLLIN;
 
-  Connection(int descriptor, ConnectionId identity, std::size_t max_line)
-      : fd(descriptor), id(identity), framer(max_line) {}
-  std::size_t pending_output() const { return output.size() - output_sent; }
+  using SocketConnection::SocketConnection;
   bool has_work() const { return !discarding && !unplaced && framer.has_complete_line(); }
   bool finished() const {
     return slow || (aborted && pending_output() == 0) ||
@@ -398,37 +387,22 @@ void Adapter::answer(std::optional<ConnectionId> to, const Response& response) {
 
 void Adapter::accept_all() {
   while (true) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (connections_.size() >= config_.max_connections) {
-      static constexpr std::string_view refusal = "E too many connections\n";
-      [[maybe_unused]] const auto written = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
-      ::close(fd);
+    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
+    if (client.refused) {
       ++refused_;
       continue;
     }
-    const int yes = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    if (client.fd < 0) return;
     const ConnectionId id{next_connection_++};
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = id.value;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    connections_.emplace(id, std::make_unique<Connection>(fd, id, config_.limits.max_line_bytes));
+    watch_client(epoll_fd_, client.fd, id);
+    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
     ++accepted_;
   }
 }
 
 void Adapter::read_from(Connection& c) {
-  if (!c.reading || c.framer.has_complete_line()) return;  // the socket holds the rest: back-pressure
-  char chunk[read_chunk_bytes];
-  const auto got = ::recv(c.fd, chunk, sizeof chunk, 0);
-  if (got > 0) {
-    c.framer.feed(std::string_view(chunk, static_cast<std::size_t>(got)));
-    return;
-  }
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  end_input(c);  // EOF or an error: the lines already received are still handled
+  // EOF or an error: the lines already received are still handled.
+  if (c.read_chunk()) end_input(c);
 }
 
 void Adapter::handle_lines(Connection& c) {
@@ -512,35 +486,11 @@ void Adapter::end_input(Connection& c) {
 }
 
 void Adapter::flush(Connection& c) {
-  while (c.pending_output() > 0 && !c.slow) {
-    const auto wrote = ::send(c.fd, c.output.data() + c.output_sent, c.pending_output(), MSG_NOSIGNAL);
-    if (wrote < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      c.slow = true;  // the peer is gone
-      break;
-    }
-    c.output_sent += static_cast<std::size_t>(wrote);
-  }
-  if (c.output_sent == c.output.size()) {
-    c.output.clear();
-    c.output_sent = 0;
-  } else if (c.output_sent > read_chunk_bytes) {
-    c.output.erase(0, c.output_sent);
-    c.output_sent = 0;
-  }
+  c.send_pending();
   set_interest(c);
 }
 
-void Adapter::set_interest(Connection& c) {
-  const unsigned interest = (c.reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
-                            (c.pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);
-  if (interest == c.interest) return;
-  c.interest = interest;
-  epoll_event event{};
-  event.events = interest;
-  event.data.u64 = c.id.value;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &event);
-}
+void Adapter::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
 
 void Adapter::close_connection(Connection& c) {
   const ConnectionId id = c.id;

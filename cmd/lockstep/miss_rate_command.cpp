@@ -46,24 +46,6 @@ std::string seed_list(const std::vector<std::uint64_t>& seeds) {
 // At most this many seeds in one run: a range past it is a typo, not a plan.
 constexpr std::uint64_t seeds_max = 100'000;
 
-// `A..B` or `A`, whole numbers with A <= B and at most seeds_max seeds.
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seeds(const std::string& text) {
-  const auto dots = text.find("..");
-  const auto first = parse_decimal(text.substr(0, dots));
-  const auto last = dots == std::string::npos ? first : parse_decimal(text.substr(dots + 2));
-  if (!first || !last || *last < *first || *last - *first >= seeds_max) return std::nullopt;
-  return std::pair{*first, *last};
-}
-
-CLI::Validator seeds_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (parse_seeds(text)) return {};
-        return fmt::format("'{}' is not A..B with A <= B and at most {} seeds", text, seeds_max);
-      },
-      "A..B", "seed range");
-}
-
 std::vector<std::string> bug_names() {
   std::vector<std::string> names;
   for (const auto& bug : sim::simple_mode_bugs()) names.push_back(bug.name);
@@ -75,7 +57,7 @@ std::vector<std::string> bug_names() {
 
 int run_miss_rate(const MissRateCommand& command) {
   sim::MissRateOptions options;
-  std::tie(options.first_seed, options.last_seed) = *parse_seeds(command.seeds);  // checked when parsed
+  std::tie(options.first_seed, options.last_seed) = *parse_seed_range(command.seeds, seeds_max);  // checked when parsed
   options.budget_states = command.budget_states;
   options.nodes = command.nodes;
   const auto all = bugs_of(command.mode);
@@ -172,7 +154,7 @@ void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
                       "simulator (sim --mode cluster) and the cluster catalogue, histories read as a cluster's")
       ->check(one_of({"simple", "cluster"}, "the modes", "simple or cluster"))
       ->capture_default_str();
-  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->check(seeds_check())->capture_default_str();
+  command->add_option("--seeds", options->seeds, "swarm seeds A..B")->check(seed_range(seeds_max))->capture_default_str();
   command->add_option("--bug", options->bugs, "only this bug (repeatable; `none` for the clean runs)")
       ->check(one_of(bug_names(), "the bugs",
                      "lockstep serve --list-bugs, none and restart-forgets-tokens; with --mode cluster the cluster "

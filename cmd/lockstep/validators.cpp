@@ -43,19 +43,24 @@ std::string system_error() { return std::strerror(errno); }
 
 }  // namespace
 
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seed_range(const std::string& text) {
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seed_range(const std::string& text,
+                                                                       std::uint64_t count_max) {
   const auto dots = text.find("..");
   const auto first = digits_value(text.substr(0, dots));
   const auto last = dots == std::string::npos ? first : digits_value(text.substr(dots + 2));
   if (!first || !last || *first > seed_max || *last > seed_max || *last < *first) return std::nullopt;
+  if (*last - *first >= count_max) return std::nullopt;
   return std::pair{*first, *last};
 }
 
-CLI::Validator seed_range() {
+CLI::Validator seed_range(std::uint64_t count_max) {
+  const auto most = count_max == std::numeric_limits<std::uint64_t>::max()
+                        ? std::string()
+                        : fmt::format(" and at most {} seeds", count_max);
   return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (parse_seed_range(text)) return {};
-        return fmt::format("'{}' is not A..B with seeds A <= B in 0..{}", text, seed_max);
+      [count_max, most](std::string& text) -> std::string {
+        if (parse_seed_range(text, count_max)) return {};
+        return fmt::format("'{}' is not A..B with seeds A <= B in 0..{}{}", text, seed_max, most);
       },
       "A..B", "seed range");
 }

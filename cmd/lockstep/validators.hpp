@@ -24,10 +24,12 @@ namespace lockstep::cli {
 // Seeds are 0 .. 2^63 - 1: every tool that reads a trace or a reproduce
 // line can hold them, and a range never wraps around.
 inline constexpr std::uint64_t seed_max = (std::uint64_t{1} << 63) - 1;
-// `A..B` (A <= B) or one seed `A`, each in 0..seed_max; the validator of
-// `--seeds` and what the command reads once it has passed.
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seed_range(const std::string& text);
-CLI::Validator seed_range();
+// `A..B` (A <= B) or one seed `A`, each in 0..seed_max, and at most
+// `count_max` seeds; the validator of `--seeds` and what the command reads
+// once it has passed.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_seed_range(
+    const std::string& text, std::uint64_t count_max = std::numeric_limits<std::uint64_t>::max());
+CLI::Validator seed_range(std::uint64_t count_max = std::numeric_limits<std::uint64_t>::max());
 
 // A whole number in [low, high], for an unsigned option.
 CLI::Validator whole(std::uint64_t low, std::uint64_t high = std::numeric_limits<std::uint64_t>::max());
