@@ -120,7 +120,8 @@ class Adapter {
   std::uint64_t next_request_ = 1;
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   std::map<std::uint64_t, Request> requests_;
-  std::uint64_t accepted_ = 0, refused_ = 0, slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
+  AcceptCounts counts_;
+  std::uint64_t slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
 };
 
 Adapter::~Adapter() {
@@ -240,7 +241,7 @@ int Adapter::run() {
     fmt::print(stderr,
                "lockstep-etcd-lock: stopped ({} connections accepted, {} refused at the limit, {} closed for not "
                "reading, {} lines, {} grants, {} waiters etcd dropped, {} etcd calls made again)\n",
-               accepted_, refused_, slow_closed_, lines_, granted_, lost_, mutex_->calls_retried());
+               counts_.accepted, counts_.refused, slow_closed_, lines_, granted_, lost_, mutex_->calls_retried());
   }
   return 0;
 }
@@ -386,18 +387,9 @@ void Adapter::answer(std::optional<ConnectionId> to, const Response& response) {
 // ---- clients ------------------------------------------------------------------
 
 void Adapter::accept_all() {
-  while (true) {
-    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
-    if (client.refused) {
-      ++refused_;
-      continue;
-    }
-    if (client.fd < 0) return;
-    const ConnectionId id{next_connection_++};
-    watch_client(epoll_fd_, client.fd, id);
-    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
-    ++accepted_;
-  }
+  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
+                             counts_, [this] { return ConnectionId{next_connection_++}; },
+                             [](ConnectionId) {});
 }
 
 void Adapter::read_from(Connection& c) {

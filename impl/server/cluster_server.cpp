@@ -109,7 +109,8 @@ class ClusterServer {
   std::uint64_t connection_counter_ = 0;
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   std::deque<std::pair<cluster::LogIndex, std::string>> recent_keys_;
-  std::uint64_t accepted_ = 0, refused_ = 0, slow_closed_ = 0, lines_ = 0, snapshots_ = 0;
+  AcceptCounts counts_;
+  std::uint64_t slow_closed_ = 0, lines_ = 0, snapshots_ = 0;
 };
 
 ClusterServer::~ClusterServer() {
@@ -307,7 +308,7 @@ int ClusterServer::run() {
     fmt::print(stderr,
                "lockstep serve: node {} stopped ({} connections accepted, {} refused at the limit, {} closed for "
                "not reading, {} lines, {} snapshots stored, applied {})\n",
-               config_.node_id, accepted_, refused_, slow_closed_, lines_, snapshots_, node_->applied());
+               config_.node_id, counts_.accepted, counts_.refused, slow_closed_, lines_, snapshots_, node_->applied());
   }
   return 0;
 }
@@ -437,21 +438,13 @@ void ClusterServer::handle(cluster::NodeOutputs& out) {
 // ---- clients ------------------------------------------------------------------
 
 void ClusterServer::accept_all() {
-  while (true) {
-    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
-    if (client.refused) {
-      ++refused_;
-      continue;
-    }
-    if (client.fd < 0) return;
-    const ConnectionId id = next_connection_id();
-    watch_client(epoll_fd_, client.fd, id);
-    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
-    ++accepted_;
-    cluster::NodeOutputs out;
-    node_->on_connect(id, out);
-    handle(out);
-  }
+  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
+                             counts_, [this] { return next_connection_id(); },
+                             [this](ConnectionId id) {
+                              cluster::NodeOutputs out;
+                              node_->on_connect(id, out);
+                              handle(out);
+                            });
 }
 
 void ClusterServer::read_from(Connection& c) {

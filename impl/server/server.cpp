@@ -75,7 +75,8 @@ class Server {
   std::uint64_t next_connection_ = 1;
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   Outputs out_;
-  std::uint64_t accepted_ = 0, refused_ = 0, lines_ = 0, slow_closed_ = 0;
+  AcceptCounts counts_;
+  std::uint64_t lines_ = 0, slow_closed_ = 0;
   bool exhaustion_logged_ = false;
   bool failed_ = false;  // the token mark could not be persisted: stop, send nothing more
 };
@@ -199,24 +200,15 @@ int Server::run() {
   if (!config_.quiet) {
     fmt::print(stderr, "lockstep serve: stopped ({} connections accepted, {} refused at the limit, {} closed for "
                        "not reading, {} lines)\n",
-               accepted_, refused_, slow_closed_, lines_);
+               counts_.accepted, counts_.refused, slow_closed_, lines_);
   }
   return failed_ ? 2 : 0;
 }
 
 void Server::accept_all() {
-  while (true) {
-    const auto client = accept_client(listen_fd_, connections_.size() >= config_.max_connections);
-    if (client.refused) {
-      ++refused_;
-      continue;
-    }
-    if (client.fd < 0) return;
-    const ConnectionId id{next_connection_++};
-    watch_client(epoll_fd_, client.fd, id);
-    connections_.emplace(id, std::make_unique<Connection>(client.fd, id, config_.limits.max_line_bytes));
-    ++accepted_;
-  }
+  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
+                             counts_, [this] { return ConnectionId{next_connection_++}; },
+                             [](ConnectionId) {});
 }
 
 void Server::read_from(Connection& c) {

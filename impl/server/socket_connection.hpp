@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -58,6 +59,31 @@ struct AcceptedClient {
 AcceptedClient accept_client(int listen_fd, bool at_limit);
 // Adds a client's socket to the epoll set, reading, under its id.
 void watch_client(int epoll_fd, int fd, ConnectionId id);
+
+// Every client waiting on `listen_fd`, each added to `connections` (a map
+// from ConnectionId to std::unique_ptr<Connection>) and to the epoll set
+// under `next_id()`, then handed to `accepted(id)`; past `max_connections`
+// each is refused as accept_client says. Counts both.
+struct AcceptCounts {
+  std::uint64_t accepted = 0, refused = 0;
+};
+template <class Connection, class Connections, class NextId, class Accepted>
+void accept_clients(int listen_fd, int epoll_fd, Connections& connections, std::size_t max_connections,
+                    std::size_t max_line_bytes, AcceptCounts& counts, NextId next_id, Accepted accepted) {
+  while (true) {
+    const auto client = accept_client(listen_fd, connections.size() >= max_connections);
+    if (client.refused) {
+      ++counts.refused;
+      continue;
+    }
+    if (client.fd < 0) return;
+    const ConnectionId id = next_id();
+    watch_client(epoll_fd, client.fd, id);
+    connections.emplace(id, std::make_unique<Connection>(client.fd, id, max_line_bytes));
+    ++counts.accepted;
+    accepted(id);
+  }
+}
 
 // How long the epoll loop may sleep: not at all while lines are left over
 // from the previous turn (one connection's share is bounded per turn), until

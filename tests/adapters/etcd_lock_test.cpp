@@ -108,8 +108,11 @@ class EtcdLockAdapter : public ::testing::Test {
     prefix_ = fmt::format("test-{}", test->name());
     log_path_ = fmt::format("{}/lockstep-etcd-lock-{}.log", ::testing::TempDir(), test->name());
   }
+  // The adapter's log is kept for a failed test (its path is in the
+  // failure's message through log_tail) and removed after a passing one.
   void TearDown() override {
     if (adapter_) adapter_->stop();
+    if (!HasFailure()) std::remove(log_path_.c_str());
   }
 
   void start_adapter(const std::string& options = "") {
