@@ -92,7 +92,7 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
   // violation, to where they see its effects.
   run.stop_at_first_violation = false;
   const auto result = run_cluster_simulation(params, run);
-  recorder.finish(result.raft.stats.simulated_until);
+  recorder.finish(result.raft.stats.simulated_until, result.lateness_ms);
   history::CheckOptions check;
   check.budget_states = options.budget_states;
   // A bug's history can make one instant branch without end (a key whose
