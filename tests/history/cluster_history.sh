@@ -33,6 +33,7 @@ cmp -s "$work/a.ndjson" "$work/b.ndjson" || fail "two runs of seed 37 wrote diff
 head -1 "$work/a.ndjson" | grep -q '"mode":"cluster"' || fail "the header does not say \"mode\":\"cluster\""
 grep -q '"clock_allowance_ms":' "$work/a.ndjson" || fail "the header states no clock allowance"
 
+grep -q '"max_lateness_ms":' "$work/a.ndjson" || fail "the header states no maximum lateness (the run's own)"
 check 0 "worst lateness: " "$work/a.ndjson"
 check 0 "verdict: conforms" "$work/a.ndjson" --mode cluster
 check 1 "verdict: violation" "$work/a.ndjson" --mode simple
@@ -43,6 +44,17 @@ check 1 "later than the maximum lateness allows" "$work/a.ndjson" --max-lateness
 "$lockstep" sim --mode cluster --seed 1 --swarm --inject-bug token-per-key --history "$work/bug.ndjson" >/dev/null
 [ $? -eq 1 ] || fail "sim --inject-bug token-per-key: the simulator saw nothing"
 check 1 "violation [tokens]" "$work/bug.ndjson"
+
+# Seed 8 with stale-release: a client's stale token released a key whose
+# Expire had been applied; a cluster whose Expire was late would answer the
+# same, so the history passes only with more lateness than its header
+# states... unless the run really was that late elsewhere, which it was: the
+# header's maximum (the run's own) lets it pass, and stating none late
+# (1 ms) fails it by lateness.
+"$lockstep" sim --mode cluster --seed 8 --swarm --inject-bug stale-release --history "$work/late.ndjson" >/dev/null
+grep -q '"max_lateness_ms":' "$work/late.ndjson" || fail "seed 8: the header states no maximum lateness"
+check 0 "verdict: conforms" "$work/late.ndjson"
+check 1 "later than the maximum lateness allows" "$work/late.ndjson" --max-lateness-ms 1
 
 [ "$failures" -eq 0 ] && echo "cluster histories: ok"
 [ "$failures" -eq 0 ]
