@@ -208,7 +208,8 @@ grpc::Status Client::status(etcdserverpb::StatusResponse& response, Timeout time
   return maintenance_->Status(context.get(), request, &response);
 }
 
-Client::Watch::Watch(etcdserverpb::Watch::Stub& stub) {
+Client::Watch::Watch(etcdserverpb::Watch::Stub& stub, std::optional<std::chrono::system_clock::time_point> deadline) {
+  if (deadline) context_.set_deadline(*deadline);
   // Ask etcd to end the stream when the member loses its Raft leader, as
   // etcd's own client does, instead of staying silent behind a partition.
   context_.AddMetadata("hasleader", "true");
@@ -250,7 +251,9 @@ grpc::Status Client::Watch::finish() {
   return status;
 }
 
-std::unique_ptr<Client::Watch> Client::watch() { return std::make_unique<Watch>(*watch_); }
+std::unique_ptr<Client::Watch> Client::watch(std::optional<std::chrono::system_clock::time_point> deadline) {
+  return std::make_unique<Watch>(*watch_, deadline);
+}
 
 std::string prefix_end(std::string prefix) {
   while (!prefix.empty()) {

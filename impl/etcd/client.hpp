@@ -61,10 +61,12 @@ class Client {
   grpc::Status status(etcdserverpb::StatusResponse& response, Timeout timeout);
 
   // A watch stream: create() it, read() responses until one fails;
-  // cancel() from any thread ends a read() in progress.
+  // cancel() from any thread ends a read() in progress, and so does the
+  // deadline, when one is given.
   class Watch {
    public:
-    explicit Watch(etcdserverpb::Watch::Stub& stub);
+    explicit Watch(etcdserverpb::Watch::Stub& stub,
+                   std::optional<std::chrono::system_clock::time_point> deadline = std::nullopt);
     ~Watch();
     bool create(const etcdserverpb::WatchCreateRequest& request);
     // Asks etcd for a progress response (its current revision), so a quiet
@@ -80,7 +82,7 @@ class Client {
     std::mutex write_mutex_;
     std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>> stream_;
   };
-  std::unique_ptr<Watch> watch();
+  std::unique_ptr<Watch> watch(std::optional<std::chrono::system_clock::time_point> deadline = std::nullopt);
 
   const Target& target() const { return target_; }
 

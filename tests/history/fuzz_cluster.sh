@@ -6,7 +6,10 @@
 # EXPECT "no-false-alarm": one run of SECONDS of the correct cluster must
 # conform (exit 0; 1 is a false alarm, 2 a checker that could not decide).
 # EXPECT "violation": serve --cluster --inject-bug BUG must be reported
-# (exit 1) within 60 s of fuzzing, by runs of SECONDS from seed SEED on.
+# (exit 1) within 120 s of fuzzing, by runs of SECONDS from seed SEED on
+# (most bugs are caught in the first 20 to 40 s; heap-not-rebuilt needs the
+# nemesis to replace a leader at the right moment, and once took more than
+# 60 s on a loaded machine).
 # Lateness fails a run only past --max-lateness-ms, 8 s here (a paused or
 # killed leader is replaced after its TTL of 2 s and a campaign; the
 # machine may be loaded): a run in which the machine ran the fuzzer half
@@ -31,7 +34,7 @@ run() {
 case "$expect" in
   violation)
     fuzzed=0
-    while [ "$fuzzed" -lt 60 ]; do
+    while [ "$fuzzed" -lt 120 ]; do
       run "$seed"
       late_ms=$(machine_late_ms)
       if [ "$code" -eq 1 ] && [ -n "$late_ms" ] && [ "$late_ms" -ge $((max_lateness_ms / 2)) ]; then
@@ -41,7 +44,7 @@ case "$expect" in
       fi
       fuzzed=$((fuzzed + seconds)) seed=$((seed + 1))
     done
-    echo "$bug not caught within 60 s of fuzzing (last exit $code)"; exit 1 ;;
+    echo "$bug not caught within 120 s of fuzzing (last exit $code)"; exit 1 ;;
   no-false-alarm)
     for attempt in 1 2 3; do
       run "$seed"
