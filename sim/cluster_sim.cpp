@@ -26,6 +26,7 @@
 
 #include "impl/cluster/node.hpp"
 #include "sim/cluster_checker.hpp"
+#include "sim/cluster_lateness.hpp"
 #include "sim/cluster_timeline.hpp"
 #include "sim/cluster_trace.hpp"
 #include "sim/network.hpp"
@@ -139,6 +140,7 @@ class LockWorkload;
 struct NodeWatch final : cluster::ApplyObserver {
   NodeId id = 0;
   ClusterChecker* checker = nullptr;
+  ClusterLateness* lateness = nullptr;
   ClusterTimelineRecorder* timeline = nullptr;
   ClusterTraceWriter* trace = nullptr;
   TimeMs now;        // global time of the apply
@@ -146,10 +148,14 @@ struct NodeWatch final : cluster::ApplyObserver {
 
   void before_command(cluster::LogIndex index, const cluster::Command& command,
                       const cluster::LockMachine& machine) override {
+    // The checker moves its index on once an entry is done: until then
+    // this index is the next one, on the first node to apply it.
+    if (index == checker->model_index() + 1) lateness->before_first_apply(command, machine);
     checker->before_command(id, index, command, machine);
   }
   void after_command(cluster::LogIndex index, const cluster::Command& command, const cluster::LockMachine& machine,
                      const cluster::Applied& applied) override {
+    if (index == checker->model_index() + 1) lateness->after_first_apply(command, machine, applied, now);
     checker->after_command(id, index, command, machine, applied, now);
     if (timeline != nullptr) timeline->after_command(id, index, command, machine, applied, now);
     if (trace != nullptr) trace->apply(id, index, term, command, machine, applied, now);
@@ -171,7 +177,8 @@ class LockWorkload {
         watches_(params.raft.nodes + 1),
         known_leader_(params.raft.nodes + 1, 0),
         ticks_(params.raft.nodes + 1, 0),
-        clients_(params.clients + 1) {}
+        clients_(params.clients + 1),
+        lateness_(DurationMs{2 * params.skew_bound_ms.value}, params.client_latency_max_ms) {}
 
   Machine make_machine() const {
     cluster::NodeConfig config;
@@ -188,6 +195,7 @@ class LockWorkload {
     for (NodeId id = 1; id <= p_.raft.nodes; ++id) {
       watches_[id].id = id;
       watches_[id].checker = &*checker_;
+      watches_[id].lateness = &lateness_;
       watches_[id].timeline = timeline_;
       watches_[id].trace = trace_;
     }
@@ -335,6 +343,11 @@ class LockWorkload {
     stats.expires_applied = checker_->expires_applied();
     stats.timeouts_applied = checker_->timeouts_applied();
     return stats;
+  }
+
+  const ClusterLateness& lateness(TimeMs end) {
+    lateness_.finish(end);
+    return lateness_;
   }
 
  private:
@@ -498,6 +511,7 @@ class LockWorkload {
     client.connection = ConnectionId{(std::uint64_t{client.target} << 56) | (std::uint64_t{c} << 24) |
                                      (++client.connections & 0xffffffu)};
     checker_->on_send(client.session, lease_of(client.command), h.now());
+    lateness_.sent(client.session, h.now());
     ClientMessage m;
     m.kind = ClientMessage::Kind::request;
     m.node = client.target;
@@ -534,7 +548,10 @@ class LockWorkload {
     const auto ceiling = std::min(p_.backoff_max_ms.value, p_.backoff_min_ms.value << exponent);
     const auto backoff = DurationMs{h.workload_prng().between(p_.backoff_min_ms.value, std::max(p_.backoff_min_ms.value, ceiling))};
     client.timer = ++timers_;
-    if (observer_ != nullptr && client.connection.value != 0) observer_->given_up(h.now(), client.connection);
+    if (client.connection.value != 0) {
+      lateness_.attempt_ended(client.session, h.now());
+      if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
+    }
     client.connection = ConnectionId{};  // nothing more is heard on the old one
     h.push(h.now() + backoff, HarnessEvent{HarnessEventKind::workload, c, static_cast<std::uint32_t>(WorkEvent::timeout),
                                            client.timer | resend_bit});
@@ -575,11 +592,13 @@ class LockWorkload {
     if (m.kind == ClientMessage::Kind::closed) {
       // The node could not tell whether the request would commit: ask again.
       if (observer_ != nullptr) observer_->closed_by_node(h.now(), m.connection);
+      lateness_.attempt_ended(client.session, h.now());
       client.connection = ConnectionId{};
       retry(h, m.client, 0);
       return;
     }
     if (observer_ != nullptr) observer_->received(h.now(), m.connection, format_response(m.response));
+    lateness_.received(m.response, h.now());
     if (m.response.kind == ResponseKind::error && m.response.reason.starts_with("not-leader")) {
       ++lock_.redirects;
       const auto hint = m.response.reason.size() > 11 ? address_node(std::string_view(m.response.reason).substr(11))
@@ -598,6 +617,7 @@ class LockWorkload {
     ++h.stats().acknowledged;
     count(m.response);
     client.waiting = false;
+    lateness_.attempt_ended(client.session, h.now());
     if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     client.connection = ConnectionId{};
     if (m.response.kind == ResponseKind::granted) {
@@ -660,6 +680,7 @@ class LockWorkload {
   std::vector<Client> clients_;
   std::uint64_t timers_ = 0;
   ClusterLockStats lock_;
+  ClusterLateness lateness_;
 };
 
 }  // namespace
@@ -694,6 +715,9 @@ ClusterRunResult run_cluster_simulation(const ClusterSimParams& params, const Cl
   ClusterRunResult result;
   result.raft = harness.run();
   result.lock = workload.lock_stats(harness);
+  const auto& lateness = workload.lateness(result.raft.stats.simulated_until);
+  result.lateness_ms = lateness.worst_ms();
+  result.lateness_what = lateness.worst_what();
   if (timeline != nullptr) timeline->finish(result.raft.stats.simulated_until);
   return result;
 }

@@ -103,6 +103,11 @@ static_assert(lists_every_counter(cluster_lock_counters), "a counter of ClusterL
 struct ClusterRunResult {
   RaftRunResult raft;  // params.raft, Raft figures, every violation
   ClusterLockStats lock;
+  // How late the run's Expires and caused answers really were, in the
+  // black-box checker's terms (sim/cluster_lateness.hpp), and what was
+  // latest.
+  std::int64_t lateness_ms = 0;
+  std::string lateness_what;
 };
 
 class ClusterTimelineRecorder;

@@ -1,5 +1,7 @@
 #include "sim/history_recorder.hpp"
 
+#include <algorithm>
+
 namespace lockstep::sim {
 
 HistoryRecorder::HistoryRecorder(history::Header header) { history_.header = std::move(header); }
@@ -111,6 +113,11 @@ void ClusterHistoryRecorder::received(TimeMs at, ConnectionId connection, std::s
 
 void ClusterHistoryRecorder::closed_by_node(TimeMs at, ConnectionId connection) {
   recorder_.server_closed(at, number(connection));
+}
+
+void ClusterHistoryRecorder::finish(TimeMs at, std::int64_t lateness_ms) {
+  recorder_.finish(at);
+  recorder_.header().max_lateness_ms = std::max<std::int64_t>(lateness_ms, 0) + lateness_margin_ms;
 }
 
 void ClusterHistoryRecorder::given_up(TimeMs at, ConnectionId connection) { recorder_.close(at, number(connection)); }

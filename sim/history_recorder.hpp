@@ -44,6 +44,7 @@ class HistoryRecorder {
   void finish(TimeMs at);
 
   const history::History& history() const { return history_; }
+  history::Header& header() { return history_.header; }
 
  private:
   void add(TimeMs at, history::EventKind kind, std::uint32_t connection, std::string_view line = {});
@@ -72,9 +73,12 @@ class SimpleHistoryObserver final : public Observer {
 
 // The clients' view of a cluster run (sim/cluster_sim.hpp), as a history
 // read as a cluster's (`"mode":"cluster"`): the clock allowance is the
-// run's 2·S, the tolerance the clients' largest network delay, and no
-// bound on when a request is handled (a commit may wait for a leader).
-// Connections are numbered in the order they are first used.
+// run's 2·S, the tolerance the clients' largest network delay, no bound on
+// when a request is handled (a commit may wait for a leader), and as the
+// maximum lateness what the run really had (ClusterRunResult::lateness_ms,
+// sim/cluster_lateness.hpp) and a margin: the checker is refused any
+// explanation that needs more lateness than happened. Connections are
+// numbered in the order they are first used.
 class ClusterHistoryRecorder final : public ClusterClientObserver {
  public:
   ClusterHistoryRecorder(const ClusterSimParams& params, std::string target);
@@ -83,7 +87,8 @@ class ClusterHistoryRecorder final : public ClusterClientObserver {
   void received(TimeMs at, ConnectionId connection, std::string_view line) override;
   void closed_by_node(TimeMs at, ConnectionId connection) override;
   void given_up(TimeMs at, ConnectionId connection) override;
-  void finish(TimeMs at) { recorder_.finish(at); }
+  // The end of the run, and how late it really was.
+  void finish(TimeMs at, std::int64_t lateness_ms);
 
   const history::History& history() const { return recorder_.history(); }
 
@@ -95,5 +100,10 @@ class ClusterHistoryRecorder final : public ClusterClientObserver {
 };
 
 history::Header cluster_header(const ClusterSimParams& params, std::string target);
+
+// What a cluster history's max_lateness_ms adds to the lateness its run
+// really had: the measure is exact on the simulator's millisecond grid, and
+// this only absorbs the checker's rounding of an instant to its millisecond.
+inline constexpr std::int64_t lateness_margin_ms = 1;
 
 }  // namespace lockstep::sim

@@ -104,7 +104,7 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
     const auto r = run_cluster_simulation(params, run);
     const TimeMs end = r.raft.stats.simulated_until;
     if (history) {
-      history->finish(end);
+      history->finish(end, r.lateness_ms);
       std::ofstream file(o.history, std::ios::binary);
       history::write_history(file, history->history());
       if (!file) {
