@@ -140,6 +140,27 @@ int judge(const history::History& recorded, const Outputs& outputs, const std::s
 
 // `--mode cluster` (live/cluster_fuzz.hpp): the nodes given or started,
 // the nemesis, and how the history is read.
+// Either mode's run, once recorded: the history written if asked, then
+// judged; a run that could not be completed is `unknown` (exit 2), never a
+// pass.
+int finish_run(const history::History& recorded, const std::string& error, const Outputs& outputs) {
+  if (!outputs.history_path.empty()) {
+    std::ofstream out(outputs.history_path);
+    history::write_history(out, recorded);
+    if (!out) {
+      fmt::print(stderr, "cannot write {}\n", outputs.history_path);
+      return 2;
+    }
+    fmt::print("history: {}\n", outputs.history_path);
+  }
+  if (!error.empty()) {
+    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", error);
+    fmt::print("violations: unknown\n");
+    return 2;
+  }
+  return judge(recorded, outputs, "lockstep.fuzz");
+}
+
 struct ClusterFuzzCommand {
   live::ClusterFuzzOptions fuzz;
   std::string node_command;
@@ -360,21 +381,7 @@ int run_cluster_fuzz_command(FuzzCommand& options) {
   // run the clients for this long did not run the nodes either.
   fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late; the slowest nemesis step took {:.1f} ms\n",
              static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.nemesis_slowest_us) / 1000.0);
-  if (!options.outputs.history_path.empty()) {
-    std::ofstream out(options.outputs.history_path);
-    history::write_history(out, run.history);
-    if (!out) {
-      fmt::print(stderr, "cannot write {}\n", options.outputs.history_path);
-      return 2;
-    }
-    fmt::print("history: {}\n", options.outputs.history_path);
-  }
-  if (!run.error.empty()) {
-    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", run.error);
-    fmt::print("violations: unknown\n");
-    return 2;
-  }
-  return judge(run.history, options.outputs, "lockstep.fuzz");
+  return finish_run(run.history, run.error, options.outputs);
 }
 
 int run_fuzz_command(FuzzCommand& options) {
@@ -467,21 +474,7 @@ int run_fuzz_command(FuzzCommand& options) {
              "waited as long, and --tolerance-ms {} must cover that\n",
              static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.tester_stall_at_us) / 1000.0,
              options.fuzz.tolerance_ms);
-  if (!options.outputs.history_path.empty()) {
-    std::ofstream out(options.outputs.history_path);
-    history::write_history(out, run.history);
-    if (!out) {
-      fmt::print(stderr, "cannot write {}\n", options.outputs.history_path);
-      return 2;
-    }
-    fmt::print("history: {}\n", options.outputs.history_path);
-  }
-  if (!run.error.empty()) {
-    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", run.error);
-    fmt::print("violations: unknown\n");
-    return 2;
-  }
-  return judge(run.history, options.outputs, "lockstep.fuzz");
+  return finish_run(run.history, run.error, options.outputs);
 }
 
 }  // namespace
