@@ -204,6 +204,33 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::s
 // The fuzzer's defaults make the edges reachable within seconds: a short
 // sweep, few waiters per key, fewer keys allowed than the workload uses.
 // They are right only for a target started with them, which --exec does.
+// --lease-ms and --wait-ms, in either mode, within the limits settled: each
+// range given replaces its bounds; one outside the limits is one line on
+// stderr and false.
+template <class Ms>
+bool read_ranges(const FuzzCommand& options, const Limits& limits, Ms& lease_min, Ms& lease_max, Ms& wait_min,
+                 Ms& wait_max) {
+  if (!options.lease_range.empty()) {
+    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
+                 limits.max_lease_ms.value, options.lease_range);
+      return false;
+    }
+    std::tie(lease_min, lease_max) = *range;
+  }
+  if (!options.wait_range.empty()) {
+    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
+    if (!range) {
+      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
+                 limits.max_wait_ms.value, options.wait_range);
+      return false;
+    }
+    std::tie(wait_min, wait_max) = *range;
+  }
+  return true;
+}
+
 Limits edge_limits() {
   Limits limits;
   limits.max_keys = 6;
@@ -320,24 +347,7 @@ int run_cluster_fuzz_command(FuzzCommand& options) {
   f.lease_max_ms = std::min(f.lease_max_ms, limits.max_lease_ms.value);
   f.lease_min_ms = std::min(f.lease_min_ms, f.lease_max_ms);
   f.wait_max_ms = std::min(f.wait_max_ms, limits.max_wait_ms.value);
-  if (!options.lease_range.empty()) {
-    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
-    if (!range) {
-      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
-                 limits.max_lease_ms.value, options.lease_range);
-      return 2;
-    }
-    std::tie(f.lease_min_ms, f.lease_max_ms) = *range;
-  }
-  if (!options.wait_range.empty()) {
-    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
-    if (!range) {
-      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
-                 limits.max_wait_ms.value, options.wait_range);
-      return 2;
-    }
-    std::tie(f.wait_min_ms, f.wait_max_ms) = *range;
-  }
+  if (!read_ranges(options, limits, f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms)) return 2;
   f.node_command = c.node_command;
   f.nodes = c.nodes;
   f.etcd_members = c.etcd_members;
@@ -433,23 +443,9 @@ int run_fuzz_command(FuzzCommand& options) {
     return 2;
   }
   const auto& limits = options.fuzz.limits;
-  if (!options.lease_range.empty()) {
-    const auto range = parse_ms_range(options.lease_range, 1, limits.max_lease_ms.value);
-    if (!range) {
-      fmt::print(stderr, "fuzz: --lease-ms takes A..B with 1 <= A <= B <= max_lease_ms ({}), not '{}'\n",
-                 limits.max_lease_ms.value, options.lease_range);
-      return 2;
-    }
-    std::tie(options.fuzz.lease_min_ms, options.fuzz.lease_max_ms) = *range;
-  }
-  if (!options.wait_range.empty()) {
-    const auto range = parse_ms_range(options.wait_range, 0, limits.max_wait_ms.value);
-    if (!range) {
-      fmt::print(stderr, "fuzz: --wait-ms takes A..B with 0 <= A <= B <= max_wait_ms ({}), not '{}'\n",
-                 limits.max_wait_ms.value, options.wait_range);
-      return 2;
-    }
-    std::tie(options.fuzz.wait_min_ms, options.fuzz.wait_max_ms) = *range;
+  if (!read_ranges(options, limits, options.fuzz.lease_min_ms, options.fuzz.lease_max_ms, options.fuzz.wait_min_ms,
+                   options.fuzz.wait_max_ms)) {
+    return 2;
   }
   live::default_ranges(options.fuzz);
   fmt::print("fuzz: seed {}, {} clients, {} keys, {} s, tolerance {} ms, leases {}..{} ms, waits {}..{} ms{}{}\n",
