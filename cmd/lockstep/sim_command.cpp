@@ -1,7 +1,7 @@
 // `lockstep sim`: the simulator over one seed or a range of seeds, in simple
 // mode (sim/simple_swarm.hpp) or on a Raft cluster (sim/raft_swarm.hpp),
 // through the one swarm runner (sim/swarm.hpp), with TLC's verdict on a
-// one-seed trace when asked (sim/tlc/). Options and their checks only; the
+// one-seed trace when asked (live/tlc/). Options and their checks only; the
 // wall clock and the terminal are read here, never in the simulator.
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "cmd/lockstep/validators.hpp"
 #include "sim/raft_swarm.hpp"
 #include "sim/simple_swarm.hpp"
-#include "sim/tlc/tlc_runner.hpp"
+#include "live/tlc/tlc_runner.hpp"
 
 namespace lockstep::cli {
 

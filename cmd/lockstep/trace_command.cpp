@@ -14,7 +14,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
-#include "sim/tlc/tlc_runner.hpp"
+#include "live/tlc/tlc_runner.hpp"
 
 namespace lockstep::cli {
 

@@ -1,4 +1,4 @@
-#include "sim/tlc/tlc_runner.hpp"
+#include "live/tlc/tlc_runner.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/tlc/embedded_spec.hpp"
+#include "live/tlc/embedded_spec.hpp"
 #include "live/process.hpp"
 
 namespace lockstep::tlc {
