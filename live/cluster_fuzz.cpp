@@ -73,32 +73,25 @@ class Recorder {
   std::uint32_t next_conn_ = 1;
 };
 
-// Carries out one nemesis step on what was started.
+// Carries out one nemesis step on what was started: a node, or an etcd
+// member, each of which can be killed, started, paused, resumed and stopped.
 void apply(LockCluster& cluster, const NemesisStep& step) {
-  if (step.etcd) {
-    if (!cluster.has_etcd()) return;
-    auto& etcd = cluster.etcd();
+  const auto act = [&step](auto& processes) {
     switch (step.kind) {
-      case NemesisStep::Kind::kill: etcd.kill(step.index); break;
-      case NemesisStep::Kind::start: etcd.restart(step.index); break;
-      case NemesisStep::Kind::pause: etcd.pause(step.index); break;
-      case NemesisStep::Kind::resume: etcd.resume(step.index); break;
+      case NemesisStep::Kind::kill: processes.kill(step.index); break;
+      case NemesisStep::Kind::start: processes.restart(step.index); break;
+      case NemesisStep::Kind::pause: processes.pause(step.index); break;
+      case NemesisStep::Kind::resume: processes.resume(step.index); break;
       case NemesisStep::Kind::restart:
-        etcd.stop(step.index);
-        etcd.restart(step.index);
+        processes.stop(step.index);
+        processes.restart(step.index);
         break;
     }
-    return;
-  }
-  switch (step.kind) {
-    case NemesisStep::Kind::kill: cluster.kill(step.index); break;
-    case NemesisStep::Kind::start: cluster.restart(step.index); break;
-    case NemesisStep::Kind::pause: cluster.pause(step.index); break;
-    case NemesisStep::Kind::resume: cluster.resume(step.index); break;
-    case NemesisStep::Kind::restart:
-      cluster.stop(step.index);
-      cluster.restart(step.index);
-      break;
+  };
+  if (!step.etcd) {
+    act(cluster);
+  } else if (cluster.has_etcd()) {
+    act(cluster.etcd());
   }
 }
 
