@@ -34,7 +34,7 @@ enum class BugReach { real_time, exact_replay };
 // Each entry also says how its tests must see it, so that a bug added here
 // is tested by every layer without a test list to edit: `symptom` is what
 // one of the simulator's clients'-side checkers says when it reports the
-// bug (the protocol rules of model/client_checker, or sim/client_edge), and
+// bug (the protocol rules of model/client_checker, or sim/simple/client_edge), and
 // `reach` which black-box test must fail.
 struct BugDescription {
   InjectedBug bug;

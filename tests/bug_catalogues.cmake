@@ -3,7 +3,7 @@
 # configure, with no test list to edit. Each entry of a catalogue is one
 # brace-delimited description whose first string literal is the bug's name
 # (impl/bugs.cpp, impl/cluster/bugs.cpp, impl/raft/bugs.cpp, and the
-# simulator's server faults in sim/params.cpp).
+# simulator's server faults in sim/simple/params.cpp).
 #
 # lockstep_bug_names(<out-var> <source> <description-type> [<must-contain>])
 #   the names of the entries of <description-type>{...} in <source>, in
@@ -33,4 +33,4 @@ endfunction()
 set(lockstep_simple_bugs_source ${PROJECT_SOURCE_DIR}/impl/bugs.cpp)
 set(lockstep_cluster_bugs_source ${PROJECT_SOURCE_DIR}/impl/cluster/bugs.cpp)
 set(lockstep_raft_bugs_source ${PROJECT_SOURCE_DIR}/impl/raft/bugs.cpp)
-set(lockstep_server_faults_source ${PROJECT_SOURCE_DIR}/sim/params.cpp)
+set(lockstep_server_faults_source ${PROJECT_SOURCE_DIR}/sim/simple/params.cpp)

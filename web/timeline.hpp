@@ -1,7 +1,7 @@
 // The timeline of a playground session, drawn as it grows: simple mode's
 // reference model is observed after each input it handled and each instant
 // it fired, and what changed on its keys becomes the bars and marks of the
-// simulator's SVG timeline (sim/timeline.hpp), with the same canvas, colours
+// simulator's SVG timeline (sim/simple/timeline.hpp), with the same canvas, colours
 // and marks: holders with owner and token (a pale tail while a lease is over
 // but the key not yet swept), waiters in lanes, grants, hand-offs on release
 // and by the sweep, takeovers, timeouts, sweeps.
@@ -19,7 +19,7 @@
 #include "impl/protocol.hpp"
 #include "impl/units.hpp"
 #include "model/model.hpp"
-#include "sim/timeline.hpp"
+#include "sim/simple/timeline.hpp"
 
 namespace lockstep::web {
 

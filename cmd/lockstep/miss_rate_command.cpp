@@ -1,5 +1,5 @@
 // `lockstep miss-rate`: the share of bug seeds the simulator catches that
-// the black-box checker misses, on swarm seeds of a range (sim/miss_rate.*
+// the black-box checker misses, on swarm seeds of a range (sim/history/miss_rate.*
 // runs them; this driver parses options and prints the table). Exit 0 when
 // every clean seed conforms and every bug seed the simulator's own
 // clients'-side checker reports (so visible from the clients) is reported
@@ -18,7 +18,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/decimal.hpp"
-#include "sim/miss_rate.hpp"
+#include "sim/history/miss_rate.hpp"
 
 namespace lockstep::cli {
 

@@ -1,6 +1,6 @@
 // `lockstep sim`: the simulator over one seed or a range of seeds, in simple
-// mode (sim/simple_swarm.hpp) or on a Raft cluster (sim/raft_swarm.hpp),
-// through the one swarm runner (sim/swarm.hpp), with TLC's verdict on a
+// mode (sim/simple/swarm.hpp) or on a Raft cluster (sim/cluster/swarm.hpp),
+// through the one swarm runner (sim/core/swarm.hpp), with TLC's verdict on a
 // one-seed trace when asked (live/tlc/). Options and their checks only; the
 // wall clock and the terminal are read here, never in the simulator.
 #include <unistd.h>
@@ -12,9 +12,9 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
-#include "sim/raft_swarm.hpp"
-#include "sim/simple_swarm.hpp"
 #include "live/tlc/tlc_runner.hpp"
+#include "sim/cluster/swarm.hpp"
+#include "sim/simple/swarm.hpp"
 
 namespace lockstep::cli {
 
@@ -151,7 +151,7 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_option("--duration-ms", o->simple.duration_ms, "simulated time during which requests are sent (a drain follows)")
       ->check(whole_signed(1, std::int64_t{1} << 40));
   command->add_option("--trace", o->simple.trace,
-                      "write the run as NDJSON (one seed; schema: sim/TRACE.md; --mode cluster: its cluster trace)")
+                      "write the run as NDJSON (one seed; schema: sim/trace/TRACE.md; --mode cluster: its cluster trace)")
       ->check(writable_file());
   command->add_option("--history", o->simple.history,
                       "write what the clients sent and received as a history for check-history (one seed, --mode "

@@ -27,7 +27,7 @@ enum class ClusterBug {
                                // request handling, impl/cluster/node.cpp)
 };
 
-// Each entry also says which checker of sim/cluster_checker must report it
+// Each entry also says which checker of sim/cluster/checker must report it
 // first in the simulator's swarm (and, for one bug, a second checker that
 // may come first), so that a bug added here is tested without a test list
 // to edit. The rule checkers judge the table before the model is asked, so

@@ -1,7 +1,7 @@
 // One node of a lock-service cluster, sans IO (docs/protocol.md, "Cluster mode"
 // and "Cluster nodes on the wire"): everything a node does above consensus,
 // written once and driven by two drivers: the simulator over our Raft
-// (sim/cluster_sim.cpp, the term as the epoch) and the server over etcd (the
+// (sim/cluster/simulation.cpp, the term as the epoch) and the server over etcd (the
 // election key's create revision as the epoch). A one-node cluster that
 // commits each proposal at once (one_node.hpp) is a third, for the vectors.
 //
@@ -232,7 +232,7 @@ class Node {
   std::size_t in_flight() const { return in_flight_total_; }
   const NodeConfig& config() const { return config_; }
 
-  // For checkers (sim/cluster_checker): null to stop watching.
+  // For checkers (sim/cluster/checker): null to stop watching.
   void set_observer(ApplyObserver* observer) { observer_ = observer; }
   // The node's own invariants and the table's and heap's; throws
   // InvariantViolation.

@@ -25,7 +25,7 @@ enum class RaftBug {
 
 // Each entry also says how the simulator's swarm must show it, so that a
 // bug added here is tested without a test list to edit: the checker of
-// sim/raft_checker that reports it, and the smallest cluster in which the
+// sim/raft/checker that reports it, and the smallest cluster in which the
 // swarm's first seeds do (some need five nodes to lose a majority's entry).
 struct RaftBugDescription {
   RaftBug bug;

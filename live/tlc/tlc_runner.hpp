@@ -1,5 +1,5 @@
 // Trace validation: hands a simulator trace, as a TLA+ module
-// (sim/trace_tla.hpp), to TLC with its mode's trace spec
+// (sim/trace/tla.hpp), to TLC with its mode's trace spec
 // (spec/TraceLockServer.tla or spec/TraceLockCluster.tla) and reads TLC's
 // verdict. TLC is not part of the build: TLA2TOOLS_JAR names a tla2tools.jar
 // and `java` must be on PATH.
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/trace_tla.hpp"
+#include "sim/trace/tla.hpp"
 
 namespace lockstep::tlc {
 

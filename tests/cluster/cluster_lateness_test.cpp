@@ -1,5 +1,5 @@
 // The simulator's measure of how late a cluster run really was
-// (sim/cluster_lateness.hpp), which its histories state as their maximum
+// (sim/cluster/lateness.hpp), which its histories state as their maximum
 // lateness: commands are applied to a real lock table at chosen global
 // instants, clients' sends and hearings are fed at chosen instants, and the
 // worst lateness is compared with the figure worked out by hand from the
@@ -10,7 +10,7 @@
 // waiter's `T`.
 #include <gtest/gtest.h>
 
-#include "sim/cluster_lateness.hpp"
+#include "sim/cluster/lateness.hpp"
 #include "tests/cluster/helpers.hpp"
 
 namespace lockstep::sim {

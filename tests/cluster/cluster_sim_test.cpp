@@ -1,5 +1,5 @@
-// The cluster simulator and its lock checkers (sim/cluster_sim.hpp,
-// sim/cluster_checker.hpp), judged by the runs they must pass and the bugs
+// The cluster simulator and its lock checkers (sim/cluster/simulation.hpp,
+// sim/cluster/checker.hpp), judged by the runs they must pass and the bugs
 // they must catch. Correct code passes swarm seeds at 3 and 5 nodes; every
 // catalogued cluster bug (impl/cluster/bugs.hpp) is reported, on the first
 // seed of the swarm that fails, by the checker that guards the rule it
@@ -16,9 +16,9 @@
 
 #include "impl/cluster/bugs.hpp"
 #include "impl/cluster/lock_machine.hpp"
-#include "sim/cluster_checker.hpp"
-#include "sim/cluster_sim.hpp"
-#include "sim/cluster_timeline.hpp"
+#include "sim/cluster/checker.hpp"
+#include "sim/cluster/simulation.hpp"
+#include "sim/cluster/timeline.hpp"
 #include "tests/sim/svg_check.hpp"
 
 namespace lockstep::sim {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/raft_checker.hpp"
-#include "sim/raft_scenario.hpp"
-#include "sim/raft_sim.hpp"
+#include "sim/raft/checker.hpp"
+#include "sim/raft/scenario.hpp"
+#include "sim/raft/simulation.hpp"
 
 namespace lockstep::sim {
 namespace {

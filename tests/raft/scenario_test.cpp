@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/raft_scenario.hpp"
+#include "sim/raft/scenario.hpp"
 
 namespace lockstep::sim {
 

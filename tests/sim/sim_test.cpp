@@ -17,10 +17,10 @@
 
 #include "model/runner.hpp"
 #include "model/vector.hpp"
-#include "sim/shrink.hpp"
-#include "sim/simulation.hpp"
-#include "sim/timeline.hpp"
-#include "sim/trace.hpp"
+#include "sim/simple/shrink.hpp"
+#include "sim/simple/simulation.hpp"
+#include "sim/simple/timeline.hpp"
+#include "sim/simple/trace.hpp"
 #include "tests/sim/svg_check.hpp"
 
 namespace lockstep::sim {
@@ -110,7 +110,7 @@ TEST(Sim, TraceLinesFollowTheSchema) {
 // a clients'-side checker (protocol: the server's outputs against the
 // contract's rules; client: what the clients received) in the words its
 // catalogue entry gives
-// (impl/bugs.cpp, sim/params.cpp): the cases come from the catalogues, so a
+// (impl/bugs.cpp, sim/simple/params.cpp): the cases come from the catalogues, so a
 // bug added there is tested here without a list to edit. The failing seed
 // runs on past its first violation, so that a checker inside the server
 // reporting first (the model, durability) does not hide what the clients saw.
