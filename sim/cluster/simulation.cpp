@@ -21,9 +21,11 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include <fmt/format.h>
 
+#include "impl/assert.hpp"
 #include "impl/cluster/node.hpp"
 #include "sim/cluster/checker.hpp"
 #include "sim/cluster/lateness.hpp"
@@ -93,23 +95,40 @@ namespace {
 
 using raft::NodeId;
 
-// What travels between clients and nodes (not through the Raft network).
+// What travels between clients and nodes (not through the Raft network),
+// on one connection: a client's request, or a node's response or close.
 struct ClientMessage {
-  enum class Kind : std::uint8_t { request, response, closed };
-  Kind kind = Kind::request;
-  NodeId node = 0;
-  std::uint32_t client = 0;
-  ConnectionId connection;
-  std::string line;   // request
-  Response response;  // response
+  struct Request {
+    std::string line;
+  };
+  struct Reply {
+    Response response;
+  };
+  struct Closed {};  // the node closed the connection
+  ClientConnection connection;
+  std::variant<Request, Reply, Closed> what;
 };
 
-// Workload events: HarnessEvent.slot is the kind, .node the client (act,
-// timeout) and .generation the timer generation or the message's pool slot.
-enum class WorkEvent : std::uint32_t { act, timeout, to_node, to_client };
-
-// Connection ids carry their node and client, and are unique across the run.
-constexpr std::uint32_t connection_client(ConnectionId c) { return static_cast<std::uint32_t>((c.value >> 24) & 0xffffffu); }
+// The workload's events, one struct per kind.
+namespace work_event {
+struct Act {
+  std::uint32_t client = 0;  // its next request is due
+};
+// A client's timer: its attempt's timeout, or (`resend`) the end of its
+// backoff before the next attempt. A timer the client has since replaced
+// is stale.
+struct Timer {
+  std::uint32_t client = 0;
+  std::uint64_t timer = 0;
+  bool resend = false;
+};
+struct ToNode {
+  std::uint32_t slot = 0;  // the message's slot in the pool
+};
+struct ToClient {
+  std::uint32_t slot = 0;
+};
+}  // namespace work_event
 
 // The client address a node advertises, as `E not-leader` names it.
 std::string node_address(NodeId id) { return fmt::format("node{}:7878", id); }
@@ -149,6 +168,7 @@ struct NodeWatch final : cluster::ApplyObserver {
 
   void before_command(cluster::LogIndex index, const cluster::Command& command,
                       const cluster::LockMachine& machine) override {
+    LOCKSTEP_ASSERT(checker != nullptr && lateness != nullptr);  // set by LockWorkload::start, before any apply
     // The checker moves its index on once an entry is done: until then
     // this index is the next one, on the first node to apply it.
     if (index == checker->model_index() + 1) lateness->before_first_apply(command, machine);
@@ -156,6 +176,7 @@ struct NodeWatch final : cluster::ApplyObserver {
   }
   void after_command(cluster::LogIndex index, const cluster::Command& command, const cluster::LockMachine& machine,
                      const cluster::Applied& applied) override {
+    LOCKSTEP_ASSERT(checker != nullptr && lateness != nullptr);
     if (index == checker->model_index() + 1) lateness->after_first_apply(command, machine, applied, now);
     checker->after_command(id, index, command, machine, applied, now);
     if (timeline != nullptr) timeline->after_command(id, index, command, machine, applied, now);
@@ -167,6 +188,13 @@ class LockWorkload {
  public:
   using Machine = NodeReplica;
   using Harness = RaftHarness<LockWorkload>;
+  using Event = std::variant<work_event::Act, work_event::Timer, work_event::ToNode, work_event::ToClient>;
+  // The run's hash takes a client's events by their client.
+  static std::uint64_t event_subject(const Event& e) {
+    if (const auto* act = std::get_if<work_event::Act>(&e)) return act->client;
+    if (const auto* timer = std::get_if<work_event::Timer>(&e)) return timer->client;
+    return 0;
+  }
 
   LockWorkload(const ClusterSimParams& params, ClusterTimelineRecorder* timeline, ClusterTraceWriter* trace,
                ClusterClientObserver* clients)
@@ -216,21 +244,8 @@ class LockWorkload {
     }
   }
 
-  void on_event(Harness& h, const HarnessEvent& e) {
-    switch (static_cast<WorkEvent>(e.slot)) {
-      case WorkEvent::act:
-        act(h, e.node);
-        return;
-      case WorkEvent::timeout:
-        on_timer(h, e.node, e.generation);
-        return;
-      case WorkEvent::to_node:
-        at_node(h, pool_.take(static_cast<std::uint32_t>(e.generation)));
-        return;
-      case WorkEvent::to_client:
-        at_client(h, pool_.take(static_cast<std::uint32_t>(e.generation)));
-        return;
-    }
+  void on_event(Harness& h, const Event& e) {
+    std::visit([this, &h](const auto& typed) { handle(h, typed); }, e);
   }
 
   void on_apply(Harness& h, NodeId id, const raft::Entry& entry, Machine& machine) {
@@ -425,18 +440,13 @@ class LockWorkload {
     for (auto& message : out.to_clients) {
       if (message.kind == cluster::ToClient::Kind::clock_marker) continue;  // no test clock here
       if (trace_ != nullptr && message.kind == cluster::ToClient::Kind::response) {
-        trace_->reply(id, message.connection, message.response, h.now());  // sent, even if then lost
+        trace_->reply(connection(message.connection), message.response, h.now());  // sent, even if then lost
       }
-      ClientMessage m;
-      m.node = id;
-      m.client = connection_client(message.connection);
-      m.connection = message.connection;
-      if (message.kind == cluster::ToClient::Kind::close) {
-        m.kind = ClientMessage::Kind::closed;
-      } else {
+      ClientMessage m{connection(message.connection), ClientMessage::Closed{}};
+      LOCKSTEP_ASSERT(m.connection.node == id);
+      if (message.kind != cluster::ToClient::Kind::close) {
         if (h.workload_prng().chance(p_.response_loss) && !h.in_liveness()) continue;  // the connection broke
-        m.kind = ClientMessage::Kind::response;
-        m.response = std::move(message.response);
+        m.what = ClientMessage::Reply{std::move(message.response)};
       }
       to_client(h, std::move(m));
     }
@@ -463,7 +473,7 @@ class LockWorkload {
   }
 
   void schedule_act(Harness& h, std::uint32_t client, DurationMs after) {
-    h.push(h.now() + after, HarnessEvent{HarnessEventKind::workload, client, static_cast<std::uint32_t>(WorkEvent::act), 0});
+    h.push(h.now() + after, work_event::Act{client});
   }
 
   // The client's next request, or nothing once the workload stopped.
@@ -509,26 +519,19 @@ class LockWorkload {
     auto& client = clients_[c];
     ++client.attempts;
     ++lock_.attempts;
-    client.connection = ConnectionId{(std::uint64_t{client.target} << 56) | (std::uint64_t{c} << 24) |
-                                     (++client.connections & 0xffffffu)};
+    const ClientConnection opened = open_connection(c);
+    client.connection = opened.id;
     checker_->on_send(client.session, lease_of(client.command), h.now());
     lateness_.sent(client.session, h.now());
-    ClientMessage m;
-    m.kind = ClientMessage::Kind::request;
-    m.node = client.target;
-    m.client = c;
-    m.connection = client.connection;
-    m.line = client.line;
     if (observer_ != nullptr) observer_->sent(h.now(), client.connection, client.line);
     const auto delay = latency(h);
-    const auto slot = pool_.put(std::move(m));
-    h.push(h.now() + delay, HarnessEvent{HarnessEventKind::workload, 0, static_cast<std::uint32_t>(WorkEvent::to_node), slot});
+    const auto slot = pool_.put(ClientMessage{opened, ClientMessage::Request{client.line}});
+    h.push(h.now() + delay, work_event::ToNode{slot});
     client.timer = ++timers_;
     // The timeout doubles with each attempt (up to 8 times): a cluster slower
     // than its clients' retries would otherwise drown in their copies.
     const auto timeout = DurationMs{p_.rpc_timeout_ms.value << std::min<std::uint32_t>(client.attempts - 1, 3)};
-    h.push(h.now() + wait_of(client.command) + timeout,
-           HarnessEvent{HarnessEventKind::workload, c, static_cast<std::uint32_t>(WorkEvent::timeout), client.timer});
+    h.push(h.now() + wait_of(client.command) + timeout, work_event::Timer{c, client.timer, false});
   }
 
   DurationMs latency(Harness& h) {
@@ -554,20 +557,26 @@ class LockWorkload {
       if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     }
     client.connection = ConnectionId{};  // nothing more is heard on the old one
-    h.push(h.now() + backoff, HarnessEvent{HarnessEventKind::workload, c, static_cast<std::uint32_t>(WorkEvent::timeout),
-                                           client.timer | resend_bit});
+    h.push(h.now() + backoff, work_event::Timer{c, client.timer, true});
   }
 
+  void handle(Harness& h, const work_event::Act& e) { act(h, e.client); }
+  void handle(Harness& h, const work_event::Timer& e) { on_timer(h, e); }
+  void handle(Harness& h, const work_event::ToNode& e) { at_node(h, pool_.take(e.slot)); }
+  void handle(Harness& h, const work_event::ToClient& e) { at_client(h, pool_.take(e.slot)); }
+
   void at_node(Harness& h, ClientMessage m) {
+    const auto* request = std::get_if<ClientMessage::Request>(&m.what);
+    LOCKSTEP_ASSERT(request != nullptr);  // clients send nothing else
     auto& cluster = h.cluster();
-    const NodeId id = m.node;
+    const NodeId id = m.connection.node;
     if (!cluster.alive(id)) return;  // the connection never opens
     sync_leadership(h, id);
     if (!cluster.alive(id)) return;
     cluster::NodeOutputs out;
     auto& node = cluster.machine(id).node;
     const auto proposed_before = node.stats().requests_proposed;
-    node.on_line(m.connection, m.line, h.local(id), out);
+    node.on_line(m.connection.id, request->line, h.local(id), out);
     // A leader asks its heap before it proposes a request (and only then:
     // a redirect or a refusal proposes nothing).
     if (trace_ != nullptr && node.stats().requests_proposed > proposed_before) trace_heap_check(h, id, out);
@@ -584,52 +593,56 @@ class LockWorkload {
   void to_client(Harness& h, ClientMessage m) {
     const auto delay = latency(h);
     const auto slot = pool_.put(std::move(m));
-    h.push(h.now() + delay, HarnessEvent{HarnessEventKind::workload, 0, static_cast<std::uint32_t>(WorkEvent::to_client), slot});
+    h.push(h.now() + delay, work_event::ToClient{slot});
   }
 
   void at_client(Harness& h, ClientMessage m) {
-    auto& client = clients_[m.client];
-    if (!client.waiting || m.connection != client.connection) return;  // a connection given up
-    if (m.kind == ClientMessage::Kind::closed) {
+    const std::uint32_t c = m.connection.client;
+    auto& client = clients_[c];
+    if (!client.waiting || m.connection.id != client.connection) return;  // a connection given up
+    const auto* reply = std::get_if<ClientMessage::Reply>(&m.what);
+    if (reply == nullptr) {
+      LOCKSTEP_ASSERT(std::holds_alternative<ClientMessage::Closed>(m.what));  // nodes send no requests
       // The node could not tell whether the request would commit: ask again.
-      if (observer_ != nullptr) observer_->closed_by_node(h.now(), m.connection);
+      if (observer_ != nullptr) observer_->closed_by_node(h.now(), m.connection.id);
       lateness_.attempt_ended(client.session, h.now());
       client.connection = ConnectionId{};
-      retry(h, m.client, 0);
+      retry(h, c, 0);
       return;
     }
-    if (observer_ != nullptr) observer_->received(h.now(), m.connection, format_response(m.response));
-    lateness_.received(m.response, h.now());
-    if (m.response.kind == ResponseKind::error && m.response.reason.starts_with("not-leader")) {
+    const Response& response = reply->response;
+    if (observer_ != nullptr) observer_->received(h.now(), m.connection.id, format_response(response));
+    lateness_.received(response, h.now());
+    if (response.kind == ResponseKind::error && response.reason.starts_with("not-leader")) {
       ++lock_.redirects;
-      const auto hint = m.response.reason.size() > 11 ? address_node(std::string_view(m.response.reason).substr(11))
+      const auto hint = response.reason.size() > 11 ? address_node(std::string_view(response.reason).substr(11))
                                                       : std::nullopt;
-      retry(h, m.client, hint.value_or(0));
+      retry(h, c, hint.value_or(0));
       return;
     }
-    if (m.response.kind == ResponseKind::error && m.response.reason == "too many requests in flight") {
-      retry(h, m.client, 0);
+    if (response.kind == ResponseKind::error && response.reason == "too many requests in flight") {
+      retry(h, c, 0);
       return;
     }
     const auto* release = std::get_if<cluster::Release>(&client.command);
     const bool answers = checker_->on_response(client.session, release != nullptr,
-                                              release != nullptr ? release->token : Token{0}, m.response, h.now());
+                                              release != nullptr ? release->token : Token{0}, response, h.now());
     if (!answers) return;
     ++h.stats().acknowledged;
-    count(m.response);
+    count(response);
     client.waiting = false;
     lateness_.attempt_ended(client.session, h.now());
     if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     client.connection = ConnectionId{};
-    if (m.response.kind == ResponseKind::granted) {
-      client.held = Held{m.response.key, m.response.token, !h.workload_prng().chance(p_.let_expire)};
-      client.past_tokens.push_back(m.response.token);
+    if (response.kind == ResponseKind::granted) {
+      client.held = Held{response.key, response.token, !h.workload_prng().chance(p_.let_expire)};
+      client.past_tokens.push_back(response.token);
       if (client.past_tokens.size() > 4) client.past_tokens.erase(client.past_tokens.begin());
-      schedule_act(h, m.client, DurationMs{h.workload_prng().between(0, p_.hold_max_ms.value)});
+      schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.hold_max_ms.value)});
       return;
     }
     if (release != nullptr) client.held.reset();
-    schedule_act(h, m.client, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
+    schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
   }
 
   void count(const Response& r) {
@@ -643,17 +656,34 @@ class LockWorkload {
     }
   }
 
-  // The timer event is both the attempt's timeout and a backoff's end,
-  // which resend_bit marks; a timer the client has since replaced is stale.
-  static constexpr std::uint64_t resend_bit = std::uint64_t{1} << 62;
-  void on_timer(Harness& h, std::uint32_t c, std::uint64_t generation) {
-    auto& client = clients_[c];
-    if (!client.waiting || client.timer != (generation & ~resend_bit)) return;
-    if ((generation & resend_bit) != 0) {
-      send(h, c);
+  void on_timer(Harness& h, const work_event::Timer& e) {
+    auto& client = clients_[e.client];
+    if (!client.waiting || client.timer != e.timer) return;
+    if (e.resend) {
+      send(h, e.client);
     } else {
-      retry(h, c, 0);
+      retry(h, e.client, 0);
     }
+  }
+
+  // A new connection of client c to its target node. Its id, the number the
+  // node and the trace see, keeps the numbering traces have always shown
+  // (the node in the top byte, the client in bits 24..47, the client's count
+  // of connections below) so that a seed writes the same trace; nothing
+  // reads node or client back out of it: connection() looks the id up.
+  ClientConnection open_connection(std::uint32_t c) {
+    auto& client = clients_[c];
+    const ClientConnection opened{client.target, c,
+                                  ConnectionId{(std::uint64_t{client.target} << 56) | (std::uint64_t{c} << 24) |
+                                               (++client.connections & 0xffffffu)}};
+    const bool fresh = connections_.emplace(opened.id.value, opened).second;
+    LOCKSTEP_ASSERT(fresh);
+    return opened;
+  }
+  const ClientConnection& connection(ConnectionId id) const {
+    const auto found = connections_.find(id.value);
+    LOCKSTEP_ASSERT(found != connections_.end());  // a node answers only on connections clients opened
+    return found->second;
   }
 
   // The trace watches the Raft cluster's proposals, elections and snapshot
@@ -680,6 +710,10 @@ class LockWorkload {
   std::vector<std::uint64_t> ticks_;
   std::vector<Client> clients_;
   std::uint64_t timers_ = 0;
+  // Every connection a client opened in the run, by id: a node may answer
+  // on one long after its client gave it up. One per attempt, so bounded by
+  // the run's requests and retries.
+  std::map<std::uint64_t, ClientConnection> connections_;
   ClusterLockStats lock_;
   ClusterLateness lateness_;
 };

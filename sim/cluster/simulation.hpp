@@ -113,6 +113,14 @@ struct ClusterRunResult {
 class ClusterTimelineRecorder;
 class ClusterTraceWriter;
 
+// A client's connection to a node (each attempt of a request opens a new
+// one), as the simulator knows it: the node knows it only by its id.
+struct ClientConnection {
+  raft::NodeId node = 0;
+  std::uint32_t client = 0;  // 1..clients
+  ConnectionId id;
+};
+
 // What the clients of a cluster run do on their connections (each attempt
 // of a request is a new connection), for a recorder of their view
 // (sim/history/recorder.hpp). Times are global (the reference the node

@@ -16,9 +16,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;  // fields in the order written: stable bytes
 
-// The client a connection belongs to: the simulator puts it in bits 24..47.
-std::uint64_t connection_client(ConnectionId connection) { return (connection.value >> 24) & 0xffffffu; }
-
 const cluster::Session* session_of(const cluster::Command& command) {
   if (const auto* a = std::get_if<cluster::Acquire>(&command)) return &a->session;
   if (const auto* r = std::get_if<cluster::Release>(&command)) return &r->session;
@@ -226,7 +223,7 @@ void ClusterTraceWriter::restart(raft::NodeId node, const cluster::LockMachine& 
   write(fmt::format(R"({{"t":{},"event":"Restart","node":{},"index":{}}})", now.value, node, machine.applied()));
 }
 
-void ClusterTraceWriter::reply(raft::NodeId node, ConnectionId connection, const Response& response, TimeMs now) {
+void ClusterTraceWriter::reply(const ClientConnection& connection, const Response& response, TimeMs now) {
   // A redirect, or a leader's refusal to take one more request, answers no
   // command: the node sends it instead of proposing (the spec has no such
   // step, and the client asks again).
@@ -239,11 +236,11 @@ void ClusterTraceWriter::reply(raft::NodeId node, ConnectionId connection, const
       response.kind != ResponseKind::busy) {
     // R, N and E name no owner: the connection says which client.
     auto j = Json::parse(line);
-    j["client"] = std::to_string(connection_client(connection));
+    j["client"] = std::to_string(connection.client);
     line = j.dump();
   }
-  write(fmt::format(R"({{"t":{},"event":"Reply","node":{},"conn":{},"response":{}}})", now.value, node,
-                    connection.value, line));
+  write(fmt::format(R"({{"t":{},"event":"Reply","node":{},"conn":{},"response":{}}})", now.value, connection.node,
+                    connection.id.value, line));
 }
 
 void ClusterTraceWriter::finish(TimeMs at, std::uint64_t violations, std::uint64_t event_hash) {

@@ -64,7 +64,7 @@ class ClusterTraceWriter {
   // A response a node sent (lost on the way or not); redirects and
   // `E too many requests in flight`, sent instead of proposing, are not
   // written.
-  void reply(raft::NodeId node, ConnectionId connection, const Response& response, TimeMs now);
+  void reply(const ClientConnection& connection, const Response& response, TimeMs now);
   // The last line: the run's verdict.
   void finish(TimeMs at, std::uint64_t violations, std::uint64_t event_hash);
 

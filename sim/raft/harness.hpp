@@ -10,8 +10,10 @@
 // What runs on top is the Workload, which owns what the cluster is used for:
 //   using Machine = ...;                       the raft::StateMachine
 //   Machine make_machine();
-//   void start(Harness&);                      first workload events
-//   void on_event(Harness&, const HarnessEvent&);   its own events (kind workload)
+//   using Event = ...;                         its own events (a struct per kind)
+//   static std::uint64_t event_subject(const Event&);  what the run's hash takes of one
+//   void start(Harness&);                      first workload events (Harness::push)
+//   void on_event(Harness&, const Event&);     one of its own events, due
 //   void on_apply(Harness&, NodeId, const raft::Entry&, Machine&);
 //   void on_tick(Harness&, NodeId);            after the node's tick (compaction, leader duties)
 //   void after_event(Harness&);                its checks, after the Raft checks
@@ -27,6 +29,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,20 +46,46 @@
 
 namespace lockstep::sim {
 
-enum class HarnessEventKind : std::uint8_t { deliver, tick, fault, heal, flap, restart, liveness, workload };
-
-struct HarnessEvent {
-  HarnessEventKind kind = HarnessEventKind::tick;
-  raft::NodeId node = 0;
-  std::uint32_t slot = 0;        // deliver: the message's pool slot; workload: its own
-  std::uint64_t generation = 0;  // heal, flap: which partition; workload: its own
+// The harness's events, one struct per kind; the workload's own events
+// (Workload::Event) are the last kind.
+namespace harness_event {
+struct Deliver {
+  std::uint32_t slot = 0;  // the node-to-node message's slot in the pool
 };
+struct Tick {
+  raft::NodeId node = 0;
+};
+struct Fault {};  // draw the next faults
+struct Heal {
+  std::uint64_t partition = 0;  // the partition it ends, unless another began since
+};
+// One step of a flapping partition: the node's links go down (odd steps
+// left) or up (even), and the last step heals.
+struct Flap {
+  raft::NodeId node = 0;
+  std::uint32_t steps_left = 0;
+  std::uint64_t partition = 0;
+};
+struct Restart {
+  raft::NodeId node = 0;
+};
+struct Liveness {};  // the workload stops, faults heal
+}  // namespace harness_event
+
+// An alternative's index is its kind's number in the run's hash (and so in
+// a cluster trace's `event_hash`): keep the order, so that a seed keeps its
+// hash.
+template <class WorkloadEvent>
+using HarnessEventOf = std::variant<harness_event::Deliver, harness_event::Tick, harness_event::Fault,
+                                    harness_event::Heal, harness_event::Flap, harness_event::Restart,
+                                    harness_event::Liveness, WorkloadEvent>;
 
 template <class Workload>
 class RaftHarness {
  public:
   using Machine = typename Workload::Machine;
   using NodeId = raft::NodeId;
+  using Event = HarnessEventOf<typename Workload::Event>;
 
   RaftHarness(const RaftSimParams& params, Workload& workload)
       : p_(params),
@@ -85,19 +116,19 @@ class RaftHarness {
   // Runs to the end; the result's violations are the checker's.
   RaftRunResult run() {
     for (NodeId id = 1; id <= p_.nodes; ++id) {
-      queue_.push(TimeMs{static_cast<std::int64_t>(id)}, HarnessEvent{HarnessEventKind::tick, id, 0, 0});
+      queue_.push(TimeMs{static_cast<std::int64_t>(id)}, harness_event::Tick{id});
     }
     workload_.start(*this);
-    queue_.push(TimeMs{0} + p_.fault_interval_ms, HarnessEvent{HarnessEventKind::fault});
-    queue_.push(TimeMs{0} + p_.duration_ms, HarnessEvent{HarnessEventKind::liveness});
+    queue_.push(TimeMs{0} + p_.fault_interval_ms, harness_event::Fault{});
+    queue_.push(TimeMs{0} + p_.duration_ms, harness_event::Liveness{});
     const TimeMs end = TimeMs{0} + p_.duration_ms + workload_.liveness_ms();
     while (!queue_.empty() && queue_.next_time() <= end) {
       const auto entry = queue_.pop();
       ++stats_.events;
       hash(static_cast<std::uint64_t>(entry.at.value));
-      hash(static_cast<std::uint64_t>(entry.payload.kind) * 16 + entry.payload.node);
+      hash(static_cast<std::uint64_t>(entry.payload.index()) * 16 + subject(entry.payload));
       try {
-        handle(entry.payload);
+        std::visit([this](const auto& typed) { handle(typed); }, entry.payload);
         after_event();
       } catch (const InvariantViolation& e) {
         checker().fail("assert", e.what());
@@ -131,7 +162,7 @@ class RaftHarness {
   RaftSimStats& stats() { return stats_; }
   bool in_liveness() const { return liveness_; }
   NodeId leader() const { return leader_; }
-  void push(TimeMs at, HarnessEvent event) { queue_.push(at, event); }
+  void push(TimeMs at, typename Workload::Event event) { queue_.push(at, Event{std::move(event)}); }
   void hash(std::uint64_t value) {
     hash_ ^= value;
     hash_ *= 0x100000001b3ULL;
@@ -156,51 +187,56 @@ class RaftHarness {
   NodeId random_node(Prng& prng) const { return static_cast<NodeId>(prng.between(1, p_.nodes)); }
 
  private:
-  void handle(const HarnessEvent& e) {
-    switch (e.kind) {
-      case HarnessEventKind::deliver: {
-        auto message = pool_.take(e.slot);
-        hash(static_cast<std::uint64_t>(message.type) * 256 + message.from * 16 + message.to);
-        hash(message.term);
-        if (blocked_[message.from][message.to]) {
-          ++stats_.dropped;
-          return;
-        }
-        route(cluster_.deliver(message, local(message.to)));
-        return;
-      }
-      case HarnessEventKind::tick:
-        route(cluster_.tick(e.node, local(e.node)));
-        if (cluster_.alive(e.node)) workload_.on_tick(*this, e.node);
-        queue_.push(queue_.now() + p_.tick_ms, e);
-        return;
-      case HarnessEventKind::fault:
-        if (liveness_) return;
-        draw_faults();
-        queue_.push(queue_.now() + p_.fault_interval_ms, e);
-        return;
-      case HarnessEventKind::heal:
-        if (e.generation == partition_generation_) heal();
-        return;
-      case HarnessEventKind::flap:
-        flap(e);
-        return;
-      case HarnessEventKind::restart:
-        restart_scheduled_[e.node] = false;
-        if (!cluster_.alive(e.node)) {
-          cluster_.restart(e.node, local(e.node));
-          ++stats_.restarts;
-          workload_.on_restart(*this, e.node);
-        }
-        return;
-      case HarnessEventKind::liveness:
-        start_liveness();
-        return;
-      case HarnessEventKind::workload:
-        workload_.on_event(*this, e);
-        return;
+  // What the run's hash takes of an event besides its kind and instant: the
+  // node it is about, or for the workload's, what the workload names.
+  static std::uint64_t subject(const Event& e) {
+    return std::visit(
+        [](const auto& typed) -> std::uint64_t {
+          using T = std::decay_t<decltype(typed)>;
+          if constexpr (std::is_same_v<T, typename Workload::Event>) {
+            return Workload::event_subject(typed);
+          } else if constexpr (requires { typed.node; }) {
+            return typed.node;
+          } else {
+            return 0;
+          }
+        },
+        e);
+  }
+
+  void handle(const harness_event::Deliver& e) {
+    auto message = pool_.take(e.slot);
+    hash(static_cast<std::uint64_t>(message.type) * 256 + message.from * 16 + message.to);
+    hash(message.term);
+    if (blocked_[message.from][message.to]) {
+      ++stats_.dropped;
+      return;
+    }
+    route(cluster_.deliver(message, local(message.to)));
+  }
+  void handle(const harness_event::Tick& e) {
+    route(cluster_.tick(e.node, local(e.node)));
+    if (cluster_.alive(e.node)) workload_.on_tick(*this, e.node);
+    queue_.push(queue_.now() + p_.tick_ms, e);
+  }
+  void handle(const harness_event::Fault& e) {
+    if (liveness_) return;
+    draw_faults();
+    queue_.push(queue_.now() + p_.fault_interval_ms, e);
+  }
+  void handle(const harness_event::Heal& e) {
+    if (e.partition == partition_generation_) heal();
+  }
+  void handle(const harness_event::Restart& e) {
+    restart_scheduled_[e.node] = false;
+    if (!cluster_.alive(e.node)) {
+      cluster_.restart(e.node, local(e.node));
+      ++stats_.restarts;
+      workload_.on_restart(*this, e.node);
     }
   }
+  void handle(const harness_event::Liveness&) { start_liveness(); }
+  void handle(const typename Workload::Event& e) { workload_.on_event(*this, e); }
 
   void after_event() {
     cluster_.check(queue_.now());
@@ -221,7 +257,7 @@ class RaftHarness {
       restart_scheduled_[id] = true;
       const auto delay = liveness_ ? DurationMs{0}
                                    : DurationMs{faults_.chance(0.5) ? faults_.between(1, 100) : faults_.between(100, 3000)};
-      queue_.push(queue_.now() + delay, HarnessEvent{HarnessEventKind::restart, id});
+      queue_.push(queue_.now() + delay, harness_event::Restart{id});
     }
     workload_.after_event(*this);
   }
@@ -231,7 +267,7 @@ class RaftHarness {
   void send(raft::Message m) {
     const auto delay = DurationMs{network_.between(p_.latency_min_ms.value, p_.latency_max_ms.value)};
     const auto slot = pool_.put(std::move(m));
-    queue_.push(queue_.now() + delay, HarnessEvent{HarnessEventKind::deliver, 0, slot});
+    queue_.push(queue_.now() + delay, harness_event::Deliver{slot});
   }
 
   std::uint32_t crashed() const {
@@ -306,27 +342,27 @@ class RaftHarness {
     } else {
       // flapping: one node's links go down and up several times
       const auto node = random_node(faults_);
-      queue_.push(queue_.now(), HarnessEvent{HarnessEventKind::flap, node,
-                                             static_cast<std::uint32_t>(faults_.between(3, 10)), partition_generation_});
+      queue_.push(queue_.now(), harness_event::Flap{node, static_cast<std::uint32_t>(faults_.between(3, 10)),
+                                                    partition_generation_});
       return;
     }
     queue_.push(queue_.now() + DurationMs{faults_.between(200, 3000)},
-                HarnessEvent{HarnessEventKind::heal, 0, 0, partition_generation_});
+                harness_event::Heal{partition_generation_});
   }
 
-  void flap(const HarnessEvent& e) {
-    if (e.generation != partition_generation_) return;
-    if (e.slot == 0) {
+  void handle(const harness_event::Flap& e) {
+    if (e.partition != partition_generation_) return;
+    if (e.steps_left == 0) {
       heal();
       return;
     }
-    if (e.slot % 2 == 1) {
+    if (e.steps_left % 2 == 1) {
       isolate(e.node);
     } else {
       clear_links();
     }
     auto next = e;
-    --next.slot;
+    --next.steps_left;
     queue_.push(queue_.now() + DurationMs{faults_.between(30, 400)}, next);
   }
 
@@ -369,7 +405,7 @@ class RaftHarness {
   RaftSimParams p_;
   Workload& workload_;
   Prng root_, network_, faults_, workload_prng_;
-  EventQueue<HarnessEvent> queue_;
+  EventQueue<Event> queue_;
   InFlightPool<raft::Message> pool_;
   std::vector<NodeClock> clocks_;
   std::vector<DurationMs> jumps_;

@@ -86,9 +86,15 @@ class RegisterWorkload {
   explicit RegisterWorkload(const RaftSimParams& params) : p_(params) {}
 
   Machine make_machine() const { return Machine{}; }
-  void start(Harness& h) { h.push(TimeMs{0}, HarnessEvent{HarnessEventKind::workload}); }
 
-  void on_event(Harness& h, const HarnessEvent& e) {
+  // The workload's one event: a client proposes, every propose_interval_ms.
+  struct Propose {};
+  using Event = Propose;
+  static std::uint64_t event_subject(const Event&) { return 0; }
+
+  void start(Harness& h) { h.push(TimeMs{0}, Propose{}); }
+
+  void on_event(Harness& h, const Event& e) {
     propose(h);
     if (!h.in_liveness()) h.push(h.now() + p_.propose_interval_ms, e);
   }

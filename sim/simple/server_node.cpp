@@ -87,6 +87,7 @@ std::optional<TimeMs> SimpleServerNode::next_due() const {
 }
 
 void SimpleServerNode::tick(TimeMs now, Outputs& out) {
+  LOCKSTEP_ASSERT(up());  // the world ticks only a running server
   const std::size_t first = out.size();
   engine_->advance(now, out);
   Outputs model_out;
@@ -99,7 +100,8 @@ void SimpleServerNode::tick(TimeMs now, Outputs& out) {
 }
 
 void SimpleServerNode::line(ConnectionId connection, std::string_view text, TimeMs now, Outputs& out) {
-  LOCKSTEP_ASSERT(is_open(connection));
+  LOCKSTEP_ASSERT(is_open(connection));  // and so the server is up: a crash closes every connection
+  LOCKSTEP_ASSERT(up());
   const std::size_t first = out.size();
   std::optional<Request> request;
   if (protocol_ || model_) {
@@ -129,6 +131,7 @@ void SimpleServerNode::line(ConnectionId connection, std::string_view text, Time
 
 void SimpleServerNode::close(ConnectionId connection, TimeMs now, Outputs& out) {
   if (!is_open(connection)) return;  // already closed by a restart
+  LOCKSTEP_ASSERT(up());
   const std::size_t first = out.size();
   engine_->on_close(connection, now, out);
   Outputs model_out;

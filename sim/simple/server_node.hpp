@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impl/assert.hpp"
 #include "impl/engine.hpp"
 #include "model/client_checker.hpp"
 #include "model/model.hpp"
@@ -68,7 +69,11 @@ class SimpleServerNode {
   std::optional<TimeMs> next_due() const;
 
   void check_invariants() const;
-  const Engine& engine() const { return *engine_; }
+  // The running engine; only while the server is up.
+  const Engine& engine() const {
+    LOCKSTEP_ASSERT(up());
+    return *engine_;
+  }
   // Counters summed over every incarnation so far.
   EngineCounters totals() const;
   std::uint64_t steps() const { return steps_; }
