@@ -8,7 +8,7 @@
 
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
-#include "model/history/report.hpp"
+#include "report/history_report.hpp"
 
 namespace lockstep::live {
 
