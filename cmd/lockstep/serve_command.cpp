@@ -2,7 +2,6 @@
 // --cluster of one node of a cluster on etcd (live/serve.hpp); the options
 // of one mode only are passed on by name when given, to be refused in the
 // other.
-#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -21,18 +20,6 @@ namespace {
 struct ModeOptions {
   std::vector<const CLI::Option*> simple_only, cluster_only;
 };
-
-// The state file is read at start and rewritten as the token mark grows:
-// it must be a file, readable if it exists, in a folder that can be written.
-CLI::Validator state_file_check() {
-  return CLI::Validator(
-      [](std::string& path) -> std::string {
-        auto why = why_not_writable_file(path);
-        if (why.empty() && std::filesystem::exists(path)) why = why_not_readable_file(path);
-        return why;
-      },
-      "a file that can be read and written", "state file");
-}
 
 // Either catalogue's names: which one applies is known once --cluster is.
 std::vector<std::string> bug_names() {
@@ -125,7 +112,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       command
           ->add_option("--state-file", c.state_file,
                        "file that keeps the token mark, so tokens stay increasing across restarts")
-          ->check(state_file_check()));
+          ->check(state_file()));
   command->add_option("--inject-bug", options->bug,
                       "serve a deliberately broken engine (see --list-bugs); with --cluster, a bug of the cluster "
                       "catalogue (see --cluster --list-bugs)")

@@ -72,6 +72,9 @@ CLI::Validator readable_path();
 // A file that can be written: not a folder, and either writable or absent
 // from a folder that exists and can be written. Nothing is created.
 CLI::Validator writable_file();
+// A file read if it exists and rewritten later (serve's token mark): a
+// file that can be written (as above), and read when it exists.
+CLI::Validator state_file();
 // A folder that can be written, or be created (its nearest existing
 // ancestor is a folder that can be written). Nothing is created.
 CLI::Validator writable_folder();

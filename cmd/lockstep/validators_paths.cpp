@@ -88,6 +88,18 @@ CLI::Validator writable_folder() {
                         "a folder that can be written", "writable folder");
 }
 
+// The state file is read at start and rewritten as the token mark grows:
+// it must be a file, readable if it exists, in a folder that can be written.
+CLI::Validator state_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        auto why = why_not_writable_file(path);
+        if (why.empty() && fs::exists(path)) why = why_not_readable_file(path);
+        return why;
+      },
+      "a file that can be read and written", "state file");
+}
+
 // The redis-server binary: a path to an executable file, or a name found
 // on PATH. Checked before anything starts, so a typo is one line, not a
 // server that never answers.
