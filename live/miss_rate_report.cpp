@@ -87,7 +87,7 @@ int run_miss_rate(const MissRateRequest& command) {
       // visible from the clients: the black-box checker must report it.
       if (!seed.within_lateness.empty()) {
         ++within_lateness;
-        notes.push_back(fmt::format("{} seed {}: passed, within the run's own lateness: {} ({})", name, seed.seed,
+        notes.push_back(fmt::format("{} seed {}: passed, within the run's own bounds: {} ({})", name, seed.seed,
                                     seed.within_lateness, seed.simulator_checkers));
         continue;
       }
@@ -111,7 +111,7 @@ int run_miss_rate(const MissRateRequest& command) {
              rate(missed, caught), missed, missed + caught, rate(visible_missed, visible_caught), visible_missed,
              visible_missed + visible_caught, client_missed,
              within_lateness == 0 ? std::string()
-                                  : fmt::format(" (and {} passed within their run's own lateness)", within_lateness));
+                                  : fmt::format(" (and {} passed within their run's own bounds)", within_lateness));
   fmt::print("false alarms: {}, clean seeds undecided: {}\n", false_alarms, clean_undecided);
   fmt::print("wall time: {:.1f} s\n", wall_s);
   return ok ? 0 : 1;
