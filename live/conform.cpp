@@ -14,8 +14,8 @@
 #include "impl/bugs.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/live_runner.hpp"
-#include "model/markup.hpp"
 #include "model/runner.hpp"
+#include "report/conform_junit.hpp"
 
 namespace lockstep::live {
 
@@ -39,96 +39,6 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
     files.insert(files.end(), found.begin(), found.end());
   }
   return files;
-}
-
-struct FileResult {
-  std::string file;
-  VectorVerdict verdict;
-  double seconds = 0;
-};
-
-// A live server's answer is quoted verbatim in a failure message and may be
-// any bytes; XML must be UTF-8, so each byte that is not part of a
-// well-formed sequence (RFC 3629: no overlong forms, no surrogates, nothing
-// above U+10FFFF) becomes '?'.
-std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  const auto byte = [&](std::size_t at) { return at < text.size() ? static_cast<unsigned char>(text[at]) : 0u; };
-  for (std::size_t i = 0; i < text.size();) {
-    const unsigned lead = byte(i);
-    std::size_t length = 0;
-    unsigned low = 0x80, high = 0xbf;  // the range of the second byte
-    if (lead < 0x80) {
-      length = 1;
-    } else if (lead >= 0xc2 && lead <= 0xdf) {
-      length = 2;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      length = 3;
-      if (lead == 0xe0) low = 0xa0;
-      if (lead == 0xed) high = 0x9f;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      length = 4;
-      if (lead == 0xf0) low = 0x90;
-      if (lead == 0xf4) high = 0x8f;
-    }
-    bool valid = length > 0 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      const unsigned next = byte(i + k);
-      valid = k == 1 ? next >= low && next <= high : (next & 0xc0) == 0x80;
-    }
-    if (!valid) {
-      out += '?';
-      ++i;
-      continue;
-    }
-    out.append(text.substr(i, length));
-    i += length;
-  }
-  return out;
-}
-
-std::string xml_text(std::string_view text) { return escape_markup(valid_utf8(text)); }
-
-// JUnit XML as CI systems read it (Jenkins, GitLab, GitHub reporters): one
-// test case per vector file, classname lockstep.conform and the path as its
-// name; a failure carries the verdict line as its message and the whole
-// verdict (with a live server's view of the model) as its text.
-std::string conform_junit(const std::vector<FileResult>& results, const std::string& against, const std::string& bug) {
-  std::size_t failures = 0, skipped = 0;
-  double total = 0;
-  for (const auto& result : results) {
-    failures += result.verdict.status == VectorVerdict::Status::fail ? 1 : 0;
-    skipped += result.verdict.status == VectorVerdict::Status::skip ? 1 : 0;
-    total += result.seconds;
-  }
-  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += fmt::format("<testsuites tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
-                     "<testsuite name=\"lockstep.conform\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" "
-                     "skipped=\"{2}\" time=\"{3:.3f}\">\n",
-                     results.size(), failures, skipped, total);
-  xml += fmt::format("  <properties><property name=\"against\" value=\"{}\"/>", xml_text(against));
-  if (bug != "none") xml += fmt::format("<property name=\"inject-bug\" value=\"{}\"/>", xml_text(bug));
-  xml += "</properties>\n";
-  for (const auto& result : results) {
-    xml += fmt::format("  <testcase classname=\"lockstep.conform\" name=\"{}\" time=\"{:.3f}\"", xml_text(result.file),
-                       result.seconds);
-    const auto line = verdict_line(result.file, result.verdict);
-    switch (result.verdict.status) {
-      case VectorVerdict::Status::ok:
-        xml += "/>\n";
-        break;
-      case VectorVerdict::Status::skip:
-        xml += fmt::format(">\n    <skipped message=\"{}\"/>\n  </testcase>\n", xml_text(result.verdict.message));
-        break;
-      case VectorVerdict::Status::fail:
-        xml += fmt::format(">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-                           xml_text(line.substr(0, line.find('\n'))), xml_text(line));
-        break;
-    }
-  }
-  xml += "</testsuite>\n</testsuites>\n";
-  return xml;
 }
 
 }  // namespace
@@ -160,11 +70,11 @@ int run_conform(const ConformOptions& options) {
     live_options.etcd_endpoints = etcd->endpoints();
   }
   int passed = 0, failed = 0, skipped = 0;
-  std::vector<FileResult> results;
+  std::vector<VectorFileResult> results;
   for (const auto& file : files) {
     const auto started = std::chrono::steady_clock::now();
     const auto verdict = live ? run_live_vector_file(file, live_options) : run_vector_file(file, kind, *bug);
-    results.push_back(FileResult{file, verdict,
+    results.push_back(VectorFileResult{file, verdict,
                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
     fmt::print("{}\n", verdict_line(file, verdict));
     switch (verdict.status) {

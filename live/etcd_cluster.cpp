@@ -41,6 +41,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error,
     return nullptr;
   }
   cluster->directory_ = directory;
+  remove_on_signal(cluster->directory_);
   cluster->token_ = fmt::format("lockstep-{}-{}", getpid(), cluster->directory_.substr(cluster->directory_.size() - 6));
   std::set<std::uint16_t> taken;
   for (int i = 0; i < members; ++i) {
@@ -82,7 +83,10 @@ EtcdCluster::~EtcdCluster() {
     if (member.process) member.process->stop();
   }
   std::error_code ignored;
-  if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+  if (!directory_.empty()) {
+    keep_on_signal(directory_);
+    std::filesystem::remove_all(directory_, ignored);
+  }
 }
 
 std::string EtcdCluster::command(int index, bool fresh) const {

@@ -51,6 +51,7 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
     return nullptr;
   }
   cluster->directory_ = directory;
+  remove_on_signal(cluster->directory_);
   cluster->prefix_ = fmt::format("lockstep-{}-{}", getpid(), cluster->directory_.substr(cluster->directory_.size() - 6));
   std::set<std::uint16_t> taken;
   for (int i = 0; i < options.nodes; ++i) {
@@ -86,7 +87,10 @@ LockCluster::~LockCluster() {
   }
   etcd_.reset();
   std::error_code ignored;
-  if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+  if (!directory_.empty()) {
+    keep_on_signal(directory_);
+    std::filesystem::remove_all(directory_, ignored);
+  }
 }
 
 std::string LockCluster::command(int index) const {

@@ -1,6 +1,8 @@
 #include "live/nemesis.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -72,29 +74,23 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
     const int fault_at = static_cast<int>(steps.size());
     // Healed half a period later, and by the run's end at the latest.
     const auto heal_at = std::min(at + period_us / 2, end_us);
-    switch (fault) {
-      case NemesisFault::kill:
-        step.kind = NemesisStep::Kind::kill;
-        steps.push_back(step);
-        step.kind = NemesisStep::Kind::start;
-        step.at_us = heal_at;
-        step.leader = false;
-        step.heals = fault_at;
-        steps.push_back(step);
-        break;
-      case NemesisFault::pause:
-        step.kind = NemesisStep::Kind::pause;
-        steps.push_back(step);
-        step.kind = NemesisStep::Kind::resume;
-        step.at_us = heal_at;
-        step.leader = false;
-        step.heals = fault_at;
-        steps.push_back(step);
-        break;
-      case NemesisFault::restart:
-        step.kind = NemesisStep::Kind::restart;
-        steps.push_back(step);
-        break;
+    // A kill is healed by a start, a pause by a resume; a restart heals itself.
+    const auto fault_and_heal = [&]() -> std::pair<NemesisStep::Kind, std::optional<NemesisStep::Kind>> {
+      switch (fault) {
+        case NemesisFault::kill: return {NemesisStep::Kind::kill, NemesisStep::Kind::start};
+        case NemesisFault::pause: return {NemesisStep::Kind::pause, NemesisStep::Kind::resume};
+        case NemesisFault::restart: break;
+      }
+      return {NemesisStep::Kind::restart, std::nullopt};
+    }();
+    step.kind = fault_and_heal.first;
+    steps.push_back(step);
+    if (fault_and_heal.second) {
+      step.kind = *fault_and_heal.second;
+      step.at_us = heal_at;
+      step.leader = false;
+      step.heals = fault_at;
+      steps.push_back(step);
     }
   }
   // Built in time order already (a heal comes before the next fault), so

@@ -82,7 +82,33 @@ void forget_group(pid_t group) {
   }
 }
 
-// Only async-signal-safe calls: kill, waitpid, nanosleep.
+// The temporary folders the servers' logs and data are in, removed by the
+// handler below once the servers are gone. Fixed buffers, filled before a
+// slot is marked taken, so that the handler reads no half-written path.
+constexpr std::size_t folders_max = 8;
+constexpr std::size_t folder_path_bytes_max = 256;
+struct FolderSlot {
+  std::atomic<bool> taken{false};
+  char path[folder_path_bytes_max] = {};
+};
+FolderSlot folders[folders_max];
+std::atomic_flag folders_lock = ATOMIC_FLAG_INIT;  // between threads that register; the handler only reads
+
+// Removes `path` with rm -rf in a child: fork, execve and waitpid are
+// async-signal-safe, and walking a folder is not.
+void remove_folder_in_handler(const char* path) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    char rm[] = "/bin/rm", rf[] = "-rf", end[] = "--";
+    char* const argv[] = {rm, rf, end, const_cast<char*>(path), nullptr};
+    char* const envp[] = {nullptr};
+    ::execve(rm, argv, envp);
+    ::_exit(127);
+  }
+  if (child > 0) ::waitpid(child, nullptr, 0);
+}
+
+// Only async-signal-safe calls: kill, waitpid, nanosleep, fork, execve.
 extern "C" void stop_groups_and_die(int signal_number) {
   for (auto& slot : running_groups) {
     const pid_t group = slot.load();
@@ -107,6 +133,9 @@ extern "C" void stop_groups_and_die(int signal_number) {
     const timespec pause{0, 10'000'000};
     ::nanosleep(&pause, nullptr);
   }
+  for (auto& slot : folders) {
+    if (slot.taken.load()) remove_folder_in_handler(slot.path);
+  }
   // Then die of the same signal, as if there had been no handler.
   ::signal(signal_number, SIG_DFL);
   ::raise(signal_number);
@@ -129,6 +158,33 @@ void stop_groups_on_signals() {
 }
 
 }  // namespace
+
+bool remove_on_signal(const std::string& folder) {
+  stop_groups_on_signals();
+  if (folder.empty() || folder.size() >= folder_path_bytes_max) return false;
+  while (folders_lock.test_and_set()) {
+  }
+  bool placed = false;
+  for (auto& slot : folders) {
+    if (slot.taken.load()) continue;
+    folder.copy(slot.path, folder.size());
+    slot.path[folder.size()] = '\0';
+    slot.taken.store(true);
+    placed = true;
+    break;
+  }
+  folders_lock.clear();
+  return placed;
+}
+
+void keep_on_signal(const std::string& folder) {
+  while (folders_lock.test_and_set()) {
+  }
+  for (auto& slot : folders) {
+    if (slot.taken.load() && folder == slot.path) slot.taken.store(false);
+  }
+  folders_lock.clear();
+}
 
 std::optional<ServerProcess> ServerProcess::start(const std::string& command, const std::string& log_path) {
   stop_groups_on_signals();

@@ -3,7 +3,8 @@
 // command runs in its own process group, and stopping it ends the group.
 // No server outlives the tool that started it: SIGINT, SIGTERM or SIGHUP
 // to the tool first sends SIGTERM to every group still running (unless the
-// tool handles those signals itself), and a server whose starter dies any
+// tool handles those signals itself) and then removes the tool's temporary
+// folders that were registered, and a server whose starter dies any
 // other way gets SIGTERM from the kernel (PR_SET_PDEATHSIG). The kernel
 // ties that to the thread that started the server, so start() must be
 // called from a thread that outlives it (every caller uses the main thread).
@@ -28,6 +29,15 @@ std::map<std::string, std::string> template_values(std::uint16_t port, const Lim
 // stderr into `log_path` (truncated), and no other descriptor of the parent
 // inherited (sockets, log files).
 void redirect_child_to_log(const std::string& log_path);
+
+// A temporary folder of the tool's own (servers' logs, etcd's data) that a
+// SIGINT, SIGTERM or SIGHUP to the tool removes after stopping the servers,
+// as the tool's destructors would have on a normal exit. At most 8 at once;
+// false when the table is full or the path too long (the folder is then
+// only removed on a normal exit). keep_on_signal() takes one off again
+// before its owner removes it.
+bool remove_on_signal(const std::string& folder);
+void keep_on_signal(const std::string& folder);
 
 class ServerProcess {
  public:

@@ -120,7 +120,11 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
   // left once the cluster may not be late at all, their view is that of a
   // correct cluster late by no more than this run really was somewhere (the
   // history's maximum is one figure for the whole run), which no black box
-  // can tell from the bug.
+  // can tell from the bug. If one is left on time, but none once the clocks
+  // must agree too (no allowance), their view is that of a correct cluster
+  // on time whose clocks are apart by no more than this run's bound S: the
+  // contract lets such a cluster expire a lease up to 2·S early, and no
+  // black box can tell that from the bug either.
   if (verdicts.clients && verdicts.checker == history::Verdict::conforms) {
     auto on_time = recorder.history();
     on_time.header.max_lateness_ms = lateness_margin_ms;
@@ -129,6 +133,15 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
           "the clients' view needs lateness, and the run really was {} ms late ({}); a correct cluster that late "
           "answers what they saw",
           result.lateness_ms, result.lateness_what);
+    } else {
+      auto agreed_clocks = on_time;
+      agreed_clocks.header.clock_allowance_ms = 0;
+      if (history::check_history(agreed_clocks, check).verdict == history::Verdict::violation) {
+        verdicts.within_lateness = fmt::format(
+            "the clients' view needs the clock allowance, and the run's clocks were allowed {} ms apart (S; the "
+            "allowance is 2·S = {} ms); a correct cluster on time with clocks that far apart answers what they saw",
+            params.skew_bound_ms.value, on_time.header.clock_allowance_ms);
+      }
     }
   }
   return verdicts;

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "model/markup.hpp"
+#include "report/markup.hpp"
 
 namespace lockstep::sim {
 

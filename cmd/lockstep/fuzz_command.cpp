@@ -24,7 +24,7 @@
 #include "live/fuzz.hpp"
 #include "model/history/checker.hpp"
 #include "model/history/counterexample.hpp"
-#include "model/history/report.hpp"
+#include "report/history_report.hpp"
 
 namespace lockstep::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "model/history/checker.hpp"
-#include "model/markup.hpp"
+#include "report/markup.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::history {

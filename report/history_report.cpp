@@ -1,4 +1,4 @@
-#include "model/history/report.hpp"
+#include "report/history_report.hpp"
 
 #include <algorithm>
 #include <cmath>
