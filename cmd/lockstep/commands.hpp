@@ -14,7 +14,8 @@ void add_check_command(CLI::App& app, std::function<int()>& run);
 void add_serve_command(CLI::App& app, std::function<int()>& run);
 void add_sim_command(CLI::App& app, std::function<int()>& run);
 void add_trace_commands(CLI::App& app, std::function<int()>& run);
-void add_fuzz_commands(CLI::App& app, std::function<int()>& run);
+void add_fuzz_command(CLI::App& app, std::function<int()>& run);
+void add_check_history_command(CLI::App& app, std::function<int()>& run);
 void add_miss_rate_command(CLI::App& app, std::function<int()>& run);
 void add_playground_command(CLI::App& app, std::function<int()>& run);
 

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
   lockstep::cli::add_serve_command(app, run);
   lockstep::cli::add_sim_command(app, run);
   lockstep::cli::add_trace_commands(app, run);
-  lockstep::cli::add_fuzz_commands(app, run);
+  lockstep::cli::add_fuzz_command(app, run);
+  lockstep::cli::add_check_history_command(app, run);
   lockstep::cli::add_miss_rate_command(app, run);
   lockstep::cli::add_playground_command(app, run);
   try {

@@ -1,101 +1,25 @@
-// `lockstep serve`: the engine behind a TCP server (impl/server), or with
-// --cluster one node of a cluster on etcd (impl/server/cluster_server).
-#include <filesystem>
+// `lockstep serve`: the options of the engine behind a TCP server, or with
+// --cluster of one node of a cluster on etcd (live/serve.hpp); the options
+// of one mode only are passed on by name when given, to be refused in the
+// other.
 #include <memory>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/cluster/bugs.hpp"
 #include "impl/protocol.hpp"
-#include "impl/server/cluster_server.hpp"
-#include "impl/server/server.hpp"
+#include "live/serve.hpp"
 
 namespace lockstep::cli {
 
 namespace {
 
-struct ServeOptions {
-  ServerConfig config;
-  std::string bug = "none";
-  bool list_bugs = false;
-  bool cluster = false;
-  ClusterServerConfig cluster_config;
-  // Options of one mode only, refused in the other.
+// Options of one mode only, refused in the other.
+struct ModeOptions {
   std::vector<const CLI::Option*> simple_only, cluster_only;
 };
-
-int run_cluster_serve(ServeOptions& options) {
-  for (const auto* option : options.simple_only) {
-    if (option->count() > 0) {
-      fmt::print(stderr, "serve: {} has no meaning with --cluster\n", option->get_name());
-      return 2;
-    }
-  }
-  if (options.list_bugs) {
-    for (const auto& entry : cluster::cluster_bug_catalogue()) fmt::print("{:<28} {}\n", entry.name, entry.story);
-    return 0;
-  }
-  const auto bug = cluster::cluster_bug_from_name(options.bug);
-  if (!bug) {
-    fmt::print(stderr, "serve: '{}' is not a bug of the cluster catalogue (lockstep serve --cluster --list-bugs lists it)\n",
-               options.bug);
-    return 2;
-  }
-  auto& c = options.cluster_config;
-  // The options both modes take are parsed into simple mode's configuration.
-  c.host = options.config.host;
-  c.port = options.config.port;
-  c.limits = options.config.limits;
-  c.max_connections = options.config.max_connections;
-  c.max_output_bytes = options.config.max_output_bytes;
-  c.lines_per_turn = options.config.lines_per_turn;
-  c.test_clock = options.config.test_clock;
-  c.quiet = options.config.quiet;
-  c.bug = *bug;
-  if (auto error = validate(c)) {
-    fmt::print(stderr, "serve: {}\n", *error);
-    return 2;
-  }
-  return run_cluster_server(c);
-}
-
-int run_serve(ServeOptions& options) {
-  if (options.cluster) return run_cluster_serve(options);
-  for (const auto* option : options.cluster_only) {
-    if (option->count() > 0) {
-      fmt::print(stderr, "serve: {} needs --cluster\n", option->get_name());
-      return 2;
-    }
-  }
-  if (options.list_bugs) {
-    for (const auto& entry : bug_catalogue()) fmt::print("{:<26} {}\n", entry.name, entry.story);
-    return 0;
-  }
-  const auto bug = bug_from_name(options.bug);
-  if (!bug) {
-    fmt::print(stderr, "serve: '{}' is not a bug of the engine's catalogue (lockstep serve --list-bugs lists it)\n",
-               options.bug);
-    return 2;
-  }
-  options.config.bug = *bug;
-  return run_server(options.config);
-}
-
-// The state file is read at start and rewritten as the token mark grows:
-// it must be a file, readable if it exists, in a folder that can be written.
-CLI::Validator state_file_check() {
-  return CLI::Validator(
-      [](std::string& path) -> std::string {
-        auto why = why_not_writable_file(path);
-        if (why.empty() && std::filesystem::exists(path)) why = why_not_readable_file(path);
-        return why;
-      },
-      "a file that can be read and written", "state file");
-}
 
 // Either catalogue's names: which one applies is known once --cluster is.
 std::vector<std::string> bug_names() {
@@ -107,13 +31,13 @@ std::vector<std::string> bug_names() {
 
 // Cluster mode (README, "Running a cluster"): one node of a cluster whose
 // log and election are kept in etcd.
-void add_cluster_options(CLI::App& command, ServeOptions& options) {
+void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::vector<const CLI::Option*>& cluster_only) {
   auto& k = options.cluster_config;
   command.add_flag("--cluster", options.cluster,
                    "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; README, \"Running a "
                    "cluster\")");
   const auto cluster_option = [&](CLI::Option* option) {
-    options.cluster_only.push_back(option);
+    cluster_only.push_back(option);
     return option;
   };
   cluster_option(command.add_option("--etcd", k.etcd_endpoints,
@@ -153,7 +77,8 @@ void add_cluster_options(CLI::App& command, ServeOptions& options) {
 }  // namespace
 
 void add_serve_command(CLI::App& app, std::function<int()>& run) {
-  auto options = std::make_shared<ServeOptions>();
+  auto options = std::make_shared<live::ServeRequest>();
+  auto modes = std::make_shared<ModeOptions>();
   auto& c = options->config;
   auto* command = app.add_subcommand(
       "serve",
@@ -167,7 +92,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->check(whole(0, 65535))
       ->capture_default_str();
   add_limit_options(*command, c.limits);
-  options->simple_only.push_back(command->get_option("--sweep-ms"));  // cluster mode has no sweep
+  modes->simple_only.push_back(command->get_option("--sweep-ms"));  // cluster mode has no sweep
   command->add_option("--max-connections", c.max_connections,
                       "connections at most; past it a new one is answered E and closed")
       ->check(whole(1, 1'000'000))
@@ -183,11 +108,11 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   command->add_flag("--test-clock", c.test_clock,
                     "a clock that starts at 0 and moves only on `C <now_ms>`; `X` ends a connection "
                     "(docs/protocol.md, \"Exact, with a test clock\")");
-  options->simple_only.push_back(
+  modes->simple_only.push_back(
       command
           ->add_option("--state-file", c.state_file,
                        "file that keeps the token mark, so tokens stay increasing across restarts")
-          ->check(state_file_check()));
+          ->check(state_file()));
   command->add_option("--inject-bug", options->bug,
                       "serve a deliberately broken engine (see --list-bugs); with --cluster, a bug of the cluster "
                       "catalogue (see --cluster --list-bugs)")
@@ -196,9 +121,17 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   command->add_flag("--list-bugs", options->list_bugs,
                     "list the catalogue of injectable bugs (with --cluster, the cluster's) and exit");
-  add_cluster_options(*command, *options);
+  add_cluster_options(*command, *options, modes->cluster_only);
   command->add_flag("--quiet", c.quiet, "no start and stop lines");
-  command->callback([options, &run] { run = [options] { return run_serve(*options); }; });
+  command->callback([options, modes, &run] {
+    for (const auto* option : modes->simple_only) {
+      if (option->count() > 0) options->simple_only_given.push_back(option->get_name());
+    }
+    for (const auto* option : modes->cluster_only) {
+      if (option->count() > 0) options->cluster_only_given.push_back(option->get_name());
+    }
+    run = [options] { return live::run_serve(*options); };
+  });
 }
 
 }  // namespace lockstep::cli

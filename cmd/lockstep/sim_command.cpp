@@ -1,36 +1,22 @@
-// `lockstep sim`: the simulator over one seed or a range of seeds, in simple
-// mode (sim/simple/swarm.hpp) or on a Raft cluster (sim/cluster/swarm.hpp),
-// through the one swarm runner (sim/core/swarm.hpp), with TLC's verdict on a
-// one-seed trace when asked (live/tlc/). Options and their checks only; the
-// wall clock and the terminal are read here, never in the simulator.
-#include <unistd.h>
-
+// `lockstep sim`: the options of the simulator over one seed or a range of
+// seeds, in simple mode, on a Raft cluster or as the lock service on one
+// (live/sim_run.hpp). What a mode cannot use is refused when parsed.
 #include <algorithm>
-#include <chrono>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
-#include "live/tlc/tlc_runner.hpp"
-#include "sim/cluster/swarm.hpp"
-#include "sim/simple/swarm.hpp"
+#include "live/sim_run.hpp"
 
 namespace lockstep::cli {
 
 namespace {
 
-struct SimOptions {
-  std::optional<std::uint64_t> seed;
-  std::string seeds, mode = "lock";
-  bool check_determinism = false, validate_trace = false;
-  sim::SimpleSwarmOptions simple;
-  sim::RaftSwarmOptions raft;  // its swarm, clients, keys, duration and bug come from `simple`
-};
-
 // What a mode cannot use is refused, not ignored: an option that changes
 // nothing would make the user believe the run is what it is not.
-void check_mode_options(const CLI::App& command, const SimOptions& o) {
+void check_mode_options(const CLI::App& command, const live::SimRequest& o) {
   const auto refuse_in = [&](const char* option, const char* modes) {
     if (command.count(option) > 0) {
       throw CLI::ValidationError(option, fmt::format("is not used by --mode {} (it applies to --mode {})", o.mode, modes));
@@ -58,86 +44,17 @@ void check_mode_options(const CLI::App& command, const SimOptions& o) {
     throw CLI::ValidationError("--inject-bug", fmt::format("'{}' is not a bug of --mode {}: {}: {}", o.simple.bug,
                                                            o.mode, catalogue, listed));
   }
-  const auto range = o.seeds.empty() ? std::nullopt : parse_seed_range(o.seeds);
+  const auto& range = o.seed_range;
   const bool one_seed = o.seed.has_value() || (range && range->first == range->second);
   for (const char* option : {"--trace", "--timeline", "--validate-trace", "--history"}) {
     if (command.count(option) > 0 && !one_seed) throw CLI::ValidationError(option, "takes one seed: use --seed N");
   }
 }
 
-int run_sim(SimOptions o) {
-  sim::SwarmConfig config;
-  const bool raft_modes = o.mode != "lock";
-  // The default run, no seed named: a swarm that ends within a minute.
-  config.first_seed = 1;
-  config.last_seed = raft_modes ? 100 : 1000;
-  if (o.seed) {
-    config.first_seed = config.last_seed = *o.seed;
-  } else if (!o.seeds.empty()) {
-    std::tie(config.first_seed, config.last_seed) = *parse_seed_range(o.seeds);  // checked when parsed
-  } else {
-    o.simple.swarm = true;
-  }
-  config.check_determinism = o.check_determinism;
-  config.progress = isatty(STDOUT_FILENO) != 0;
-  const auto started = std::chrono::steady_clock::now();
-  config.wall_seconds = [started] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  };
-  if (raft_modes) {
-    o.raft.cluster = o.mode == "cluster";
-    o.raft.swarm = o.simple.swarm;
-    o.raft.clients = o.simple.clients;
-    o.raft.keys = o.simple.keys;
-    o.raft.duration_ms = o.simple.duration_ms;
-    o.raft.bug = o.simple.bug;
-    o.raft.timeline = o.simple.timeline;
-    o.raft.trace = o.simple.trace;
-    o.raft.history = o.simple.history;
-  }
-  std::string jar, trace_dir;
-  std::string& trace = raft_modes ? o.raft.trace : o.simple.trace;
-  if (o.validate_trace) {
-    const auto lookup = tlc::find_tla2tools_jar();
-    if (!lookup.jar) {
-      fmt::print(stderr, "sim: --validate-trace needs TLC: {}\n", lookup.problem);
-      return 2;
-    }
-    jar = *lookup.jar;
-    if (trace.empty()) {
-      try {
-        trace_dir = tlc::make_work_dir();
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
-        return 2;
-      }
-      trace = trace_dir + "/trace.ndjson";
-    }
-    o.simple.run_to_end = true;
-  }
-  sim::SwarmOutcome outcome;
-  if (raft_modes) {
-    outcome = sim::run_raft_swarm(o.raft, config);
-  } else {
-    outcome = sim::run_simple_swarm(o.simple, config);
-  }
-  if (!o.validate_trace || outcome.exit_code == 2) return outcome.exit_code;
-  auto verdict = tlc::TraceVerdict::Kind::error;
-  try {
-    verdict = tlc::validate_run_trace(trace, jar, outcome.violations, outcome.last_seed_first_violation_ms);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
-  }
-  if (!trace_dir.empty()) tlc::remove_work_dir(trace_dir);
-  // 2 when the trace could not be checked; otherwise 1 on either verdict.
-  if (verdict == tlc::TraceVerdict::Kind::error) return 2;
-  return outcome.exit_code == 0 && verdict == tlc::TraceVerdict::Kind::valid ? 0 : 1;
-}
-
 }  // namespace
 
 void add_sim_command(CLI::App& app, std::function<int()>& run) {
-  auto o = std::make_shared<SimOptions>();
+  auto o = std::make_shared<live::SimRequest>();
   auto* command = app.add_subcommand(
       "sim",
       "Run the deterministic simulator: clients, a virtual network with delays, drops, crashes\n"
@@ -182,8 +99,9 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
                     "--mode cluster: clock skew beyond what the lease-safety bound assumes (violations expected)");
   command->add_option("--nodes", o->raft.nodes, "cluster size (--mode raft, cluster)")->check(whole(1, 9))->capture_default_str();
   command->callback([o, command, &run] {
+    if (!o->seeds.empty()) o->seed_range = parse_seed_range(o->seeds);
     check_mode_options(*command, *o);
-    run = [o] { return run_sim(*o); };
+    run = [o] { return live::run_sim(*o); };
   });
 }
 

@@ -1,4 +1,5 @@
-// Validators for the command line. Every option has a range that means
+// Validators for the command line (validators_numbers.cpp, _names.cpp and
+// _paths.cpp). Every option has a range that means
 // something and is checked when the command line is parsed, so a bad
 // argument is refused (exit 2, one line naming the option) before anything
 // runs, never discovered after a run or by an assertion.
@@ -20,6 +21,10 @@
 #include <CLI/CLI.hpp>
 
 namespace lockstep::cli {
+
+// Decimal digits only (leading zeros allowed), fitting 64 bits: how every
+// number on the command line is read.
+std::optional<std::uint64_t> digits_value(const std::string& text);
 
 // Seeds are 0 .. 2^63 - 1: every tool that reads a trace or a reproduce
 // line can hold them, and a range never wraps around.
@@ -67,6 +72,9 @@ CLI::Validator readable_path();
 // A file that can be written: not a folder, and either writable or absent
 // from a folder that exists and can be written. Nothing is created.
 CLI::Validator writable_file();
+// A file read if it exists and rewritten later (serve's token mark): a
+// file that can be written (as above), and read when it exists.
+CLI::Validator state_file();
 // A folder that can be written, or be created (its nearest existing
 // ancestor is a folder that can be written). Nothing is created.
 CLI::Validator writable_folder();

@@ -1,6 +1,9 @@
-// The cluster reading's frontier: every configuration the replicated table
-// may be in, carried forward from one visited instant to the next. Only the
-// instants where something is observed or sent are visited (a request sent,
+// Cluster mode's rules for the per-key search: frontier_search.hpp carries
+// the search itself, shared with simple mode; this file keeps what a
+// cluster is read by instead (Expires, sessions, lateness, lazy Timeouts).
+// The frontier is every configuration the replicated table may be in,
+// carried forward from one visited instant to the next. Only the instants
+// where something is observed or sent are visited (a request sent,
 // the last instant that can cause an observation, an Expire or a Timeout
 // that a maximum lateness forces): whatever happened since the previous
 // visit (an operation applied, an Expire) is applied at the visit, in every
@@ -22,30 +25,18 @@
 #include <algorithm>
 #include <memory>
 #include <span>
-#include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "impl/assert.hpp"
 #include "model/history/fingerprint.hpp"
+#include "model/history/frontier_search.hpp"
 #include "model/history/marked_set.hpp"
 
 namespace lockstep::history {
 
 namespace {
 
-std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
-
-// An answer caused at instant n may be read up to 1 ms before n on the
-// tester's clock (docs/protocol.md, "Black box, in real time": instant n is
-// a real interval of 1 ms).
-constexpr std::int64_t grid_slack_us = 1000;
-std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(received_us + grid_slack_us); }
-
-// Operations handled at one instant in every order: past this many orders
-// from one configuration, the key is undecided rather than slow.
-constexpr std::size_t orders_max = 16384;
 // Choices of waiters that left a full queue unseen, at one acquire.
 constexpr std::size_t leave_choices_max = 256;
 
@@ -69,18 +60,9 @@ struct Waiter {
   friend bool operator==(const Waiter&, const Waiter&) = default;
 };
 
-struct StepNode {
-  Step step;
-  std::shared_ptr<const StepNode> previous;
-};
-
-struct Config {
-  Holder holder;
-  std::vector<Waiter> queue;  // in request order; queue order is what the intervals allow
-  IndexSet handled;           // operations applied
-  IndexSet observed;          // observations explained
-  std::uint32_t explained = 0;
-  std::uint64_t last_token = 0;  // the largest token of this key's grants explained
+// Waiters are kept in request order; queue order is what their intervals
+// allow. `handled` holds the operations applied.
+struct Config : ConfigCore<Holder, Waiter, IndexSet> {
   // While the key is free: the table's clock is no earlier (the stamp of
   // the command that freed it), and neither is the next grant's stamp.
   std::int64_t free_floor = 0;
@@ -90,47 +72,15 @@ struct Config {
   std::int32_t late_request = -1;
   char late_what = 0;
   std::int64_t late_at = 0, late_due = 0;
-  std::shared_ptr<const StepNode> steps;  // newest first; not part of the identity
-
-  bool held() const { return holder.request >= 0; }
 };
 
 using Configs = std::vector<Config>;
 
-constexpr bool blank_none = false, blank_all = true;
-
 Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
   FingerprintBuilder print;
-  print.add(static_cast<std::uint64_t>(c.holder.request + 1));
-  print.add(c.holder.token);
-  print.add(static_cast<std::uint64_t>(c.holder.stamp));
-  if (!blank) {
-    print.add(static_cast<std::uint64_t>(c.holder.lo));
-    print.add(static_cast<std::uint64_t>(c.holder.hi));
-  }
-  print.add(c.queue.size());
-  for (const auto& waiter : c.queue) {
-    print.add(waiter.request);
-    print.add(static_cast<std::uint64_t>(waiter.stamp));
-    if (!blank) {
-      print.add(static_cast<std::uint64_t>(waiter.lo));
-      print.add(static_cast<std::uint64_t>(waiter.hi));
-    }
-  }
-  for (const auto* set : {&c.handled, &c.observed}) {
-    print.add(set->mark);
-    print.add(set->extra.size());
-    for (const auto index : set->extra) print.add(index);
-    print.add(set->holes.size());
-    for (const auto index : set->holes) print.add(index);
-  }
-  print.add(c.last_token);
+  fingerprint_core(print, c, blank);
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
   return print.finish();
-}
-
-bool names_owner(ResponseKind kind) {
-  return kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
 }
 
 // Keeps the lesser lateness, and the lesser floor of a free key's next
@@ -147,24 +97,18 @@ void keep_least_lateness(Config& into, const Config& other) {
   }
 }
 
-class ClusterFrontier {
+// Cluster mode's rules, for the search of frontier_search.hpp.
+class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
  public:
   ClusterFrontier(const KeyInput& input, const KeyOracles& oracles, const KeyCheckOptions& options)
-      : in_(input),
-        oracles_(oracles),
-        options_(options),
+      : FrontierSearch(input, oracles, options),
         allowance_(input.cluster.clock_allowance_ms),
         max_late_(input.cluster.max_lateness_ms) {
     const auto n = in_.requests.size();
-    earliest_.resize(n);
-    latest_.resize(n);
-    previous_.assign(n, -1);
     copies_.resize(n);
     leave_by_close_.assign(n, unbounded_ms);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& request = in_.requests[i];
-      earliest_[i] = floor_ms(request.sent_us);
-      latest_[i] = request.latest_ms;
       copies_[i].push_back(KeyCopy{request.conn, request.sent_us});
       for (const auto& copy : request.resent) copies_[i].push_back(copy);
       // A Close of one of its connections may drop its waiter once the
@@ -187,10 +131,7 @@ class ClusterFrontier {
         before = single ? static_cast<std::int32_t>(request) : -1;
       }
     }
-    for (const auto& seen : in_.observations) {
-      if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
-      last_chances_.push_back(latest_cause_ms(seen.received_us));
-    }
+    for (const auto& seen : in_.observations) last_chances_.push_back(latest_cause_ms(seen.received_us));
     class_shared_.assign(n, false);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& mine = in_.requests[i];
@@ -204,21 +145,15 @@ class ClusterFrontier {
         }
       }
     }
-    std::sort(grant_tokens_.begin(), grant_tokens_.end());
     std::sort(last_chances_.begin(), last_chances_.end());
     for (std::uint32_t i = 0; i < n; ++i) {
       if (latest_[i] >= unbounded_ms) unanswered_.push_back(i);
     }
-    later_latest_.assign(n + 1, unbounded_ms);
-    for (std::size_t i = n; i-- > 0;) later_latest_[i] = std::min(later_latest_[i + 1], latest_[i]);
-    grant_first_.assign(in_.observations.size(), unbounded_ms);
-    grant_last_.assign(in_.observations.size(), -1);
+    find_later_latest();
   }
 
-  KeyVerdict run();
-
  private:
-  using Cause = KeyFailure::Cause;
+  friend class FrontierSearch<ClusterFrontier, Config>;
 
   std::int64_t lease_of(std::int32_t request) const { return in_.requests[static_cast<std::uint32_t>(request)].lease_ms; }
   std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
@@ -249,17 +184,11 @@ class ClusterFrontier {
     return {list.data() + (from - list.begin()), static_cast<std::size_t>(list.end() - from)};
   }
 
-  void record(Config& c, Step step) const {
-    if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
-  }
-
   // Notes that a step due by `due` happened at `at` (an Expire, a Timeout,
   // or a deferred answer's arrival less the tolerance); false when that is
   // later than the stated maximum allows (the configuration dies).
   bool note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const;
 
-  bool matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
-               std::uint64_t token) const;
   bool same_class(const KeyObservation& seen, std::uint32_t request) const;
   bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const;
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
@@ -300,7 +229,6 @@ class ClusterFrontier {
   void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
   void expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
-  std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
   bool inert(const Config& before, const Config& after) const {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.free_floor == after.free_floor;
@@ -308,26 +236,41 @@ class ClusterFrontier {
   bool alone_in_class(const Config& c, std::uint32_t request) const;
   bool alive(const Config& c, std::int64_t at) const;
   void forget_spent(Config& c) const;
-  bool spend(const Config& c);
   static std::uint64_t bytes_of(const Config& c);
-  void fail(const Config& c, KeyFailure failure) const;
+  // What came instead of a failure kept (fail, in frontier_search.hpp).
+  void explain_failure(const Config& c) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
-  void merge(Configs& configs) const;
-  void merge_boxes(Configs& configs) const;
   bool is_final(const Config& c) const;
   std::int64_t final_lateness(const Config& c, Config& into) const;
   std::string describe(const Config& c, std::int64_t at) const;
-  void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
 
-  const KeyInput& in_;
-  const KeyOracles& oracles_;
-  KeyCheckOptions options_;
+  // The search's hooks (frontier_search.hpp).
+  void begin(Configs&, std::int64_t at) { visit_from_ = at; }
+  void fire_due(Config c, std::int64_t at, Configs& out) { due_waiters(std::move(c), 0, at, out); }
+  void settle(Configs& after) const {
+    for (auto& c : after) forget_spent(c);
+  }
+  std::int64_t advance(Configs& frontier, std::int64_t at) {
+    visit_from_ = at + 1;
+    return next_instant(frontier, at);
+  }
+  void add_final(const Config& c, Configs& finals) const {
+    Config counted;
+    final_lateness(c, counted);
+    finals.push_back(std::move(counted));
+  }
+  void explained(const Configs& finals, KeyVerdict& verdict) const;
+  // Configurations equal but for their lateness become the least late
+  // (exact: the future of both is the same); a box keeps the least too.
+  Fingerprint merge_key(const Config& c) const { return fingerprint(c, blank_none, false); }
+  Fingerprint box_key(const Config& c) const { return fingerprint(c, blank_all, false); }
+  Fingerprint expansion_key(const Config& c) const { return fingerprint(c, blank_none, true); }
+  static void merge_equal(Config& into, const Config& other) { keep_least_lateness(into, other); }
+  static void merge_box(Config& into, const Config& other) { keep_least_lateness(into, other); }
+
   std::int64_t allowance_;  // 2·S
   std::int64_t max_late_;   // -1: none
-  std::vector<std::int64_t> earliest_, latest_;
-  std::vector<std::int64_t> later_latest_;       // the smallest latest_ from each index on
   std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
-  std::vector<std::int32_t> previous_;           // applied before it on its connection (or -1)
   std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
   std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
@@ -336,13 +279,6 @@ class ClusterFrontier {
   // Per request: another request of its class (owner, or token) shares one
   // of its connections, so an answer of that class may be either's.
   std::vector<bool> class_shared_;
-  mutable bool over_budget_ = false;
-  mutable std::string over_budget_why_;
-  std::unordered_set<Fingerprint, FingerprintHash> expanded_;
-  std::uint64_t instant_work_ = 0, instant_bytes_ = 0, work_before_ = 0;
-  mutable std::pair<std::uint32_t, std::uint32_t> failure_progress_{0, 0};
-  mutable KeyFailure failure_;
-  mutable std::vector<std::int64_t> grant_first_, grant_last_;
 };
 
 bool ClusterFrontier::note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const {
@@ -364,21 +300,6 @@ bool ClusterFrontier::note_late(Config& c, std::int64_t at, std::int64_t due, st
   c.late_what = what;
   c.late_at = at;
   c.late_due = due;
-  return true;
-}
-
-// Whether `seen` (not yet explained) can be the response `kind` for the
-// owner or token: for a grant, the next of the key's tokens (they increase
-// in the order issued).
-bool ClusterFrontier::matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
-                              std::uint64_t token) const {
-  if (seen.kind != kind) return false;
-  if (names_owner(kind) && seen.owner != owner) return false;
-  if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) return false;
-  if (kind == ResponseKind::granted) {
-    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-    if (next == grant_tokens_.end() || *next != seen.token) return false;
-  }
   return true;
 }
 
@@ -473,8 +394,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
       matched.holder.token = seen.token;
       matched.holder.hi = hi;
       matched.last_token = seen.token;
-      grant_first_[index] = std::min(grant_first_[index], cause_lo);
-      grant_last_[index] = std::max(grant_last_[index], hi);
+      note_grant(index, cause_lo, hi);
     }
     record(matched, Step{hi, static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
     out.push_back(std::move(matched));
@@ -514,8 +434,7 @@ std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const Ke
       ++c.explained;
       first_us = std::min(first_us, again.received_us);
       if (again.kind == ResponseKind::granted) {
-        grant_first_[index] = std::min(grant_first_[index], cause_lo);
-        grant_last_[index] = std::max(grant_last_[index], latest_cause_ms(again.received_us));
+        note_grant(index, cause_lo, latest_cause_ms(again.received_us));
       }
       break;
     }
@@ -523,24 +442,11 @@ std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const Ke
   return first_us;
 }
 
-void ClusterFrontier::fail(const Config& c, KeyFailure failure) const {
-  const std::pair<std::uint32_t, std::uint32_t> progress{c.explained, c.handled.size()};
-  const bool better = progress > failure_progress_ ||
-                      (progress == failure_progress_ && (failure_.kind == KeyFailure::Kind::none ||
-                                                         (failure.kind == KeyFailure::Kind::missing &&
-                                                          failure_.kind != KeyFailure::Kind::missing)));
-  if (!better) return;
-  failure_progress_ = progress;
-  failure_ = failure;
-  if (failure.kind != KeyFailure::Kind::missing) return;
-  if (failure.response == ResponseKind::granted) {
-    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-    failure_.next_token = next == grant_tokens_.end() ? 0 : *next;
-  }
-  // What came instead: the first unexplained answer of the same class on
-  // one of the operation's connections.
-  if (failure.request < 0) return;
-  const auto request = static_cast<std::uint32_t>(failure.request);
+// What came instead of a missing answer: the first unexplained answer of
+// the same class on one of the operation's connections.
+void ClusterFrontier::explain_failure(const Config& c) const {
+  if (failure_.kind != KeyFailure::Kind::missing || failure_.request < 0) return;
+  const auto request = static_cast<std::uint32_t>(failure_.request);
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
       if (c.observed.contains(index) || !same_class(in_.observations[index], request)) continue;
@@ -860,17 +766,6 @@ void ClusterFrontier::expire(Config c, std::int64_t lo, std::int64_t hi, Configs
   pass_on(std::move(c), lo, hi, gone.stamp + lease_of(gone.request), Cause::expire, gone.request, expire_due(gone), out);
 }
 
-std::vector<std::uint32_t> ClusterFrontier::available(const Config& c, std::int64_t at) const {
-  std::vector<std::uint32_t> found;
-  for (auto i = c.handled.low(); i < in_.requests.size() && earliest_[i] <= at; ++i) {
-    if (c.handled.contains(i)) continue;
-    const auto previous = previous_[i];
-    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
-    found.push_back(i);
-  }
-  return found;
-}
-
 bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) const {
   const auto& asked = in_.requests[request];
   if (!asked.acquire) return true;
@@ -890,18 +785,12 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     out.push_back(std::move(c));
     return;
   }
-  if (!spend(c)) return;
-  if (!expanded_.insert(fingerprint(c, blank_none, true)).second) return;
-  if (++orders > orders_max) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("more than {} orders of the operations of one instant", orders_max);
-    return;
-  }
+  if (!expand(c, orders, "operations")) return;
   std::vector<std::pair<std::uint32_t, Configs>> moves;
   for (bool again = true; again;) {
     again = false;
     moves.clear();
-    for (const auto request : available(c, at)) {
+    for (const auto request : ready(c, at)) {
       const auto when = span_of(request, at);
       if (when.lo > when.hi) continue;
       // Unanswered, on a free key: taken only where it matters (unheard_holder).
@@ -958,21 +847,6 @@ std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
              sizeof(std::uint32_t);
 }
 
-bool ClusterFrontier::spend(const Config& c) {
-  if (over_budget_) return false;
-  ++instant_work_;
-  instant_bytes_ += bytes_of(c);
-  constexpr std::uint64_t expanded_entry_bytes = 48;
-  if (work_before_ + instant_work_ > options_.work_max) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("more than {} configurations stepped", options_.work_max);
-  } else if (instant_bytes_ + expanded_.size() * expanded_entry_bytes > options_.memory_max_bytes) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("the configurations of one instant past {} MiB", options_.memory_max_bytes >> 20);
-  }
-  return !over_budget_;
-}
-
 // A request no answer of which arrived, applied and gone without a trace
 // in the key (neither its holder nor a waiter), is taken as not applied:
 // what it did (a grant nobody heard, then expired; a queue it left) is what
@@ -991,23 +865,12 @@ void ClusterFrontier::forget_spent(Config& c) const {
 // explained, and every operation whose answer arrived is applied by the
 // last instant that answer allows.
 bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
-  const auto dies = [&](KeyFailure::Kind kind, std::int32_t request, std::int32_t observation) {
-    KeyFailure failure;
-    failure.kind = kind;
-    failure.at_ms = at;
-    failure.request = request;
-    failure.observation = observation;
-    if (observation >= 0) failure.conn = in_.observations[static_cast<std::size_t>(observation)].conn;
-    if (request >= 0) failure.conn = in_.requests[static_cast<std::uint32_t>(request)].conn;
-    fail(c, failure);
-    return false;
-  };
   if (c.observed.mark < in_.observations.size() &&
       latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
-    return dies(KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
+    return die(c, at, KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
   }
   for (auto i = c.handled.low(); i < in_.requests.size() && later_latest_[i] <= at; ++i) {
-    if (!c.handled.contains(i) && latest_[i] <= at) return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+    if (!c.handled.contains(i) && latest_[i] <= at) return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
   }
   // Still held, past what the maximum lateness allows its Expire.
   if (c.held() && max_late_ >= 0 && at > expire_due(c.holder) + max_late_) {
@@ -1024,9 +887,7 @@ bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
 // Expire or a Timeout would be too late.
 std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t at) const {
   const std::int64_t soon = at + 1;
-  std::int64_t next = in_.horizon_ms;
-  const auto sent = std::upper_bound(earliest_.begin(), earliest_.end(), at);
-  if (sent != earliest_.end()) next = std::min(next, *sent);
+  std::int64_t next = next_sent(at);
   const auto chance = std::upper_bound(last_chances_.begin(), last_chances_.end(), at);
   if (chance != last_chances_.end()) next = std::min(next, *chance);
   if (max_late_ >= 0) {
@@ -1038,99 +899,13 @@ std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t
   return std::max(soon, next);
 }
 
-// Configurations equal but for their lateness become the least late
-// (exact: the future of both is the same); then those equal but for
-// touching instant intervals become one box.
-void ClusterFrontier::merge(Configs& configs) const {
-  if (configs.size() < 2) return;
-  std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
-  index.reserve(configs.size() * 2);
-  Configs kept;
-  kept.reserve(configs.size());
-  for (auto& c : configs) {
-    const auto [it, added] = index.emplace(fingerprint(c, blank_none, false), kept.size());
-    if (added) {
-      kept.push_back(std::move(c));
-    } else {
-      keep_least_lateness(kept[it->second], c);
-    }
-  }
-  configs = std::move(kept);
-  if (configs.size() > 1) merge_boxes(configs);
-}
-
-// As in simple mode (frontier.cpp): boxes are joined only where every
-// interval touches and every "certainly queued before" both had is kept.
-void ClusterFrontier::merge_boxes(Configs& configs) const {
-  std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
-  for (std::size_t k = 0; k < configs.size(); ++k) groups[fingerprint(configs[k], blank_all, false)].push_back(k);
-  const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
-    return other_lo <= hi + 1 && lo <= other_hi + 1;
-  };
-  const auto joinable = [&](const Config& a, const Config& b) {
-    if (a.held() && !touches(a.holder.lo, a.holder.hi, b.holder.lo, b.holder.hi)) return false;
-    for (std::size_t j = 0; j < a.queue.size(); ++j) {
-      if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
-    }
-    for (std::size_t i = 0; i < a.queue.size(); ++i) {
-      for (std::size_t j = 0; j < a.queue.size(); ++j) {
-        if (i == j) continue;
-        const bool before_in_a = a.queue[i].hi < a.queue[j].lo, before_in_b = b.queue[i].hi < b.queue[j].lo;
-        if (before_in_a && before_in_b && std::max(a.queue[i].hi, b.queue[i].hi) >= std::min(a.queue[j].lo, b.queue[j].lo)) {
-          return false;
-        }
-      }
-    }
-    return true;
-  };
-  const auto join = [](Config& into, const Config& other) {
-    into.holder.lo = std::min(into.holder.lo, other.holder.lo);
-    into.holder.hi = std::max(into.holder.hi, other.holder.hi);
-    for (std::size_t j = 0; j < into.queue.size(); ++j) {
-      into.queue[j].lo = std::min(into.queue[j].lo, other.queue[j].lo);
-      into.queue[j].hi = std::max(into.queue[j].hi, other.queue[j].hi);
-    }
-    keep_least_lateness(into, other);
-  };
-  std::vector<bool> gone(configs.size(), false);
-  bool any = false;
-  for (auto& [print, members] : groups) {
-    if (members.size() < 2) continue;
-    for (bool again = true; again;) {
-      again = false;
-      for (std::size_t x = 0; x < members.size(); ++x) {
-        if (gone[members[x]]) continue;
-        for (std::size_t y = x + 1; y < members.size(); ++y) {
-          if (gone[members[y]] || !joinable(configs[members[x]], configs[members[y]])) continue;
-          join(configs[members[x]], configs[members[y]]);
-          gone[members[y]] = true;
-          any = again = true;
-        }
-      }
-    }
-  }
-  if (!any) return;
-  Configs kept;
-  kept.reserve(configs.size());
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    if (!gone[k]) kept.push_back(std::move(configs[k]));
-  }
-  configs = std::move(kept);
-}
-
 // At the end: every observation explained, and every operation left
 // unapplied allowed to be (no answer of it arrived). Waiters may still wait
 // and a holder still hold: what was due by the end is late by then.
 bool ClusterFrontier::is_final(const Config& c) const {
+  if (!explains_all(c)) return false;
   KeyFailure failure;
   failure.at_ms = in_.horizon_ms;
-  if (c.observed.size() < in_.observations.size()) {
-    failure.kind = KeyFailure::Kind::unexplained;
-    failure.observation = static_cast<std::int32_t>(c.observed.mark);
-    failure.conn = in_.observations[c.observed.mark].conn;
-    fail(c, failure);
-    return false;
-  }
   for (auto i = c.handled.low(); i < in_.requests.size(); ++i) {
     if (!c.handled.contains(i) && latest_[i] < in_.horizon_ms) {
       failure.kind = KeyFailure::Kind::unhandled;
@@ -1158,120 +933,28 @@ std::int64_t ClusterFrontier::final_lateness(const Config& c, Config& into) cons
 }
 
 std::string ClusterFrontier::describe(const Config& c, std::int64_t at) const {
-  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
-  const auto span = [&](std::int64_t lo, std::int64_t hi) {
-    return lo == hi ? instant(lo) : fmt::format("{}..{}", instant(lo), instant(hi));
-  };
-  if (!c.held()) return fmt::format("at {} the key is free", instant(at));
+  if (!c.held()) return fmt::format("at {} the key is free", instant_text(at));
   const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
   std::string text = fmt::format(
       "at {} the key is held by `{}` (token {}, granted {}, lease {} ms: its Expire possible from {}, on time until "
       "{})",
-      instant(at), in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
-      span(c.holder.lo, c.holder.hi), holder.lease_ms, instant(expire_from(c.holder)), instant(expire_due(c.holder)));
+      instant_text(at), in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
+      span_text(c.holder.lo, c.holder.hi), holder.lease_ms, instant_text(expire_from(c.holder)), instant_text(expire_due(c.holder)));
   if (c.queue.empty()) return text + ", no waiters";
   text += ", waiters:";
   for (const auto& waiter : c.queue) {
     const auto& asked = in_.requests[waiter.request];
     text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {})", in_.owners[asked.owner],
                         in_.conns[asked.conn].id,
-                        waiter.hi >= unbounded_ms ? fmt::format("from {}, or not yet", instant(waiter.lo))
-                                                  : span(waiter.lo, waiter.hi),
-                        instant(leave_from(waiter)));
+                        waiter.hi >= unbounded_ms ? fmt::format("from {}, or not yet", instant_text(waiter.lo))
+                                                  : span_text(waiter.lo, waiter.hi),
+                        instant_text(leave_from(waiter)));
   }
   return text;
 }
 
-void ClusterFrontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {
-  const Config* best = nullptr;
-  for (const auto& c : frontier) {
-    if (best == nullptr || c.explained > best->explained) best = &c;
-  }
-  verdict.last_alive_ms = at;
-  if (best == nullptr) return;
-  verdict.explained = best->explained;
-  verdict.unexplained =
-      best->observed.size() < in_.observations.size() ? static_cast<std::int32_t>(best->observed.mark) : -1;
-  verdict.state = describe(*best, at);
-  for (const StepNode* node = best->steps.get(); node != nullptr; node = node->previous.get()) {
-    verdict.steps.push_back(node->step);
-  }
-  std::reverse(verdict.steps.begin(), verdict.steps.end());
-}
-
-KeyVerdict ClusterFrontier::run() {
-  KeyVerdict verdict;
-  Configs frontier(1);
-  std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
-  visit_from_ = at;
-  Configs furthest;
-  const auto undecided = [&](std::string why) {
-    verdict.outcome = KeyOutcome::undecided;
-    verdict.why = std::move(why);
-    report_furthest(furthest, at, verdict);
-    return verdict;
-  };
-  while (true) {
-    furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
-      return a.explained < b.explained;
-    }));
-    if (expanded_.bucket_count() > 256) {
-      expanded_ = {};
-    } else {
-      expanded_.clear();
-    }
-    instant_work_ = instant_bytes_ = 0;
-    work_before_ = verdict.work;
-    failure_ = KeyFailure{};
-    failure_progress_ = {0, 0};
-    Configs due;
-    due.reserve(frontier.size());
-    for (auto& c : frontier) due_waiters(std::move(c), 0, at, due);
-    Configs after;
-    for (auto& c : due) {
-      std::size_t orders = 0;
-      inputs(std::move(c), at, after, orders);
-    }
-    for (auto& c : after) forget_spent(c);
-    verdict.work += instant_work_;
-    verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
-    if (over_budget_) return undecided(over_budget_why_);
-    std::erase_if(after, [&](const Config& c) { return !alive(c, at); });
-    merge(after);
-    verdict.frontier_peak = std::max(verdict.frontier_peak, after.size());
-    if (after.size() > options_.frontier_max) {
-      return undecided(fmt::format("more than {} configurations alive at one instant", options_.frontier_max));
-    }
-    if (after.empty()) {
-      verdict.outcome = KeyOutcome::unexplained;
-      verdict.failure = failure_;
-      report_furthest(furthest, at, verdict);
-      return verdict;
-    }
-    frontier = std::move(after);
-    if (at >= in_.horizon_ms) break;
-    visit_from_ = at + 1;
-    at = next_instant(frontier, at);
-  }
-  Configs finals;
-  failure_ = KeyFailure{};
-  failure_progress_ = {0, 0};
-  for (const auto& c : frontier) {
-    if (!is_final(c)) continue;
-    Config counted;
-    final_lateness(c, counted);
-    finals.push_back(std::move(counted));
-  }
-  for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
-    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
-  }
-  if (finals.empty()) {
-    verdict.outcome = KeyOutcome::unexplained;
-    verdict.failure = failure_;
-    report_furthest(frontier, at, verdict);
-    return verdict;
-  }
-  verdict.outcome = KeyOutcome::explained;
+// The key is explained with the least lateness of its final configurations.
+void ClusterFrontier::explained(const Configs& finals, KeyVerdict& verdict) const {
   const Config* least = &finals.front();
   for (const auto& c : finals) {
     if (c.lateness < least->lateness) least = &c;
@@ -1281,9 +964,6 @@ KeyVerdict ClusterFrontier::run() {
   verdict.late_what = least->late_what;
   verdict.late_at_ms = least->late_at;
   verdict.late_due_ms = least->late_due;
-  report_furthest(finals, at, verdict);
-  verdict.unexplained = -1;
-  return verdict;
 }
 
 }  // namespace

@@ -1,41 +1,31 @@
-// The frontier: every configuration the server may be in, carried forward
-// one server instant at a time. At each instant, in the contract's order,
-// a configuration first fires what is due (wait timeouts, then the sweep,
-// for the phases that sweep then), then handles any of its available
-// requests and closes, in any order. Each response the contract gives must
-// match an observation on its connection (or may go unseen); configurations
-// that can no longer explain what was observed die. Between instants where
-// nothing can happen, the frontier jumps ahead.
+// Simple mode's rules for the per-key search (frontier_search.hpp carries
+// the search itself, shared with cluster mode): what a configuration of one
+// server is, and how it moves one server instant at a time. At each
+// instant, in the contract's order, a configuration first fires what is due
+// (wait timeouts, then the sweep, for the phases that sweep then), then
+// handles any of its available requests and closes, in any order. Each
+// response the contract gives must match an observation on its connection
+// (or may go unseen); configurations that can no longer explain what was
+// observed die. Between instants where nothing can happen, the frontier
+// jumps ahead. Only these rules live here, so that what differs from
+// cluster mode (sweep phases, closes, what is owed by when) reads apart
+// from what both share.
 #include "model/history/frontier.hpp"
 
 #include <algorithm>
 #include <memory>
-#include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "impl/assert.hpp"
 #include "model/history/cluster_frontier.hpp"
 #include "model/history/fingerprint.hpp"
+#include "model/history/frontier_search.hpp"
 
 namespace lockstep::history {
 
 namespace {
 
-std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
-
-// The server's millisecond grid is not aligned with the tester's: an answer
-// caused at instant n may be read up to 1 ms before n on the tester's clock
-// (docs/protocol.md, "Black box, in real time": instant n stands for a real interval of 1 ms).
-constexpr std::int64_t grid_slack_us = 1000;
-
-// The latest instant that can cause a response read at `received_us`.
-std::int64_t latest_cause_ms(std::int64_t received_us) { return floor_ms(received_us + grid_slack_us); }
-
-// Requests handled at one instant in every order: past this many orders
-// from one configuration, the key is undecided rather than slow.
-constexpr std::size_t orders_max = 16384;
 // Answers looked at when asking whether a pending request can still be
 // answered; past it the request is taken to be answerable.
 constexpr std::size_t lookahead_max = 64;
@@ -62,6 +52,8 @@ struct MarkedSet {
     }
     extra.erase(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(joined));
   }
+  std::uint32_t low() const { return mark; }  // the first index not in the set
+  std::uint32_t size() const { return mark + static_cast<std::uint32_t>(extra.size()); }
   friend bool operator==(const MarkedSet&, const MarkedSet&) = default;
 };
 
@@ -78,54 +70,18 @@ struct Waiter {
   friend bool operator==(const Waiter&, const Waiter&) = default;
 };
 
-struct StepNode {
-  Step step;
-  std::shared_ptr<const StepNode> previous;
-};
-
 // A configuration stands for every assignment of instants within its
 // intervals and every phase of its set.
-struct Config {
-  Holder holder;
-  std::vector<Waiter> queue;  // in queue order
-  MarkedSet handled;          // requests handled
-  MarkedSet observed;         // observations explained
-  std::uint32_t explained = 0;
-  std::uint64_t last_token = 0;  // the largest token of this key's grants explained
+// Waiters are kept in queue order.
+struct Config : ConfigCore<Holder, Waiter, MarkedSet> {
   PhaseSet phases;
-  std::shared_ptr<const StepNode> steps;  // newest first; not part of the identity
-
-  bool held() const { return holder.request >= 0; }
 };
 
 using Configs = std::vector<Config>;
 
-// Whether a fingerprint leaves out the instant intervals, so that
-// configurations equal but for them can be merged.
-constexpr bool blank_none = false, blank_all = true;
-
 Fingerprint fingerprint(const Config& c, bool with_phases, bool blank) {
   FingerprintBuilder print;
-  print.add(static_cast<std::uint64_t>(c.holder.request + 1));
-  print.add(c.holder.token);
-  if (!blank) {
-    print.add(static_cast<std::uint64_t>(c.holder.lo));
-    print.add(static_cast<std::uint64_t>(c.holder.hi));
-  }
-  print.add(c.queue.size());
-  for (std::size_t j = 0; j < c.queue.size(); ++j) {
-    print.add(c.queue[j].request);
-    if (!blank) {
-      print.add(static_cast<std::uint64_t>(c.queue[j].lo));
-      print.add(static_cast<std::uint64_t>(c.queue[j].hi));
-    }
-  }
-  for (const auto* set : {&c.handled, &c.observed}) {
-    print.add(set->mark);
-    print.add(set->extra.size());
-    for (const auto index : set->extra) print.add(index);
-  }
-  print.add(c.last_token);
+  fingerprint_core(print, c, blank);
   if (with_phases) {
     for (const auto& [low, high] : c.phases.ranges()) {
       print.add(static_cast<std::uint64_t>(low));
@@ -135,28 +91,17 @@ Fingerprint fingerprint(const Config& c, bool with_phases, bool blank) {
   return print.finish();
 }
 
-bool names_owner(ResponseKind kind) {
-  return kind == ResponseKind::granted || kind == ResponseKind::timed_out || kind == ResponseKind::busy;
-}
-
-class Frontier {
+// Simple mode's rules, for the search of frontier_search.hpp.
+class Frontier : public FrontierSearch<Frontier, Config> {
  public:
   Frontier(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases, const KeyCheckOptions& options)
-      : in_(input), oracles_(oracles), initial_phases_(phases), options_(options) {
-    const auto n = in_.requests.size();
-    earliest_.resize(n);
-    latest_.resize(n);
-    previous_on_conn_.assign(n, -1);
-    for (std::size_t i = 0; i < n; ++i) {
-      earliest_[i] = floor_ms(in_.requests[i].sent_us);
-      latest_[i] = in_.requests[i].latest_ms;
-    }
+      : FrontierSearch(input, oracles, options), initial_phases_(phases) {
     close_lo_.assign(in_.conns.size(), unbounded_ms);
     close_hi_.assign(in_.conns.size(), unbounded_ms);
     for (std::uint32_t conn = 0; conn < in_.conns.size(); ++conn) {
       const auto& connection = in_.conns[conn];
       for (std::size_t k = 1; k < connection.requests.size(); ++k) {
-        previous_on_conn_[connection.requests[k]] = static_cast<std::int32_t>(connection.requests[k - 1]);
+        previous_[connection.requests[k]] = static_cast<std::int32_t>(connection.requests[k - 1]);
       }
       if (!connection.closes) continue;
       if (connection.closed_by_server) {
@@ -171,30 +116,17 @@ class Frontier {
       }
       for (const auto request : connection.requests) latest_[request] = std::min(latest_[request], close_hi_[conn]);
     }
-    later_latest_.assign(n + 1, unbounded_ms);
-    for (std::size_t i = n; i-- > 0;) later_latest_[i] = std::min(later_latest_[i + 1], latest_[i]);
-    for (const auto& seen : in_.observations) {
-      if (seen.kind == ResponseKind::granted) grant_tokens_.push_back(seen.token);
-    }
-    grant_first_.assign(in_.observations.size(), unbounded_ms);
-    grant_last_.assign(in_.observations.size(), -1);
-    std::sort(grant_tokens_.begin(), grant_tokens_.end());
+    find_later_latest();
   }
 
-  KeyVerdict run();
-
  private:
-  using Cause = KeyFailure::Cause;
+  friend class FrontierSearch<Frontier, Config>;
 
   std::uint32_t conn_of(std::uint32_t request) const { return in_.requests[request].conn; }
   std::int64_t lease_of(const Holder& holder) const {
     return in_.requests[static_cast<std::uint32_t>(holder.request)].lease_ms;
   }
   std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
-
-  void record(Config& c, Step step) const {
-    if (options_.record_steps) c.steps = std::make_shared<const StepNode>(StepNode{step, c.steps});
-  }
 
   // Whether the tester stopped watching `conn` before a response caused at
   // `at` had to arrive (docs/protocol.md, "Black box, in real time": each
@@ -251,8 +183,6 @@ class Frontier {
   void emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token, std::int64_t at,
             Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request = -1,
             bool optional = false) const;
-  bool matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
-               std::uint64_t token) const;
   void grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
              std::int32_t cause_request = -1) const;
   void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
@@ -278,65 +208,36 @@ class Frontier {
   bool answer_is_its_own(const Config& c, std::uint32_t request, const Config& answered) const;
 
   bool alive(const Config& c, std::int64_t at) const;
-  // Budgets: every configuration made at an instant is counted (work and
-  // bytes) when it enters a step; false once a budget is spent.
-  bool spend(const Config& c);
   static std::uint64_t bytes_of(const Config& c);
-  // The failure of a configuration, kept when it is the furthest so far at
-  // this instant (what a report says went wrong).
-  void fail(const Config& c, KeyFailure failure) const;
+  // What came instead of a failure kept (fail, in frontier_search.hpp).
+  void explain_failure(const Config& c) const;
   std::int32_t same_class_pending(const Config& c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner,
                                   std::uint64_t token) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
   void bulk_sweep(Config c, std::int64_t first, std::int64_t last, Configs& out) const;
-  void merge(Configs& configs) const;
-  void merge_boxes(Configs& configs) const;
   bool is_final(const Config& c) const;
 
   std::string describe(const Config& c, std::int64_t at) const;
   std::string instead_of(const Config& c, std::uint32_t observation) const;
-  void report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const;
 
-  const KeyInput& in_;
-  const KeyOracles& oracles_;
+  // The search's hooks (frontier_search.hpp).
+  void begin(Configs& frontier, std::int64_t) const { frontier.front().phases = initial_phases_; }
+  void fire_due(Config c, std::int64_t at, Configs& out) { fire_timeouts(std::move(c), 0, at, out); }
+  void settle(Configs&) const {}
+  std::int64_t advance(Configs& frontier, std::int64_t at) const;
+  void add_final(const Config& c, Configs& finals) const { finals.push_back(c); }
+  void explained(const Configs& finals, KeyVerdict& verdict) const;
+  // Configurations equal but for their phases become one with both phase
+  // sets (exact); a box keeps its phases (they are part of its key).
+  Fingerprint merge_key(const Config& c) const { return fingerprint(c, false, blank_none); }
+  Fingerprint box_key(const Config& c) const { return fingerprint(c, true, blank_all); }
+  Fingerprint expansion_key(const Config& c) const { return fingerprint(c, true, blank_none); }
+  static void merge_equal(Config& into, const Config& other) { into.phases.unite(other.phases); }
+  static void merge_box(Config&, const Config&) {}
+
   PhaseSet initial_phases_;
-  KeyCheckOptions options_;
-  std::vector<std::int64_t> earliest_, latest_;
-  std::vector<std::int32_t> previous_on_conn_;
-  std::vector<std::int64_t> later_latest_;  // the smallest latest_ of the requests from each index on
   std::vector<std::int64_t> close_lo_, close_hi_;  // per connection: when the server drops its waiters
-  std::vector<std::uint64_t> grant_tokens_;        // of the grants seen on this key, sorted
-  bool over_budget_ = false;
-  std::string over_budget_why_;
-  // The configurations whose inputs at the current instant were expanded.
-  std::unordered_set<Fingerprint, FingerprintHash> expanded_;
-  // What the current instant has made: configurations and their bytes.
-  std::uint64_t instant_work_ = 0, instant_bytes_ = 0, work_before_ = 0;
-  // The furthest failure of the current instant: its configuration's
-  // progress (responses explained, requests handled) and what failed.
-  mutable std::pair<std::uint32_t, std::uint32_t> failure_progress_{0, 0};
-  mutable KeyFailure failure_;
-  // Per observation: the instants at which some configuration matched it
-  // as a grant (a bound on when every explanation issued it).
-  mutable std::vector<std::int64_t> grant_first_, grant_last_;
 };
-
-// Whether `seen` (not yet explained) can be the response `kind` for
-// `owner` or `token`: the same kind, owner or token, and for a grant the
-// next of the key's tokens (they increase in the order issued: the next
-// grant seen on this key carries the smallest of its tokens not yet
-// explained).
-bool Frontier::matches(const Config& c, const KeyObservation& seen, ResponseKind kind, std::uint32_t owner,
-                       std::uint64_t token) const {
-  if (seen.kind != kind) return false;
-  if (names_owner(kind) && seen.owner != owner) return false;
-  if ((kind == ResponseKind::released || kind == ResponseKind::not_held) && seen.token != token) return false;
-  if (kind == ResponseKind::granted) {
-    const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-    if (next == grant_tokens_.end() || *next != seen.token) return false;
-  }
-  return true;
-}
 
 // The contract sends `kind` on `conn`, caused at `at`. Responses on one
 // connection arrive in the order the server produced them, so an answer
@@ -371,8 +272,7 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
       if (kind == ResponseKind::granted) {
         matched.holder.token = seen.token;
         matched.last_token = seen.token;
-        grant_first_[*it] = std::min(grant_first_[*it], at);
-        grant_last_[*it] = std::max(grant_last_[*it], at);
+        note_grant(*it, at, at);
       }
       record(matched, Step{at, static_cast<std::int32_t>(request), static_cast<std::int32_t>(*it), 'a'});
       out.push_back(std::move(matched));
@@ -419,27 +319,12 @@ std::int32_t Frontier::same_class_pending(const Config& c, std::uint32_t conn, R
   return -1;
 }
 
-void Frontier::fail(const Config& c, KeyFailure failure) const {
-  const std::pair<std::uint32_t, std::uint32_t> progress{
-      c.explained, c.handled.mark + static_cast<std::uint32_t>(c.handled.extra.size())};
-  // Among equals, an answer the contract gives says more than a death.
-  const bool better = progress > failure_progress_ ||
-                      (progress == failure_progress_ && (failure_.kind == KeyFailure::Kind::none ||
-                                                         (failure.kind == KeyFailure::Kind::missing &&
-                                                          failure_.kind != KeyFailure::Kind::missing)));
-  if (!better) return;
-  failure_progress_ = progress;
-  failure_ = failure;
-  if (failure.kind == KeyFailure::Kind::unexplained && failure.observation >= 0) {
-    failure_.instead = instead_of(c, static_cast<std::uint32_t>(failure.observation));
+void Frontier::explain_failure(const Config& c) const {
+  if (failure_.kind == KeyFailure::Kind::unexplained && failure_.observation >= 0) {
+    failure_.instead = instead_of(c, static_cast<std::uint32_t>(failure_.observation));
   }
-  // What came instead, looked up only for the failure kept (most fail).
-  if (failure.kind == KeyFailure::Kind::missing) {
-    failure_.got = same_class_pending(c, failure.conn, failure.response, failure.owner, failure.token);
-    if (failure.response == ResponseKind::granted) {
-      const auto next = std::upper_bound(grant_tokens_.begin(), grant_tokens_.end(), c.last_token);
-      failure_.next_token = next == grant_tokens_.end() ? 0 : *next;
-    }
+  if (failure_.kind == KeyFailure::Kind::missing) {
+    failure_.got = same_class_pending(c, failure_.conn, failure_.response, failure_.owner, failure_.token);
   }
 }
 
@@ -683,13 +568,7 @@ std::vector<std::uint32_t> Frontier::available(const Config& c, std::int64_t at)
     std::sort(found.begin(), found.end());
     return found;
   }
-  for (auto i = c.handled.mark; i < in_.requests.size() && earliest_[i] <= at; ++i) {
-    if (c.handled.contains(i)) continue;
-    const auto previous = previous_on_conn_[i];
-    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
-    found.push_back(i);
-  }
-  return found;
+  return ready(c, at);
 }
 
 // Whether more requests were sent and not handled than there are
@@ -774,14 +653,7 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
     out.push_back(std::move(c));  // nothing to handle at this instant
     return;
   }
-  if (!spend(c)) return;
-  // Orders that commute reach one configuration twice: expand it once.
-  if (!expanded_.insert(fingerprint(c, true, blank_none)).second) return;
-  if (++orders > orders_max) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("more than {} orders of the requests of one instant", orders_max);
-    return;
-  }
+  if (!expand(c, orders, "requests")) return;
   std::vector<std::pair<std::uint32_t, Configs>> moves;
   for (bool again = true; again;) {
     again = false;
@@ -818,25 +690,6 @@ std::uint64_t Frontier::bytes_of(const Config& c) {
   return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
          (c.handled.extra.capacity() + c.observed.extra.capacity()) * sizeof(std::uint32_t) +
          c.phases.ranges().capacity() * sizeof(std::pair<std::int64_t, std::int64_t>);
-}
-
-// Every configuration that enters a step of the current instant is counted:
-// the steps (against work_max) and its bytes (against memory_max_bytes, with
-// the set of expanded configurations). Counting what enters rather than what
-// is kept bounds what one instant can hold, however it branches.
-bool Frontier::spend(const Config& c) {
-  if (over_budget_) return false;
-  ++instant_work_;
-  instant_bytes_ += bytes_of(c);
-  constexpr std::uint64_t expanded_entry_bytes = 48;  // a fingerprint in a node of the set
-  if (work_before_ + instant_work_ > options_.work_max) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("more than {} configurations stepped", options_.work_max);
-  } else if (instant_bytes_ + expanded_.size() * expanded_entry_bytes > options_.memory_max_bytes) {
-    over_budget_ = true;
-    over_budget_why_ = fmt::format("the configurations of one instant past {} MiB", options_.memory_max_bytes >> 20);
-  }
-  return !over_budget_;
 }
 
 // Whether a request not yet handled after `from - 1` can still get its
@@ -877,20 +730,9 @@ bool Frontier::answer_possible(const Config& c, std::uint32_t request, std::int6
 // explained, every request that had to be handled by now is, and every
 // pending request can still be answered.
 bool Frontier::alive(const Config& c, std::int64_t at) const {
-  const auto dies = [&](KeyFailure::Kind kind, std::int32_t request, std::int32_t observation) {
-    KeyFailure failure;
-    failure.kind = kind;
-    failure.at_ms = at;
-    failure.request = request;
-    failure.observation = observation;
-    if (observation >= 0) failure.conn = in_.observations[static_cast<std::size_t>(observation)].conn;
-    if (request >= 0) failure.conn = conn_of(static_cast<std::uint32_t>(request));
-    fail(c, failure);
-    return false;
-  };
   if (c.observed.mark < in_.observations.size() &&
       latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
-    return dies(KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
+    return die(c, at, KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
   }
   std::uint32_t i = c.handled.mark;
   if (pending_is_long(c, at)) {
@@ -899,7 +741,7 @@ bool Frontier::alive(const Config& c, std::int64_t at) const {
     // order), and whether they can be answered is asked when they are first.
     for (const auto first : available(c, at)) {
       if (latest_[first] <= at || !answer_possible(c, first, at + 1)) {
-        return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(first), -1);
+        return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(first), -1);
       }
     }
     i = static_cast<std::uint32_t>(std::upper_bound(earliest_.begin(), earliest_.end(), at) - earliest_.begin());
@@ -907,16 +749,16 @@ bool Frontier::alive(const Config& c, std::int64_t at) const {
   for (; i < in_.requests.size() && earliest_[i] <= at; ++i) {
     if (c.handled.contains(i)) continue;
     if (latest_[i] <= at || !answer_possible(c, i, at + 1)) {
-      return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+      return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
     }
   }
   if (later_latest_[i] <= at) {
     while (latest_[i] > at) ++i;
-    return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
+    return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
   }
   for (const auto& waiter : c.queue) {
     if (close_hi_[conn_of(waiter.request)] <= at) {
-      return dies(KeyFailure::Kind::unhandled, static_cast<std::int32_t>(waiter.request), -1);
+      return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(waiter.request), -1);
     }
   }
   return true;
@@ -926,9 +768,7 @@ bool Frontier::alive(const Config& c, std::int64_t at) const {
 // one pending, a deadline, a close, or a sweep that hands the key over.
 std::int64_t Frontier::next_instant(const Configs& frontier, std::int64_t at) const {
   const std::int64_t soon = at + 1;
-  std::int64_t next = in_.horizon_ms;
-  const auto sent = std::upper_bound(earliest_.begin(), earliest_.end(), at);
-  if (sent != earliest_.end()) next = std::min(next, *sent);
+  std::int64_t next = next_sent(at);
   for (const auto& c : frontier) {
     if (c.handled.mark < in_.requests.size() && earliest_[c.handled.mark] <= at) return soon;
     for (const auto& waiter : c.queue) {
@@ -941,6 +781,18 @@ std::int64_t Frontier::next_instant(const Configs& frontier, std::int64_t at) co
     if (next <= soon) return soon;
   }
   return std::max(soon, next);
+}
+
+// The next instant; the instants jumped over may see a sweep (bulk_sweep).
+std::int64_t Frontier::advance(Configs& frontier, std::int64_t at) const {
+  const std::int64_t next = next_instant(frontier, at);
+  if (next > at + 1) {
+    Configs passed;
+    for (auto& c : frontier) bulk_sweep(std::move(c), at + 1, next - 1, passed);
+    merge(passed);
+    frontier = std::move(passed);
+  }
+  return next;
 }
 
 // Instants [first, last] pass with nothing handled: a holder without waiters
@@ -969,108 +821,13 @@ void Frontier::bulk_sweep(Config c, std::int64_t first, std::int64_t last, Confi
   if (!c.phases.empty()) out.push_back(std::move(c));
 }
 
-// Configurations equal but for their phases become one with both phase
-// sets (exact); then those equal but for touching instant intervals become
-// one box.
-void Frontier::merge(Configs& configs) const {
-  if (configs.size() < 2) return;
-  std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
-  index.reserve(configs.size() * 2);
-  Configs kept;
-  kept.reserve(configs.size());
-  for (auto& c : configs) {
-    const auto [it, added] = index.emplace(fingerprint(c, false, blank_none), kept.size());
-    if (added) {
-      kept.push_back(std::move(c));
-    } else {
-      kept[it->second].phases.unite(c.phases);
-    }
-  }
-  configs = std::move(kept);
-  if (configs.size() > 1) merge_boxes(configs);
-}
-
-// Configurations equal but for their instant intervals, every interval of
-// one touching the same interval of the other, become one: their bounding
-// box. Where one interval alone differs this is exact; where several do,
-// the box also holds combinations neither had, which can only accept more
-// (DESIGN.md, "Relaxations").
-void Frontier::merge_boxes(Configs& configs) const {
-  // Groups are joined each on its own, in index order, so the order in
-  // which the groups are visited reaches no output.
-  std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
-  for (std::size_t k = 0; k < configs.size(); ++k) groups[fingerprint(configs[k], true, blank_all)].push_back(k);
-  const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
-    return other_lo <= hi + 1 && lo <= other_hi + 1;
-  };
-  const auto joinable = [&](const Config& a, const Config& b) {
-    if (a.held() && !touches(a.holder.lo, a.holder.hi, b.holder.lo, b.holder.hi)) return false;
-    for (std::size_t j = 0; j < a.queue.size(); ++j) {
-      if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
-    }
-    // A waiter certainly queued before another in both stays so in the box:
-    // FIFO at the next hand-off is judged on that order (hand_off), and a box
-    // that lost it would let the later one be served first.
-    for (std::size_t i = 0; i < a.queue.size(); ++i) {
-      for (std::size_t j = 0; j < a.queue.size(); ++j) {
-        if (i == j) continue;
-        const bool before_in_a = a.queue[i].hi < a.queue[j].lo, before_in_b = b.queue[i].hi < b.queue[j].lo;
-        if (before_in_a && before_in_b && std::max(a.queue[i].hi, b.queue[i].hi) >= std::min(a.queue[j].lo, b.queue[j].lo)) {
-          return false;
-        }
-      }
-    }
-    return true;
-  };
-  const auto join = [](Config& into, const Config& other) {
-    into.holder.lo = std::min(into.holder.lo, other.holder.lo);
-    into.holder.hi = std::max(into.holder.hi, other.holder.hi);
-    for (std::size_t j = 0; j < into.queue.size(); ++j) {
-      into.queue[j].lo = std::min(into.queue[j].lo, other.queue[j].lo);
-      into.queue[j].hi = std::max(into.queue[j].hi, other.queue[j].hi);
-    }
-  };
-  std::vector<bool> gone(configs.size(), false);
-  bool any = false;
-  for (auto& [print, members] : groups) {
-    if (members.size() < 2) continue;
-    // Joining may make a box touch one it did not before: repeat until
-    // nothing joins.
-    for (bool again = true; again;) {
-      again = false;
-      for (std::size_t x = 0; x < members.size(); ++x) {
-        if (gone[members[x]]) continue;
-        for (std::size_t y = x + 1; y < members.size(); ++y) {
-          if (gone[members[y]] || !joinable(configs[members[x]], configs[members[y]])) continue;
-          join(configs[members[x]], configs[members[y]]);
-          gone[members[y]] = true;
-          any = again = true;
-        }
-      }
-    }
-  }
-  if (!any) return;
-  Configs kept;
-  kept.reserve(configs.size());
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    if (!gone[k]) kept.push_back(std::move(configs[k]));
-  }
-  configs = std::move(kept);
-}
-
 // At the end of the history: every observation explained, every request
 // left unhandled allowed to be handled after the end, and every waiter
 // left queued allowed an answer that was not seen.
 bool Frontier::is_final(const Config& c) const {
+  if (!explains_all(c)) return false;
   KeyFailure failure;
   failure.at_ms = in_.horizon_ms;
-  if (c.observed.mark < in_.observations.size()) {
-    failure.kind = KeyFailure::Kind::unexplained;
-    failure.observation = static_cast<std::int32_t>(c.observed.mark);
-    failure.conn = in_.observations[c.observed.mark].conn;
-    fail(c, failure);
-    return false;
-  }
   for (auto i = c.handled.mark; i < in_.requests.size(); ++i) {
     if (!c.handled.contains(i) && (latest_[i] < in_.horizon_ms || !answer_possible(c, i, in_.horizon_ms))) {
       failure.kind = KeyFailure::Kind::unhandled;
@@ -1101,22 +858,18 @@ bool Frontier::is_final(const Config& c) const {
 }
 
 std::string Frontier::describe(const Config& c, std::int64_t at) const {
-  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
-  const auto span = [&](std::int64_t lo, std::int64_t hi) {
-    return lo == hi ? instant(lo) : fmt::format("{}..{}", instant(lo), instant(hi));
-  };
-  if (!c.held()) return fmt::format("at {} the key is free", instant(at));
+  if (!c.held()) return fmt::format("at {} the key is free", instant_text(at));
   const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
   std::string text = fmt::format(
-      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms, expiring {})", instant(at),
+      "at {} the key is held by `{}` (token {}, granted {}, lease {} ms, expiring {})", instant_text(at),
       in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
-      span(c.holder.lo, c.holder.hi), holder.lease_ms, span(c.holder.lo + holder.lease_ms, c.holder.hi + holder.lease_ms));
+      span_text(c.holder.lo, c.holder.hi), holder.lease_ms, span_text(c.holder.lo + holder.lease_ms, c.holder.hi + holder.lease_ms));
   if (c.queue.empty()) return text + ", no waiters";
   text += ", waiters:";
   for (const auto& waiter : c.queue) {
     const auto& asked = in_.requests[waiter.request];
     text += fmt::format(" `{}` on c{} (deadline {})", in_.owners[asked.owner], in_.conns[asked.conn].id,
-                        span(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
+                        span_text(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms));
   }
   return text;
 }
@@ -1126,7 +879,6 @@ std::string Frontier::describe(const Config& c, std::int64_t at) const {
 // the contract gives there instead.
 std::string Frontier::instead_of(const Config& c, std::uint32_t observation) const {
   const auto& seen = in_.observations[observation];
-  const auto instant = [&](std::int64_t ms) { return fmt::format("+{:.3f} ms", (ms * 1000 - options_.origin_us) / 1000.0); };
   const auto& key = in_.key;
   if (!names_owner(seen.kind)) {
     if (c.held() && c.holder.token != 0 && c.holder.token == seen.token) {
@@ -1140,9 +892,7 @@ std::string Frontier::instead_of(const Config& c, std::uint32_t observation) con
     const auto& waiter = c.queue[position];
     const auto& asked = in_.requests[waiter.request];
     if (asked.owner != seen.owner || asked.conn != seen.conn) continue;
-    const auto deadline = waiter.lo + asked.wait_ms == waiter.hi + asked.wait_ms
-                              ? instant(waiter.lo + asked.wait_ms)
-                              : fmt::format("{}..{}", instant(waiter.lo + asked.wait_ms), instant(waiter.hi + asked.wait_ms));
+    const auto deadline = span_text(waiter.lo + asked.wait_ms, waiter.hi + asked.wait_ms);
     if (position > 0) {
       const auto& head = in_.requests[c.queue.front().request];
       return fmt::format("`{}` waits in place {} of the queue, behind `{}` on c{}: a hand-off goes to the head waiter "
@@ -1155,7 +905,7 @@ std::string Frontier::instead_of(const Config& c, std::uint32_t observation) con
       const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
       return fmt::format("`{}` is the head waiter, but `{}` holds the key until {} at least: `{}` gets `A <token> {} {}` "
                          "at a release or a sweep after that, or `T {} {}` at its deadline {}",
-                         owner, in_.owners[holder.owner], instant(c.holder.lo + holder.lease_ms), owner, owner, key, owner,
+                         owner, in_.owners[holder.owner], instant_text(c.holder.lo + holder.lease_ms), owner, owner, key, owner,
                          key, deadline);
     }
     return fmt::format("`{}` is the head waiter of a free key, its deadline {}", owner, deadline);
@@ -1164,112 +914,16 @@ std::string Frontier::instead_of(const Config& c, std::uint32_t observation) con
     const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
     if (holder.owner == seen.owner && holder.conn == seen.conn) {
       return fmt::format("`{}` already holds the key there (granted {}), and its grant was answered once", owner,
-                         instant(c.holder.lo));
+                         instant_text(c.holder.lo));
     }
   }
   return fmt::format("no request of `{}` on connection {} awaits an answer there", owner, conn_id);
 }
 
-void Frontier::report_furthest(const Configs& frontier, std::int64_t at, KeyVerdict& verdict) const {
-  const Config* best = nullptr;
-  for (const auto& c : frontier) {
-    if (best == nullptr || c.explained > best->explained) best = &c;
-  }
-  verdict.last_alive_ms = at;
-  if (best == nullptr) return;
-  verdict.explained = best->explained;
-  verdict.unexplained =
-      best->observed.mark < in_.observations.size() ? static_cast<std::int32_t>(best->observed.mark) : -1;
-  verdict.state = describe(*best, at);
-  for (const StepNode* node = best->steps.get(); node != nullptr; node = node->previous.get()) {
-    verdict.steps.push_back(node->step);
-  }
-  std::reverse(verdict.steps.begin(), verdict.steps.end());
-}
-
-KeyVerdict Frontier::run() {
-  KeyVerdict verdict;
-  Configs frontier(1);
-  frontier.front().phases = initial_phases_;
-  std::int64_t at = in_.requests.empty() ? in_.horizon_ms : std::min(earliest_.front(), in_.horizon_ms);
-  // The configuration that explained most before this instant, kept for the
-  // report should none survive it.
-  Configs furthest;
-  const auto undecided = [&](std::string why) {
-    verdict.outcome = KeyOutcome::undecided;
-    verdict.why = std::move(why);
-    report_furthest(furthest, at, verdict);
-    return verdict;
-  };
-  while (true) {
-    furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
-      return a.explained < b.explained;
-    }));
-    // clear() would zero every bucket a busy instant once grew it to.
-    if (expanded_.bucket_count() > 256) {
-      expanded_ = {};
-    } else {
-      expanded_.clear();
-    }
-    instant_work_ = instant_bytes_ = 0;
-    work_before_ = verdict.work;
-    failure_ = KeyFailure{};
-    failure_progress_ = {0, 0};
-    Configs due;
-    due.reserve(frontier.size());
-    for (auto& c : frontier) fire_timeouts(std::move(c), 0, at, due);
-    Configs after;
-    for (auto& c : due) {
-      std::size_t orders = 0;
-      inputs(std::move(c), at, after, orders);
-    }
-    verdict.work += instant_work_;
-    verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
-    if (over_budget_) return undecided(over_budget_why_);
-    std::erase_if(after, [&](const Config& c) { return !alive(c, at); });
-    merge(after);
-    verdict.frontier_peak = std::max(verdict.frontier_peak, after.size());
-    if (after.size() > options_.frontier_max) {
-      return undecided(fmt::format("more than {} configurations alive at one instant", options_.frontier_max));
-    }
-    if (after.empty()) {
-      verdict.outcome = KeyOutcome::unexplained;
-      verdict.failure = failure_;
-      report_furthest(furthest, at, verdict);
-      return verdict;
-    }
-    frontier = std::move(after);
-    if (at >= in_.horizon_ms) break;
-    const std::int64_t next = next_instant(frontier, at);
-    if (next > at + 1) {
-      Configs passed;
-      for (auto& c : frontier) bulk_sweep(std::move(c), at + 1, next - 1, passed);
-      merge(passed);
-      frontier = std::move(passed);
-    }
-    at = next;
-  }
-  Configs finals;
-  failure_ = KeyFailure{};
-  failure_progress_ = {0, 0};
-  for (const auto& c : frontier) {
-    if (is_final(c)) finals.push_back(c);
-  }
-  for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
-    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
-  }
-  if (finals.empty()) {
-    verdict.outcome = KeyOutcome::unexplained;
-    verdict.failure = failure_;
-    report_furthest(frontier, at, verdict);
-    return verdict;
-  }
-  verdict.outcome = KeyOutcome::explained;
+// The key is explained by the phases of every final configuration.
+void Frontier::explained(const Configs& finals, KeyVerdict& verdict) const {
   verdict.phases = finals.front().phases;
   for (const auto& c : finals) verdict.phases.unite(c.phases);
-  report_furthest(finals, at, verdict);
-  verdict.unexplained = -1;
-  return verdict;
 }
 
 }  // namespace

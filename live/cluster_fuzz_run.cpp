@@ -1,0 +1,162 @@
+#include "live/cluster_fuzz_run.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "live/fuzz_limits.hpp"
+
+namespace lockstep::live {
+
+namespace {
+
+// --target HOST:PORT,... into the nodes to fuzz; false after one line.
+bool read_targets(const std::string& list, std::vector<client::NodeAddress>& targets) {
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const auto end = std::min(list.find(',', begin), list.size());
+    const auto item = list.substr(begin, end - begin);
+    const auto address = client::parse_node_address(item);
+    if (!address) {
+      fmt::print(stderr, "fuzz: --target {}: a node is an IPv4 address and a port (127.0.0.1:7001)\n", item);
+      return false;
+    }
+    targets.push_back(*address);
+    begin = end + 1;
+  }
+  return true;
+}
+
+// The nodes, the nemesis and the etcd members checked against each other;
+// false after one line on stderr.
+bool read_cluster_options(FuzzRequest& request) {
+  auto& c = request.cluster;
+  auto& f = c.fuzz;
+  for (const char* flag : {"--exec", "--restart-every-s", "--strict-syntax", "--no-limits", "--mean-gap-ms",
+                           "--sweep-ms"}) {
+    if (request.was_given(flag)) {
+      fmt::print(stderr, "fuzz: {} is simple mode's; --mode cluster does not take it\n", flag);
+      return false;
+    }
+  }
+  if (request.target.empty() == c.node_command.empty()) {
+    fmt::print(stderr, "fuzz: --mode cluster takes exactly one of --target HOST:PORT,... and --exec-node 'CMD'\n");
+    return false;
+  }
+  if (!request.target.empty()) {
+    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd"}) {
+      if (request.was_given(flag)) {
+        fmt::print(stderr, "fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
+                           "start or act on\n",
+                   flag);
+        return false;
+      }
+    }
+    if (!read_targets(request.target, f.targets)) return false;
+  }
+  if (request.was_given("--nemesis")) {
+    std::string error;
+    const auto faults = parse_nemesis_faults(c.nemesis, error);
+    if (!faults) {
+      fmt::print(stderr, "fuzz: --nemesis: {}\n", error);
+      return false;
+    }
+    f.nemesis = *faults;
+  } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd")) {
+    fmt::print(stderr, "fuzz: --nemesis-every-s and --nemesis-etcd need --nemesis kill,pause,restart (or a part)\n");
+    return false;
+  }
+  if (c.nemesis_etcd && c.etcd_members == 0) {
+    fmt::print(stderr, "fuzz: --nemesis-etcd acts on etcd members: give --etcd-members M\n");
+    return false;
+  }
+  if (!c.node_command.empty() && c.etcd_members == 0 && c.node_command.find("{etcd}") != std::string::npos) {
+    fmt::print(stderr, "fuzz: --exec-node names {{etcd}}: give --etcd-members M so that the fuzzer starts them\n");
+    return false;
+  }
+  if (!f.nemesis.empty() && c.nemesis_every_s > request.fuzz.duration_s) {
+    fmt::print(stderr, "fuzz: --nemesis-every-s {} is longer than the run (--duration-s {}): the nemesis would never act\n",
+               c.nemesis_every_s, request.fuzz.duration_s);
+    return false;
+  }
+  return true;
+}
+
+// The options of both modes carried over to the cluster's run.
+void fill_options(FuzzRequest& request) {
+  const auto& c = request.cluster;
+  auto& f = request.cluster.fuzz;
+  f.node_command = c.node_command;
+  f.nodes = c.nodes;
+  f.etcd_members = c.etcd_members;
+  f.limits = request.fuzz.limits;
+  f.clients = request.fuzz.clients;
+  // Fewer keys per client make more hand-offs, and more for the checker to
+  // search through a cluster's late Expires: 16 keys unless told.
+  f.keys = request.was_given("--keys") ? request.fuzz.keys : 16;
+  f.duration_s = request.fuzz.duration_s;
+  f.seed = request.fuzz.seed;
+  f.tolerance_ms = request.fuzz.tolerance_ms;
+  f.clock_allowance_ms = c.clock_allowance_ms;
+  f.max_lateness_ms = c.max_lateness_ms;
+  f.nemesis_every_s = c.nemesis_every_s;
+  f.nemesis_etcd = c.nemesis_etcd;
+}
+
+void print_plan(const ClusterFuzzOptions& f) {
+  const auto& limits = f.limits;
+  std::string nemesis = "no nemesis";
+  if (!f.nemesis.empty()) {
+    nemesis = "nemesis";
+    for (std::size_t i = 0; i < f.nemesis.size(); ++i) nemesis += (i ? "," : " ") + std::string(nemesis_fault_name(f.nemesis[i]));
+    nemesis += fmt::format(" every {} s on the nodes{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "");
+  }
+  fmt::print("fuzz --mode cluster: seed {}, {} clients, {} keys, {} s, {}, leases {}..{} ms, waits {}..{} ms, {}\n",
+             f.seed, f.clients, f.keys, f.duration_s,
+             f.node_command.empty() ? fmt::format("{} nodes given", f.targets.size())
+                                    : fmt::format("{} nodes started on {} etcd members", f.nodes, f.etcd_members),
+             f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms, nemesis);
+  fmt::print("fuzz: read as a cluster's: clock allowance {} ms, maximum lateness {}, tolerance {} ms; limits assumed "
+             "(given, the others the protocol's defaults): max_keys {}, max_waiters_per_key {}, max_waiters {}, "
+             "max_lease_ms {}, max_wait_ms {}, max_line_bytes {}\n",
+             f.clock_allowance_ms, f.max_lateness_ms < 0 ? std::string("none (lateness reported)") : fmt::format("{} ms", f.max_lateness_ms),
+             f.tolerance_ms, limits.max_keys, limits.max_waiters_per_key, limits.max_waiters, limits.max_lease_ms.value,
+             limits.max_wait_ms.value, limits.max_line_bytes);
+}
+
+void print_run(const ClusterFuzzRun& run) {
+  for (std::size_t i = 0; i < run.node_commands.size(); ++i) fmt::print("node n{}: {}\n", i + 1, run.node_commands[i]);
+  const auto& s = run.clients;
+  fmt::print("run: {} requests, {} answered, {} indeterminate; {} attempts, {} redirects, {} reconnections, {} timeouts, "
+             "{} connections lost; {} lines that answered no request; {} nemesis steps\n",
+             s.requests, s.answered, s.indeterminate, s.attempts, s.redirects, s.reconnects, s.timeouts,
+             s.connections_lost, run.unexpected_lines, run.nemesis_steps);
+  // As simple mode says it (tests read the line): a machine that did not
+  // run the clients for this long did not run the nodes either.
+  fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late; the slowest nemesis step took {:.1f} ms\n",
+             static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.nemesis_slowest_us) / 1000.0);
+}
+
+}  // namespace
+
+int run_cluster_fuzz_request(FuzzRequest& request) {
+  if (!read_cluster_options(request)) return 2;
+  const auto& limits = request.fuzz.limits;
+  if (auto error = validate(limits)) {
+    fmt::print(stderr, "fuzz: {}\n", *error);
+    return 2;
+  }
+  auto& f = request.cluster.fuzz;
+  f.lease_max_ms = std::min(f.lease_max_ms, limits.max_lease_ms.value);
+  f.lease_min_ms = std::min(f.lease_min_ms, f.lease_max_ms);
+  f.wait_max_ms = std::min(f.wait_max_ms, limits.max_wait_ms.value);
+  if (!read_ranges(request, limits, f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms)) return 2;
+  fill_options(request);
+  print_plan(f);
+  const auto run = run_cluster_fuzz(f);
+  print_run(run);
+  return finish_fuzz_run(run.history, run.error, request.outputs);
+}
+
+}  // namespace lockstep::live
