@@ -53,7 +53,7 @@ int run_miss_rate(const MissRateRequest& command) {
   fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>9}\n", "bug", "seeds", "simulator", "its clients",
              "checker", "missed", "undecided", "miss rate");
   bool ok = true;
-  std::uint64_t caught = 0, missed = 0, visible_caught = 0, visible_missed = 0, client_missed = 0, within_lateness = 0;
+  std::uint64_t caught = 0, missed = 0, visible_caught = 0, visible_missed = 0, client_missed = 0, within_bounds = 0;
   std::uint64_t false_alarms = 0, clean_undecided = 0;
   std::vector<std::string> notes;
   for (const auto& tally : tallies) {
@@ -85,10 +85,10 @@ int run_miss_rate(const MissRateRequest& command) {
     for (const auto& seed : tally.missed_seeds) {
       // A seed that the simulator's clients'-side checker also reported was
       // visible from the clients: the black-box checker must report it.
-      if (!seed.within_lateness.empty()) {
-        ++within_lateness;
+      if (!seed.within_bounds.empty()) {
+        ++within_bounds;
         notes.push_back(fmt::format("{} seed {}: passed, within the run's own bounds: {} ({})", name, seed.seed,
-                                    seed.within_lateness, seed.simulator_checkers));
+                                    seed.within_bounds, seed.simulator_checkers));
         continue;
       }
       if (seed.clients_saw_it) {
@@ -110,8 +110,8 @@ int run_miss_rate(const MissRateRequest& command) {
              "({} of {}); seen by the simulator's clients and missed: {}{}\n",
              rate(missed, caught), missed, missed + caught, rate(visible_missed, visible_caught), visible_missed,
              visible_missed + visible_caught, client_missed,
-             within_lateness == 0 ? std::string()
-                                  : fmt::format(" (and {} passed within their run's own bounds)", within_lateness));
+             within_bounds == 0 ? std::string()
+                                  : fmt::format(" (and {} passed within their run's own bounds)", within_bounds));
   fmt::print("false alarms: {}, clean seeds undecided: {}\n", false_alarms, clean_undecided);
   fmt::print("wall time: {:.1f} s\n", wall_s);
   return ok ? 0 : 1;

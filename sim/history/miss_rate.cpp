@@ -78,7 +78,7 @@ struct SeedVerdicts {
   bool clients = false;     // the simulator's clients'-side checker reported
   std::string checkers;     // the simulator's checkers that reported, with counts
   history::Verdict checker = history::Verdict::conforms;
-  std::string within_lateness;  // MissedSeed::within_lateness
+  std::string within_bounds;  // MissedSeed::within_bounds
 };
 
 SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug, std::uint64_t seed) {
@@ -129,7 +129,7 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
     auto on_time = recorder.history();
     on_time.header.max_lateness_ms = lateness_margin_ms;
     if (history::check_history(on_time, check).verdict == history::Verdict::violation) {
-      verdicts.within_lateness = fmt::format(
+      verdicts.within_bounds = fmt::format(
           "the clients' view needs lateness, and the run really was {} ms late ({}); a correct cluster that late "
           "answers what they saw",
           result.lateness_ms, result.lateness_what);
@@ -137,7 +137,7 @@ SeedVerdicts run_cluster_seed(const MissRateOptions& options, const SimBug& bug,
       auto agreed_clocks = on_time;
       agreed_clocks.header.clock_allowance_ms = 0;
       if (history::check_history(agreed_clocks, check).verdict == history::Verdict::violation) {
-        verdicts.within_lateness = fmt::format(
+        verdicts.within_bounds = fmt::format(
             "the clients' view needs the clock allowance, and the run's clocks were allowed {} ms apart (S; the "
             "allowance is 2·S = {} ms); a correct cluster on time with clocks that far apart answers what they saw",
             params.skew_bound_ms.value, on_time.header.clock_allowance_ms);
@@ -188,7 +188,7 @@ std::vector<BugTally> measure_miss_rate(const MissRateOptions& options, const Mi
       ++tally.seeds;
       if (simulator) ++tally.simulator_caught;
       if (simulator && clients) ++tally.clients_caught;
-      const MissedSeed missed{seed, seen.checker == history::Verdict::unknown, clients, checkers, seen.within_lateness};
+      const MissedSeed missed{seed, seen.checker == history::Verdict::unknown, clients, checkers, seen.within_bounds};
       switch (seen.checker) {
         case history::Verdict::violation:
           if (simulator) ++tally.checker_caught;

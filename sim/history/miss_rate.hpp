@@ -59,9 +59,10 @@ struct MissedSeed {
   bool clients_saw_it = false;
   std::string simulator_checkers;  // which of the simulator's checkers reported, with counts
   // Cluster mode, a seed passed though its clients saw it: why that is no
-  // miss, when their view needs lateness and the run really was that late
-  // (DESIGN.md of model/history, "Miss rate (cluster mode)"); else empty.
-  std::string within_lateness;
+  // miss, when their view needs lateness and the run really was that late,
+  // or needs the clock allowance the run's clock bound gives (DESIGN.md of
+  // model/history, "Miss rate (cluster mode)"); else empty.
+  std::string within_bounds;
 };
 
 struct BugTally {
