@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -35,14 +34,13 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error,
     return nullptr;
   }
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster());
-  char directory[] = "/tmp/lockstep-etcd-XXXXXX";
-  if (mkdtemp(directory) == nullptr) {
+  auto folder = TemporaryFolder::create("lockstep-etcd");
+  if (!folder) {
     error = "cannot create a temporary directory for etcd";
     return nullptr;
   }
-  cluster->directory_ = directory;
-  remove_on_signal(cluster->directory_);
-  cluster->token_ = fmt::format("lockstep-{}-{}", getpid(), cluster->directory_.substr(cluster->directory_.size() - 6));
+  cluster->folder_.emplace(std::move(*folder));
+  cluster->token_ = fmt::format("lockstep-{}-{}", getpid(), cluster->folder_->suffix());
   std::set<std::uint16_t> taken;
   for (int i = 0; i < members; ++i) {
     Member member;
@@ -55,7 +53,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error,
     }
     member.client_port = *client_port;
     member.peer_port = *peer_port;
-    member.log_path = fmt::format("{}/{}.log", cluster->directory_, member.name);
+    member.log_path = fmt::format("{}/{}.log", cluster->folder_->path(), member.name);
     cluster->members_.push_back(std::move(member));
   }
   for (int i = 0; i < members; ++i) {
@@ -82,11 +80,7 @@ EtcdCluster::~EtcdCluster() {
   for (auto& member : members_) {
     if (member.process) member.process->stop();
   }
-  std::error_code ignored;
-  if (!directory_.empty()) {
-    keep_on_signal(directory_);
-    std::filesystem::remove_all(directory_, ignored);
-  }
+  folder_.reset();  // after every member that wrote into it
 }
 
 std::string EtcdCluster::command(int index, bool fresh) const {
@@ -101,7 +95,7 @@ std::string EtcdCluster::command(int index, bool fresh) const {
       "--advertise-client-urls http://127.0.0.1:{2} --listen-peer-urls http://127.0.0.1:{3} "
       "--initial-advertise-peer-urls http://127.0.0.1:{3} --initial-cluster {4} --initial-cluster-state {5} "
       "--initial-cluster-token {6} --logger zap --log-outputs stderr --log-level warn",
-      member.name, directory_, member.client_port, member.peer_port, initial, fresh ? "new" : "existing", token_);
+      member.name, folder_->path(), member.client_port, member.peer_port, initial, fresh ? "new" : "existing", token_);
 }
 
 bool EtcdCluster::wait_serving(int index, std::chrono::milliseconds patience) {

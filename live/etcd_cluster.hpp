@@ -56,7 +56,7 @@ class EtcdCluster {
   std::string command(int member, bool fresh) const;
   bool wait_serving(int member, std::chrono::milliseconds patience);
 
-  std::string directory_;
+  std::optional<TemporaryFolder> folder_;  // the members' data and logs
   std::string token_;
   std::vector<Member> members_;
 };

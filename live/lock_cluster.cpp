@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -45,14 +44,13 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
     cluster->etcd_ = EtcdCluster::start(options.etcd_members, error);
     if (!cluster->etcd_) return nullptr;
   }
-  char directory[] = "/tmp/lockstep-cluster-XXXXXX";
-  if (mkdtemp(directory) == nullptr) {
+  auto folder = TemporaryFolder::create("lockstep-cluster");
+  if (!folder) {
     error = "cannot create a temporary directory";
     return nullptr;
   }
-  cluster->directory_ = directory;
-  remove_on_signal(cluster->directory_);
-  cluster->prefix_ = fmt::format("lockstep-{}-{}", getpid(), cluster->directory_.substr(cluster->directory_.size() - 6));
+  cluster->folder_.emplace(std::move(*folder));
+  cluster->prefix_ = fmt::format("lockstep-{}-{}", getpid(), cluster->folder_->suffix());
   std::set<std::uint16_t> taken;
   for (int i = 0; i < options.nodes; ++i) {
     Node node;
@@ -65,7 +63,7 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
       }
       node.port = *port;
     } while (!taken.insert(node.port).second);
-    node.log_path = fmt::format("{}/{}.log", cluster->directory_, node.id);
+    node.log_path = fmt::format("{}/{}.log", cluster->folder_->path(), node.id);
     cluster->nodes_.push_back(std::move(node));
   }
   for (int i = 0; i < options.nodes; ++i) {
@@ -86,11 +84,7 @@ LockCluster::~LockCluster() {
     if (node.process) node.process->stop();
   }
   etcd_.reset();
-  std::error_code ignored;
-  if (!directory_.empty()) {
-    keep_on_signal(directory_);
-    std::filesystem::remove_all(directory_, ignored);
-  }
+  folder_.reset();  // after every process that wrote into it
 }
 
 std::string LockCluster::command(int index) const {
@@ -118,7 +112,7 @@ bool LockCluster::start_node(int index) {
   const auto command = this->command(index);
   // Each run writes a log of its own, so the status of this run is read.
   ++node.runs;
-  node.log_path = fmt::format("{}/{}.{}.log", directory_, node.id, node.runs);
+  node.log_path = fmt::format("{}/{}.{}.log", folder_->path(), node.id, node.runs);
   node.process.reset();
   auto process = ServerProcess::start(command, node.log_path);
   if (!process) return false;

@@ -97,7 +97,7 @@ class LockCluster {
 
   Options options_;
   std::unique_ptr<EtcdCluster> etcd_;
-  std::string directory_;
+  std::optional<TemporaryFolder> folder_;  // the nodes' logs
   std::string prefix_;
   std::vector<Node> nodes_;
 };

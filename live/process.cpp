@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -157,8 +158,8 @@ void stop_groups_on_signals() {
   });
 }
 
-}  // namespace
-
+// The signal handler's table of folders: a folder is entered once created
+// and taken off before its owner removes it.
 bool remove_on_signal(const std::string& folder) {
   stop_groups_on_signals();
   if (folder.empty() || folder.size() >= folder_path_bytes_max) return false;
@@ -184,6 +185,26 @@ void keep_on_signal(const std::string& folder) {
     if (slot.taken.load() && folder == slot.path) slot.taken.store(false);
   }
   folders_lock.clear();
+}
+
+}  // namespace
+
+std::optional<TemporaryFolder> TemporaryFolder::create(const std::string& stem) {
+  std::string name = "/tmp/" + stem + "-XXXXXX";
+  if (mkdtemp(name.data()) == nullptr) return std::nullopt;
+  remove_on_signal(name);
+  return TemporaryFolder(std::move(name));
+}
+
+TemporaryFolder::TemporaryFolder(TemporaryFolder&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+TemporaryFolder::~TemporaryFolder() {
+  if (path_.empty()) return;
+  keep_on_signal(path_);
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 std::optional<ServerProcess> ServerProcess::start(const std::string& command, const std::string& log_path) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <sys/types.h>
 
 #include "impl/limits.hpp"
@@ -30,14 +31,27 @@ std::map<std::string, std::string> template_values(std::uint16_t port, const Lim
 // inherited (sockets, log files).
 void redirect_child_to_log(const std::string& log_path);
 
-// A temporary folder of the tool's own (servers' logs, etcd's data) that a
-// SIGINT, SIGTERM or SIGHUP to the tool removes after stopping the servers,
-// as the tool's destructors would have on a normal exit. At most 8 at once;
-// false when the table is full or the path too long (the folder is then
-// only removed on a normal exit). keep_on_signal() takes one off again
-// before its owner removes it.
-bool remove_on_signal(const std::string& folder);
-void keep_on_signal(const std::string& folder);
+// A temporary folder of the tool's own (servers' logs, etcd's data),
+// /tmp/STEM-XXXXXX, removed with what it holds when it is destroyed, and
+// also by a SIGINT, SIGTERM or SIGHUP to the tool after the servers are
+// stopped (at most 8 folders at once are known to the signal handler; a
+// path longer than 255 bytes is removed only on a normal exit).
+class TemporaryFolder {
+ public:
+  // Nothing when the folder cannot be created.
+  static std::optional<TemporaryFolder> create(const std::string& stem);
+  TemporaryFolder(TemporaryFolder&& other) noexcept;
+  TemporaryFolder& operator=(TemporaryFolder&&) = delete;
+  ~TemporaryFolder();
+
+  const std::string& path() const { return path_; }
+  // The six characters that make the name unique among the tool's runs.
+  std::string suffix() const { return path_.substr(path_.size() - 6); }
+
+ private:
+  explicit TemporaryFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;  // empty once moved from
+};
 
 class ServerProcess {
  public:
