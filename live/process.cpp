@@ -246,11 +246,11 @@ bool ServerProcess::running() {
   return true;
 }
 
-int ServerProcess::stop() {
+int ServerProcess::stop(std::chrono::milliseconds grace) {
   if (pid_ < 0) return -1;
   kill(-pid_, SIGTERM);
   kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  const auto give_up = std::chrono::steady_clock::now() + grace;
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() >= give_up) {

@@ -132,7 +132,7 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   std::this_thread::sleep_for(300ms);
   EXPECT_NE(node->log_tail().find("status node=n1 applied="), std::string::npos) << node->log_tail();
   // SIGTERM: exit 0, and the election key is gone (it resigned).
-  EXPECT_EQ(node->stop(), 0) << node->log_tail();
+  EXPECT_EQ(node->stop(30s), 0) << node->log_tail();  // a long grace: the claim is the clean exit
   etcd::Client client(*etcd::parse_endpoints(etcd->endpoints(), error));
   etcdserverpb::RangeRequest request;
   request.set_key(etcd::Keys("t").leader());
