@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -189,8 +190,16 @@ void keep_on_signal(const std::string& folder) {
 
 }  // namespace
 
+void stop_on_signal(pid_t group) {
+  stop_groups_on_signals();
+  remember_group(group);
+}
+
+void forget_on_signal(pid_t group) { forget_group(group); }
+
 std::optional<TemporaryFolder> TemporaryFolder::create(const std::string& stem) {
-  std::string name = "/tmp/" + stem + "-XXXXXX";
+  const char* base = std::getenv("TMPDIR");
+  std::string name = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/" + stem + "-XXXXXX";
   if (mkdtemp(name.data()) == nullptr) return std::nullopt;
   remove_on_signal(name);
   return TemporaryFolder(std::move(name));

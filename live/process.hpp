@@ -32,11 +32,12 @@ std::map<std::string, std::string> template_values(std::uint16_t port, const Lim
 // inherited (sockets, log files).
 void redirect_child_to_log(const std::string& log_path);
 
-// A temporary folder of the tool's own (servers' logs, etcd's data),
-// /tmp/STEM-XXXXXX, removed with what it holds when it is destroyed, and
-// also by a SIGINT, SIGTERM or SIGHUP to the tool after the servers are
-// stopped (at most 8 folders at once are known to the signal handler; a
-// path longer than 255 bytes is removed only on a normal exit).
+// A temporary folder of the tool's own (servers' logs, etcd's data, TLC's
+// work), $TMPDIR/STEM-XXXXXX (/tmp when TMPDIR is unset), removed with what
+// it holds when it is destroyed, and also by a SIGINT, SIGTERM or SIGHUP to
+// the tool after the servers are stopped (at most 8 folders at once are
+// known to the signal handler; a path longer than 255 bytes is removed only
+// on a normal exit).
 class TemporaryFolder {
  public:
   // Nothing when the folder cannot be created.
@@ -53,6 +54,13 @@ class TemporaryFolder {
   explicit TemporaryFolder(std::string path) : path_(std::move(path)) {}
   std::string path_;  // empty once moved from
 };
+
+// For a child the caller forks and waits for itself (TLC's java, run to its
+// end): the child calls setpgid(0, 0), the parent then names it here, and a
+// SIGINT, SIGTERM or SIGHUP to the tool stops it as it stops a server, before
+// the temporary folders go. `forget_on_signal` once it has been reaped.
+void stop_on_signal(pid_t group);
+void forget_on_signal(pid_t group);
 
 class ServerProcess {
  public:

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "live/process.hpp"
 #include "live/tlc/tlc_runner.hpp"
 
 namespace lockstep::live {
@@ -41,7 +42,8 @@ int run_sim(SimRequest o) {
     o.raft.trace = o.simple.trace;
     o.raft.history = o.simple.history;
   }
-  std::string jar, trace_dir;
+  std::string jar;
+  std::optional<live::TemporaryFolder> trace_dir;  // when the trace is only for TLC
   std::string& trace = raft_modes ? o.raft.trace : o.simple.trace;
   if (o.validate_trace) {
     const auto lookup = tlc::find_tla2tools_jar();
@@ -51,13 +53,13 @@ int run_sim(SimRequest o) {
     }
     jar = *lookup.jar;
     if (trace.empty()) {
-      try {
-        trace_dir = tlc::make_work_dir();
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
+      auto made = live::TemporaryFolder::create("lockstep-trace");
+      if (!made) {
+        fmt::print(stderr, "sim: --validate-trace: cannot create a temporary directory for the trace\n");
         return 2;
       }
-      trace = trace_dir + "/trace.ndjson";
+      trace_dir.emplace(std::move(*made));
+      trace = trace_dir->path() + "/trace.ndjson";
     }
     o.simple.run_to_end = true;
   }
@@ -74,7 +76,6 @@ int run_sim(SimRequest o) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
   }
-  if (!trace_dir.empty()) tlc::remove_work_dir(trace_dir);
   // 2 when the trace could not be checked; otherwise 1 on either verdict.
   if (verdict == tlc::TraceVerdict::Kind::error) return 2;
   return outcome.exit_code == 0 && verdict == tlc::TraceVerdict::Kind::valid ? 0 : 1;

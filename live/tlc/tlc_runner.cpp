@@ -1,6 +1,8 @@
 #include "live/tlc/tlc_runner.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,9 +37,15 @@ void write_file(const std::string& path, const std::string& text) {
 // status, or -1 if it could not run, and adds the child's CPU time to
 // `cpu_seconds`.
 int run_in(const std::string& dir, const std::vector<std::string>& argv, const std::string& log, double& cpu_seconds) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    // Its own group, stopped by the tool's signal handler before the work
+    // folder is removed; and told by the kernel if the tool dies otherwise.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the tool died before prctl
     if (chdir(dir.c_str()) != 0) _exit(126);
     live::redirect_child_to_log(log);
     std::vector<char*> args;
@@ -46,11 +54,15 @@ int run_in(const std::string& dir, const std::vector<std::string>& argv, const s
     execvp(args[0], args.data());
     _exit(127);
   }
+  setpgid(pid, pid);
+  live::stop_on_signal(pid);
   int status = 0;
   struct rusage usage {};
-  while (wait4(pid, &status, 0, &usage) < 0) {
-    if (errno != EINTR) return -1;
+  int waited = 0;
+  while ((waited = wait4(pid, &status, 0, &usage)) < 0 && errno == EINTR) {
   }
+  live::forget_on_signal(pid);
+  if (waited < 0) return -1;
   const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   cpu_seconds += seconds(usage.ru_utime) + seconds(usage.ru_stime);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -261,11 +273,6 @@ std::string make_work_dir() {
   return std::string(buffer.data());
 }
 
-void remove_work_dir(const std::string& dir) {
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-}
-
 std::optional<sim::TlaTrace> read_trace_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -284,15 +291,13 @@ std::optional<sim::TlaTrace> read_trace_file(const std::string& path) {
 }
 
 TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir) {
-  std::string dir = keep_dir;
-  if (dir.empty()) {
-    dir = make_work_dir();
-  } else {
-    std::filesystem::create_directories(dir);
+  if (!keep_dir.empty()) {
+    std::filesystem::create_directories(keep_dir);
+    return validate_trace(trace, jar, keep_dir);
   }
-  auto verdict = validate_trace(trace, jar, dir);
-  if (keep_dir.empty()) remove_work_dir(dir);
-  return verdict;
+  const auto work = live::TemporaryFolder::create("lockstep-trace");
+  if (!work) throw std::runtime_error("cannot create a temporary directory for TLC's work");
+  return validate_trace(trace, jar, work->path());
 }
 
 TraceVerdict::Kind validate_run_trace(const std::string& trace_path, const std::string& jar, std::uint64_t violations,

@@ -73,8 +73,9 @@ int validate_traces(const std::vector<std::string>& traces, const std::string& j
 // `keep_dir` when it is not empty (created if need be, kept).
 TraceVerdict validate_in_fresh_dir(const sim::TlaTrace& trace, const std::string& jar, const std::string& keep_dir);
 
-// A fresh directory under $TMPDIR (or /tmp) and its removal.
+// A fresh directory under $TMPDIR (or /tmp), lockstep-trace-XXXXXX, that
+// is kept: for outputs whose place the user is told (trace-to-tla without
+// -o). Work that is thrown away goes into a live::TemporaryFolder instead.
 std::string make_work_dir();
-void remove_work_dir(const std::string& dir);
 
 }  // namespace lockstep::tlc

@@ -4,7 +4,7 @@
 # folders (the nodes' logs, etcd's data), as a normal exit does.
 #
 # The nodes' command lines carry `--prefix lockstep-PID-XXXXXX`, which names
-# their folder /tmp/lockstep-cluster-XXXXXX, and the etcd members' command
+# their folder $TMPDIR/lockstep-cluster-XXXXXX (or /tmp/...), and the etcd members' command
 # lines name their data folders. Both are looked up while the run
 # goes on, then checked after the signal.
 # Usage: fuzz_cluster_signal.sh LOCKSTEP SIGNAL
@@ -34,7 +34,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [ -n "$prefix" ] || fail "no node of the fuzzer running within 30 s"
-nodes_folder=/tmp/lockstep-cluster-${prefix##*-}
+nodes_folder=${TMPDIR:-/tmp}/lockstep-cluster-${prefix##*-}
 [ -d "$nodes_folder" ] || fail "the nodes' folder $nodes_folder does not exist while the run goes on"
 # Let the clients start, then read the etcd members' data folders.
 sleep 3
