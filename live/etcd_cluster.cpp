@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "client/line_socket.hpp"
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 
 namespace lockstep::live {
 

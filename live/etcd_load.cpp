@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 #include "impl/prng.hpp"
 
 namespace lockstep::live {

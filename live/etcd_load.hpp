@@ -1,5 +1,5 @@
 // etcd's own rate of lock transactions, through the client cluster mode uses
-// (impl/etcd/client.hpp): `concurrency` callers, each with its own
+// (drivers/etcd/client.hpp): `concurrency` callers, each with its own
 // connection, in a closed loop of try-lock then release on keys drawn
 // uniformly, one transaction per operation: the try-lock creates the key if
 // it is absent (a Txn comparing its create revision with 0), the release

@@ -1,14 +1,14 @@
 // `lockstep serve`, once its options are parsed: the bug catalogue listed,
 // or the bug named looked up in the catalogue of the mode, and the engine's
-// TCP server (impl/server/server.hpp) or, with --cluster, one node of a
-// cluster on etcd (impl/server/cluster_server.hpp) run until SIGTERM.
+// TCP server (drivers/server/server.hpp) or, with --cluster, one node of a
+// cluster on etcd (drivers/server/cluster_server.hpp) run until SIGTERM.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "impl/server/cluster_server.hpp"
-#include "impl/server/server.hpp"
+#include "drivers/server/cluster_server.hpp"
+#include "drivers/server/server.hpp"
 
 namespace lockstep::live {
 

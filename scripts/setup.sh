@@ -14,7 +14,7 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
   emscripten  # the web preset: the playground page in WebAssembly (web/)
   # cluster mode on etcd: gRPC C++ and protobuf, whose compilers generate the
-  # client from impl/etcd/proto/ at build time, and etcd itself for the tests
+  # client from drivers/etcd/proto/ at build time, and etcd itself for the tests
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler etcd-server
 )
 

@@ -22,10 +22,10 @@
 
 #include "adapters/etcd_lock/etcd_mutex.hpp"
 #include "adapters/etcd_lock/waiting.hpp"
-#include "impl/etcd/event_queue.hpp"
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/event_queue.hpp"
+#include "drivers/etcd/log_format.hpp"
 #include "impl/line_framer.hpp"
-#include "impl/server/socket_connection.hpp"
+#include "drivers/server/socket_connection.hpp"
 #include "impl/protocol.hpp"
 
 namespace lockstep::etcd_lock {

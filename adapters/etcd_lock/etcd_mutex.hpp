@@ -45,7 +45,7 @@
 #include <string>
 
 #include "adapters/etcd_lock/waiting.hpp"
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 
 namespace lockstep::etcd_lock {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 
 namespace lockstep::etcd_lock {
 

@@ -35,7 +35,7 @@
 
 #include "adapters/etcd_lock/lock_keys.hpp"
 #include "client/line_socket.hpp"
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
 

@@ -25,8 +25,8 @@
 
 #include <fmt/format.h>
 
-#include "impl/etcd/client.hpp"
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/client.hpp"
+#include "drivers/etcd/log_format.hpp"
 #include "live/cluster_workload.hpp"
 #include "live/lock_cluster.hpp"
 

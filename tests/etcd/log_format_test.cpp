@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "impl/etcd/client.hpp"
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/client.hpp"
+#include "drivers/etcd/log_format.hpp"
 
 namespace lockstep::etcd {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "client/line_socket.hpp"
-#include "impl/etcd/log.hpp"
+#include "drivers/etcd/log.hpp"
 #include "live/etcd_cluster.hpp"
 
 namespace lockstep::etcd {

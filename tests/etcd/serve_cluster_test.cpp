@@ -20,8 +20,8 @@
 #include <fmt/format.h>
 
 #include "client/line_socket.hpp"
-#include "impl/etcd/client.hpp"
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/client.hpp"
+#include "drivers/etcd/log_format.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
 

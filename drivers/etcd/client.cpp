@@ -1,4 +1,4 @@
-#include "impl/etcd/client.hpp"
+#include "drivers/etcd/client.hpp"
 
 #include <arpa/inet.h>
 

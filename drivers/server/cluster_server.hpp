@@ -1,5 +1,5 @@
 // `lockstep serve --cluster`: one node of a lock-service cluster whose log,
-// election and snapshots are kept in etcd (impl/etcd/log.hpp), around the
+// election and snapshots are kept in etcd (drivers/etcd/log.hpp), around the
 // sans-IO cluster node (impl/cluster/node.hpp). A driver: it owns the
 // sockets, the clock and the etcd client; the node owns every decision.
 //

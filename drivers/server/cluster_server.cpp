@@ -1,4 +1,4 @@
-#include "impl/server/cluster_server.hpp"
+#include "drivers/server/cluster_server.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,9 +22,9 @@
 #include <fmt/format.h>
 
 #include "impl/cluster/node.hpp"
-#include "impl/etcd/log.hpp"
+#include "drivers/etcd/log.hpp"
 #include "impl/line_framer.hpp"
-#include "impl/server/socket_connection.hpp"
+#include "drivers/server/socket_connection.hpp"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "impl/etcd/log.hpp"
+#include "drivers/etcd/log.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "impl/server/socket_connection.hpp"
+#include "drivers/server/socket_connection.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

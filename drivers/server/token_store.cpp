@@ -1,4 +1,4 @@
-#include "impl/server/token_store.hpp"
+#include "drivers/server/token_store.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

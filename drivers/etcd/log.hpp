@@ -55,9 +55,9 @@
 #include <variant>
 #include <vector>
 
-#include "impl/etcd/client.hpp"
-#include "impl/etcd/event_queue.hpp"
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/client.hpp"
+#include "drivers/etcd/event_queue.hpp"
+#include "drivers/etcd/log_format.hpp"
 
 namespace lockstep::etcd {
 

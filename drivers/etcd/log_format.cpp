@@ -1,4 +1,4 @@
-#include "impl/etcd/log_format.hpp"
+#include "drivers/etcd/log_format.hpp"
 
 #include <fmt/format.h>
 

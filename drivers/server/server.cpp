@@ -1,4 +1,4 @@
-#include "impl/server/server.hpp"
+#include "drivers/server/server.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,8 +21,8 @@
 
 #include "impl/engine.hpp"
 #include "impl/line_framer.hpp"
-#include "impl/server/socket_connection.hpp"
-#include "impl/server/token_store.hpp"
+#include "drivers/server/socket_connection.hpp"
+#include "drivers/server/token_store.hpp"
 
 namespace lockstep {
 

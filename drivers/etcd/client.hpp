@@ -22,7 +22,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "impl/etcd/proto/rpc.grpc.pb.h"
+#include "drivers/etcd/proto/rpc.grpc.pb.h"
 
 namespace lockstep::etcd {
 
