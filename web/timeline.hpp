@@ -19,6 +19,7 @@
 #include "impl/protocol.hpp"
 #include "impl/units.hpp"
 #include "model/model.hpp"
+#include "sim/simple/key_tracks.hpp"
 #include "sim/simple/timeline.hpp"
 
 namespace lockstep::web {
@@ -27,7 +28,7 @@ class SessionTimeline {
  public:
   // What the model just did: handled a request (an acquire, or a release
   // carrying `release_token`), a close, or fired instant `at`.
-  enum class Cause { acquire, release, close, tick };
+  using Cause = sim::KeyTracks::Cause;
 
   // Compares every key of `model` with what was drawn so far; `out` is what
   // that step sent (it tells a timeout from a dropped waiter).
@@ -36,32 +37,11 @@ class SessionTimeline {
   // The SVG up to `now`: what is still held or waiting is drawn up to it.
   std::string svg(TimeMs now, const Limits& limits, InjectedBug bug) const;
 
-  const std::vector<sim::TimelineBar>& bars() const { return bars_; }
-  const std::vector<sim::TimelineMark>& marks() const { return marks_; }
+  const std::vector<sim::TimelineBar>& bars() const { return tracks_.bars(); }
+  const std::vector<sim::TimelineMark>& marks() const { return tracks_.marks(); }
 
  private:
-  struct Waiting {
-    std::uint64_t queued_order = 0;  // the model's identity of a waiter
-    ConnectionId connection;
-    std::string owner;
-    TimeMs start;
-    TimeMs deadline;
-  };
-  struct Track {
-    bool held = false;
-    std::string owner;
-    Token token;
-    TimeMs start;
-    TimeMs expiry;
-    std::vector<Waiting> waiting;
-  };
-
-  void update_key(const std::string& key, const Model::Key* state, Cause cause, TimeMs at, const Outputs& out,
-                  std::optional<Token> release_token);
-
-  std::map<std::string, Track> tracks_;
-  std::vector<sim::TimelineBar> bars_;
-  std::vector<sim::TimelineMark> marks_;
+  sim::KeyTracks tracks_;
 };
 
 }  // namespace lockstep::web

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/core/timeline_svg.hpp"
+#include "sim/simple/key_tracks.hpp"
 #include "sim/simple/observer.hpp"
 #include "sim/simple/params.hpp"
 
@@ -28,31 +29,14 @@ class TimelineRecorder final : public Observer {
   // Closes what is still open at the end of the run.
   void finish(TimeMs at);
 
-  const std::vector<TimelineBar>& bars() const { return bars_; }
-  const std::vector<TimelineMark>& marks() const { return marks_; }
+  const std::vector<TimelineBar>& bars() const { return tracks_.bars(); }
+  const std::vector<TimelineMark>& marks() const { return tracks_.marks(); }
 
  private:
-  struct Waiting {
-    ConnectionId connection;
-    std::string owner;
-    TimeMs start;
-    TimeMs deadline;
-  };
-  struct Track {
-    bool held = false;
-    std::string owner;
-    Token token;
-    TimeMs start;
-    TimeMs expiry;
-    std::vector<Waiting> waiting;
-  };
-
   void update_key(const std::string& key, const ServerStep& step, const SimpleServerNode& server);
 
   SimParams params_;
-  std::map<std::string, Track> tracks_;
-  std::vector<TimelineBar> bars_;
-  std::vector<TimelineMark> marks_;
+  KeyTracks tracks_;
 };
 
 // At most `keys_max` keys are drawn: the busiest, in key order.
