@@ -69,10 +69,15 @@ struct CheckResult {
   // The rules the history was read by (the header's, or the command line's).
   Mode mode = Mode::simple;
   std::int64_t clock_allowance_ms = 0, max_lateness_ms = -1;  // cluster mode
-  // Cluster mode: the worst lateness the keys' explanations need (the least
-  // each key needs, the largest over keys), and what was that late.
+  // Cluster mode, when nothing failed: the worst lateness, the least
+  // maximum lateness under which every key is explained (what
+  // --max-lateness-ms may be given and pass), and what was that late;
+  // `lateness_unverified` when the budget or an undecided search cut the
+  // verification short, so that the figure is what was verified so far
+  // (DESIGN.md, "The least lateness").
   std::int64_t lateness_ms = 0;
   std::string lateness_text;
+  bool lateness_unverified = false;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
   std::uint64_t states_expanded = 0;  // configurations stepped

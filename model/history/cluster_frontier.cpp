@@ -247,7 +247,13 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // The search's hooks (frontier_search.hpp).
   void begin(Configs&, std::int64_t at) { visit_from_ = at; }
   void fire_due(Config c, std::int64_t at, Configs& out) { due_waiters(std::move(c), 0, at, out); }
-  void settle(Configs& after) const {
+  void settle(Configs& after, std::int64_t at) {
+    // A waiter the inputs of this visit queued may also leave by its end,
+    // its `T` caused before the next visit: fire_due ran before them.
+    Configs settled;
+    settled.reserve(after.size());
+    for (auto& c : after) due_waiters(std::move(c), 0, at, settled);
+    after = std::move(settled);
     for (auto& c : after) forget_spent(c);
   }
   std::int64_t advance(Configs& frontier, std::int64_t at) {
@@ -401,6 +407,16 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     any = true;
   }
   if (may_be_unseen(c, request, deferred, on_time)) {
+    // A deferred answer to an operation sent once, never heard on its
+    // connection though the tester watched it past the answer's on-time
+    // arrival: late by at least that watch, which is what a stated maximum
+    // owes it by (may_be_unseen), so that the lateness reported is the least
+    // maximum under which the key conforms.
+    const auto& conn = in_.conns[in_.requests[request].conn];
+    if (deferred && copies_[request].size() == 1 && !conn.cut &&
+        !note_late(c, conn.end_us / 1000 + 1, on_time + 1 + in_.tolerance_ms, static_cast<std::int32_t>(request), 'a')) {
+      return;
+    }
     out.push_back(std::move(c));
     return;
   }
@@ -980,7 +996,9 @@ KeyVerdict check_cluster_key(const KeyInput& input, const KeyOracles& oracles, c
   rest.work_max = options.work_max > verdict.work ? options.work_max - verdict.work : 0;
   const auto without = ClusterFrontier(unbounded, oracles, rest).run();
   verdict.work += without.work;
-  if (without.outcome != KeyOutcome::explained) return verdict;
+  // Lateness is the finding only if every explanation needs more than the
+  // maximum; otherwise the bounded search's own failure stands.
+  if (without.outcome != KeyOutcome::explained || without.lateness_ms <= input.cluster.max_lateness_ms) return verdict;
   KeyFailure late;
   late.kind = KeyFailure::Kind::late;
   late.cause = without.late_what == 'e' ? KeyFailure::Cause::expire

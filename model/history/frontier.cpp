@@ -223,7 +223,7 @@ class Frontier : public FrontierSearch<Frontier, Config> {
   // The search's hooks (frontier_search.hpp).
   void begin(Configs& frontier, std::int64_t) const { frontier.front().phases = initial_phases_; }
   void fire_due(Config c, std::int64_t at, Configs& out) { fire_timeouts(std::move(c), 0, at, out); }
-  void settle(Configs&) const {}
+  void settle(Configs&, std::int64_t) const {}
   std::int64_t advance(Configs& frontier, std::int64_t at) const;
   void add_final(const Config& c, Configs& finals) const { finals.push_back(c); }
   void explained(const Configs& finals, KeyVerdict& verdict) const;

@@ -16,8 +16,8 @@
 // - fire_due(c, at, out): what is due at `at` before its requests;
 // - inputs(c, at, out, orders): the requests (and closes, or Expires)
 //   handled at `at`, in every order; it calls expand() first;
-// - settle(after): what the mode does with the configurations an instant
-//   made before they are judged;
+// - settle(after, at): what the mode does with the configurations an
+//   instant made before they are judged;
 // - alive(c, at): whether a configuration lives past `at` (die() says why
 //   it does not);
 // - advance(frontier, at): the next instant to visit, and what the
@@ -492,7 +492,7 @@ KeyVerdict FrontierSearch<Rules, Config>::run() {
       std::size_t orders = 0;
       self().inputs(std::move(c), at, after, orders);
     }
-    self().settle(after);
+    self().settle(after, at);
     verdict.work += instant_work_;
     verdict.memory_peak_bytes = std::max(verdict.memory_peak_bytes, instant_bytes_);
     if (over_budget_) return undecided(over_budget_why_);
