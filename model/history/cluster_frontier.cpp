@@ -23,6 +23,7 @@
 #include "model/history/cluster_frontier.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <span>
 
@@ -36,6 +37,14 @@
 namespace lockstep::history {
 
 namespace {
+
+// Milliseconds as microseconds, saturating: a due instant may be
+// unbounded_ms (a wait or a cause with no bound), and a maximum lateness is
+// added to it.
+std::int64_t us_of(std::int64_t ms) {
+  constexpr auto most = std::numeric_limits<std::int64_t>::max();
+  return ms >= most / 1000 ? most : ms * 1000;
+}
 
 // Choices of waiters that left a full queue unseen, at one acquire.
 constexpr std::size_t leave_choices_max = 256;
@@ -296,7 +305,7 @@ bool ClusterFrontier::note_late(Config& c, std::int64_t at, std::int64_t due, st
     failure.cause = what == 'e' ? Cause::expire : what == 't' ? Cause::deadline : Cause::request;
     failure.request = request;
     failure.at_ms = at;
-    failure.due_by_us = (due + max_late_) * 1000;
+    failure.due_by_us = us_of(due + max_late_);
     if (request >= 0) failure.conn = in_.requests[static_cast<std::uint32_t>(request)].conn;
     fail(c, failure);
     return false;
@@ -347,7 +356,7 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
   if (max_late_ < 0 || !deferred || copies_[request].size() > 1) return true;
   const auto& conn = in_.conns[in_.requests[request].conn];
   if (conn.cut) return true;
-  return (on_time + 1 + in_.tolerance_ms + max_late_) * 1000 > conn.end_us;
+  return us_of(on_time + 1 + in_.tolerance_ms + max_late_) > conn.end_us;
 }
 
 // The outcome of `request`, caused at an instant of [cause_lo, cause_hi]:
@@ -429,7 +438,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   failure.owner = owner;
   failure.token = token;
   failure.at_ms = cause_lo;
-  failure.due_by_us = deferred && max_late_ >= 0 ? (on_time + 1 + in_.tolerance_ms + max_late_) * 1000 : -1;
+  failure.due_by_us = deferred && max_late_ >= 0 ? us_of(on_time + 1 + in_.tolerance_ms + max_late_) : -1;
   failure.request = static_cast<std::int32_t>(request);
   failure.cause_request = cause_request;
   fail(c, failure);
@@ -1007,7 +1016,7 @@ KeyVerdict check_cluster_key(const KeyInput& input, const KeyOracles& oracles, c
   late.request = without.late_request;
   if (late.request >= 0) late.conn = input.requests[static_cast<std::size_t>(late.request)].conn;
   late.at_ms = without.late_at_ms;
-  late.due_by_us = (without.late_due_ms + input.cluster.max_lateness_ms) * 1000;
+  late.due_by_us = us_of(without.late_due_ms + input.cluster.max_lateness_ms);
   verdict.failure = late;
   verdict.lateness_ms = without.lateness_ms;
   verdict.late_request = without.late_request;
