@@ -197,9 +197,13 @@ void stop_on_signal(pid_t group) {
 
 void forget_on_signal(pid_t group) { forget_group(group); }
 
-std::optional<TemporaryFolder> TemporaryFolder::create(const std::string& stem) {
+std::string temporary_base() {
   const char* base = std::getenv("TMPDIR");
-  std::string name = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/" + stem + "-XXXXXX";
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+std::optional<TemporaryFolder> TemporaryFolder::create(const std::string& stem) {
+  std::string name = temporary_base() + "/" + stem + "-XXXXXX";
   if (mkdtemp(name.data()) == nullptr) return std::nullopt;
   remove_on_signal(name);
   return TemporaryFolder(std::move(name));

@@ -32,6 +32,10 @@ std::map<std::string, std::string> template_values(std::uint16_t port, const Lim
 // inherited (sockets, log files).
 void redirect_child_to_log(const std::string& log_path);
 
+// Where the tool makes its temporary folders: $TMPDIR, or /tmp when it is
+// unset or empty.
+std::string temporary_base();
+
 // A temporary folder of the tool's own (servers' logs, etcd's data, TLC's
 // work), $TMPDIR/STEM-XXXXXX (/tmp when TMPDIR is unset), removed with what
 // it holds when it is destroyed, and also by a SIGINT, SIGTERM or SIGHUP to

@@ -265,8 +265,7 @@ std::string missing_coverage(sim::TraceMode mode, const sim::TraceCoverage& cove
 }
 
 std::string make_work_dir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string path = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/lockstep-trace-XXXXXX";
+  std::string path = live::temporary_base() + "/lockstep-trace-XXXXXX";
   std::vector<char> buffer(path.begin(), path.end());
   buffer.push_back('\0');
   if (mkdtemp(buffer.data()) == nullptr) throw std::runtime_error("cannot create a directory under " + path);
