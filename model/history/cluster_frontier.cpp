@@ -200,6 +200,13 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
 
   bool same_class(const KeyObservation& seen, std::uint32_t request) const;
   bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const;
+  // The connection a deferred answer to `request` is owed on, if the tester
+  // watches it long enough: the operation's only one, not cut; else null.
+  const KeyConnection* owed_on(std::uint32_t request, bool deferred) const {
+    if (!deferred || copies_[request].size() > 1) return nullptr;
+    const auto& conn = in_.conns[in_.requests[request].conn];
+    return conn.cut ? nullptr : &conn;
+  }
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
             std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
             bool optional = false) const;
@@ -353,10 +360,9 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
     }
   }
   if (waiting > others.size()) return false;
-  if (max_late_ < 0 || !deferred || copies_[request].size() > 1) return true;
-  const auto& conn = in_.conns[in_.requests[request].conn];
-  if (conn.cut) return true;
-  return us_of(on_time + 1 + in_.tolerance_ms + max_late_) > conn.end_us;
+  if (max_late_ < 0) return true;
+  const auto* conn = owed_on(request, deferred);
+  return conn == nullptr || us_of(on_time + 1 + in_.tolerance_ms + max_late_) > conn->end_us;
 }
 
 // The outcome of `request`, caused at an instant of [cause_lo, cause_hi]:
@@ -421,9 +427,9 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     // arrival: late by at least that watch, which is what a stated maximum
     // owes it by (may_be_unseen), so that the lateness reported is the least
     // maximum under which the key conforms.
-    const auto& conn = in_.conns[in_.requests[request].conn];
-    if (deferred && copies_[request].size() == 1 && !conn.cut &&
-        !note_late(c, conn.end_us / 1000 + 1, on_time + 1 + in_.tolerance_ms, static_cast<std::int32_t>(request), 'a')) {
+    const auto* conn = owed_on(request, deferred);
+    if (conn != nullptr &&
+        !note_late(c, conn->end_us / 1000 + 1, on_time + 1 + in_.tolerance_ms, static_cast<std::int32_t>(request), 'a')) {
       return;
     }
     out.push_back(std::move(c));
