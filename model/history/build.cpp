@@ -523,4 +523,6 @@ KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32
   return made;
 }
 
+std::string at_text(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
+
 }  // namespace lockstep::history

@@ -14,13 +14,13 @@
 
 #include "model/history/build.hpp"
 #include "model/history/frontier.hpp"
+#include "model/history/least_lateness.hpp"
 #include "model/history/story.hpp"
+#include "model/history/tokens.hpp"
 
 namespace lockstep::history {
 
 namespace {
-
-std::string at_text(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
 
 // What an `E` to a line that is well-formed under the assumed limits could
 // mean: the target's limits are lower. Names the largest lease, wait and
@@ -120,82 +120,6 @@ void check_errors(const Built& built, const Limits& limits, std::int64_t toleran
   }
 }
 
-// When a grant was issued, on the tester's clock: after `after_us`, before
-// `before_us`.
-struct Issue {
-  const GrantSeen* grant = nullptr;
-  std::int64_t after_us = 0, before_us = 0;
-  bool from_cause = false;  // after_us comes from the key's search (the grant's cause)
-};
-
-// Tokens are unique, and increase in the order issued: a grant certainly
-// issued before another (issued before the other could have been) must
-// carry the smaller token. Each grant is placed between the instant of its
-// cause, as the key's search bounds it (a release, an expiry or a sweep
-// hands a key over long after its acquire was sent), and its arrival.
-void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*>& keys,
-                  CheckResult& result) {
-  std::vector<Issue> issues;
-  for (const auto& grant : built.grants) {
-    Issue issue{&grant, grant.issued_after_us, grant.received_us, false};
-    const auto found = keys.find({grant.incarnation, grant.key});
-    if (found != keys.end() && found->second->outcome == KeyOutcome::explained) {
-      for (const auto& window : found->second->grants) {
-        if (window.observation != grant.observation) continue;
-        // Instant n is a real interval that starts no earlier than n - 1 ms
-        // and ends no later than n + 1 ms on the tester's clock (the grid).
-        if (window.first_ms * 1000 - 1000 > issue.after_us) {
-          issue.after_us = window.first_ms * 1000 - 1000;
-          issue.from_cause = true;
-        }
-        issue.before_us = std::min(issue.before_us, window.last_ms * 1000 + 1000);
-      }
-    }
-    issues.push_back(issue);
-  }
-  std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) { return a.grant->token < b.grant->token; });
-  const auto origin = built.incarnation_start_us.front();
-  const auto who = [&](const GrantSeen& g) {
-    return fmt::format("key `{}` to `{}` on connection {}", g.key, g.owner, g.conn);
-  };
-  for (std::size_t i = 1; i < issues.size(); ++i) {
-    const auto& a = *issues[i - 1].grant;
-    const auto& b = *issues[i].grant;
-    if (a.token == b.token) {
-      result.violations.push_back(Finding{
-          "tokens", b.key, b.incarnation,
-          fmt::format("token {} was granted twice: {} at {} and {} at {}", b.token, who(a),
-                      at_text(a.received_us, origin), who(b), at_text(b.received_us, origin)),
-          {}, b.received_us, {}});
-      return;
-    }
-  }
-  // In token order: the grant issued latest at the earliest so far.
-  const Issue* latest_start = nullptr;
-  for (const auto& issue : issues) {
-    if (latest_start != nullptr && issue.before_us < latest_start->after_us) {
-      const auto& small = *latest_start->grant;
-      const auto& large = *issue.grant;
-      Finding finding{
-          "tokens", small.key, small.incarnation,
-          fmt::format("token {} ({}) was issued no earlier than {}, after token {} ({}) arrived at {}: a later grant "
-                      "carries a smaller token (tokens must increase in the order issued)",
-                      small.token, who(small), at_text(latest_start->after_us, origin), large.token, who(large),
-                      at_text(issue.before_us, origin)),
-          {}, small.received_us, {}};
-      finding.story.push_back(fmt::format(
-          "token {} arrived at {}; {}.", small.token, at_text(small.received_us, origin),
-          latest_start->from_cause
-              ? "every explanation of its key issues it at its cause (the release, expiry or sweep that handed the "
-                "key over, or its request) no earlier than that"
-              : "its first request was sent then"));
-      result.violations.push_back(std::move(finding));
-      return;
-    }
-    if (latest_start == nullptr || issue.after_us > latest_start->after_us) latest_start = &issue;
-  }
-}
-
 std::string limits_text(const Limits& l) {
   return fmt::format("max_keys {}, max_waiters_per_key {}, max_waiters {}, sweep_ms {}, max_lease_ms {}, max_wait_ms {}, "
                      "max_line_bytes {}",
@@ -261,17 +185,6 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
   return {};
 }
 
-// Cluster mode: what the worst lateness of a key was, in words.
-std::string lateness_text(const KeyInput& input, const KeyVerdict& verdict, std::int64_t origin_us) {
-  const auto request = verdict.late_request >= 0 ? std::string(input.requests[static_cast<std::size_t>(verdict.late_request)].line)
-                                                 : std::string("?");
-  const char* what = verdict.late_what == 'e'   ? "the Expire of the grant to"
-                     : verdict.late_what == 't' ? "the Timeout of"
-                                                : "an answer caused by time or by another request, to";
-  return fmt::format("key `{}`: {} `{}`, at {}", input.key, what, request,
-                     at_text(verdict.late_at_ms * 1000, origin_us));
-}
-
 }  // namespace
 
 CheckResult check_history(const History& history, const CheckOptions& options) {
@@ -300,7 +213,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   std::vector<PhaseSet> shared(incarnations, PhaseSet(limits.sweep_ms.value));
   std::uint64_t budget = options.budget_states;
   // Every key's verdict, for the order of tokens across keys.
-  std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> verdicts;
+  KeyVerdicts verdicts;
   int hinted = 0;
   // Two passes: first every key within its share of the budget (what is
   // left divided among the keys not yet searched, at most a quarter), so
@@ -432,99 +345,14 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
                                          "others: {}",
                                          not_searched.size(), options.budget_states, listed));
   }
-  if (cluster && result.violations.empty() && result.unknown.empty()) {
-    // The figure a user can pass back as --max-lateness-ms: the least
-    // maximum under which every key is explained. The lateness the search
-    // counts along an explanation is not always that: it may apply an
-    // Expire only at the next instant the key is visited, seconds past an
-    // on-time one, and a search under a maximum visits other instants,
-    // where it may need more (DESIGN.md, "The least lateness"). So each
-    // key, worst first, is searched again under the figure so far, and one
-    // that fails it raises the figure to the least maximum it passes under
-    // (bisected; past the header's maximum, or the lateness counted without
-    // one, doubled until it passes).
-    std::vector<std::pair<std::int64_t, std::pair<std::uint32_t, std::string>>> order;
-    for (const auto& [where, verdict] : verdicts) {
-      if (verdict.outcome == KeyOutcome::explained) order.push_back({verdict.lateness_ms, where});
-    }
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    constexpr std::int64_t maximum_max = 86'400'000;  // the largest --max-lateness-ms
-    std::int64_t worst = 0;
-    std::string worst_text;
-    for (const auto& [counted, where] : order) {
-      if (result.lateness_unverified) break;
-      const KeyInput& input = built.keys.at(where);
-      const auto origin = built.incarnation_start_us[where.first];
-      const KeyOracles oracles_of_key = key_oracles(oracles, limits, where.first, input);
-      KeyInput bounded = input;
-      KeyCheckOptions key_options;
-      key_options.memory_max_bytes = options.memory_max_bytes;
-      key_options.origin_us = origin;
-      // Explained under `maximum`: yes, no, or nothing (undecided or no
-      // budget left, and the figure is then unverified).
-      std::optional<KeyVerdict> under;
-      const auto explained_under = [&](std::int64_t maximum) -> std::optional<bool> {
-        if (budget == 0) return std::nullopt;
-        bounded.cluster.max_lateness_ms = maximum;
-        key_options.work_max = budget;
-        auto probe = check_key(bounded, oracles_of_key, shared[where.first], key_options);
-        budget -= std::min(budget, probe.work);
-        result.states_expanded += probe.work;
-        if (probe.outcome == KeyOutcome::undecided) return std::nullopt;
-        if (probe.outcome != KeyOutcome::explained) return false;
-        under = std::move(probe);
-        return true;
-      };
-      const auto at_worst = explained_under(worst);
-      if (!at_worst) {
-        result.lateness_unverified = true;
-        break;
-      }
-      if (*at_worst) continue;
-      std::int64_t high = std::max(worst + 1, history.header.max_lateness_ms >= 0 ? history.header.max_lateness_ms : counted);
-      std::optional<bool> passes = explained_under(high);
-      while (passes && !*passes && high < maximum_max) {
-        high = std::min(maximum_max, high * 2);
-        passes = explained_under(high);
-      }
-      if (!passes || !*passes) {
-        result.lateness_unverified = true;
-        break;
-      }
-      auto least_verdict = std::move(*under);
-      std::int64_t low = worst + 1;
-      while (low < high) {
-        const auto middle = low + (high - low) / 2;
-        const auto answer = explained_under(middle);
-        if (!answer) {
-          result.lateness_unverified = true;
-          break;
-        }
-        if (*answer) {
-          high = middle;
-          least_verdict = std::move(*under);
-        } else {
-          low = middle + 1;
-        }
-      }
-      worst = high;
-      worst_text = least_verdict.lateness_ms == high
-                       ? lateness_text(input, least_verdict, origin)
-                       : fmt::format("key `{}`: under a maximum of {} ms it has no explanation", input.key, high - 1);
-    }
-    // Unverified: the most of what was verified and what was counted.
-    if (!result.lateness_unverified || worst >= result.lateness_ms) {
-      result.lateness_ms = worst;
-      result.lateness_text = worst_text;
-    }
-  } else if (cluster && !result.unknown.empty()) {
-    result.lateness_unverified = true;
-  }
   std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> decided;
   for (const auto& [where, verdict] : verdicts) decided.emplace(where, &verdict);
   check_tokens(built, decided, result);
+  if (cluster && result.violations.empty() && result.unknown.empty()) {
+    settle_least_lateness(LatenessSearch{history, built, oracles, shared, options.memory_max_bytes, budget}, verdicts, result);
+  } else if (cluster && !result.unknown.empty()) {
+    result.lateness_unverified = true;
+  }
   result.keys = names.size();
   if (!cluster) result.phases = shared;
   std::stable_sort(result.violations.begin(), result.violations.end(),

@@ -120,14 +120,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
       const auto& request = in_.requests[i];
       copies_[i].push_back(KeyCopy{request.conn, request.sent_us});
       for (const auto& copy : request.resent) copies_[i].push_back(copy);
-      // A Close of one of its connections may drop its waiter once the
-      // close is read (the tester's), or at any time (the server's).
-      for (const auto& copy : copies_[i]) {
-        const auto& conn = in_.conns[copy.conn];
-        if (!conn.closes) continue;
-        const auto from = conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
-        leave_by_close_[i] = std::min(leave_by_close_[i], from);
-      }
+      for (const auto& copy : copies_[i]) leave_by_close_[i] = std::min(leave_by_close_[i], close_read_ms(copy));
     }
     // Operations sent once on one connection are applied in the order sent
     // (a node proposes them in order, and the log keeps it); with retries
@@ -168,6 +161,18 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
   std::uint32_t owner_of(std::uint32_t request) const { return in_.requests[request].owner; }
   bool indeterminate(std::uint32_t request) const { return latest_[request] >= unbounded_ms; }
+  // From when a Close of the copy's connection may drop the operation's
+  // waiter: once the close is read (the tester's), or at any time (the
+  // server's); unbounded_ms when the connection does not close.
+  std::int64_t close_read_ms(const KeyCopy& copy) const {
+    const auto& conn = in_.conns[copy.conn];
+    if (!conn.closes) return unbounded_ms;
+    return conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
+  }
+  // Whether a waiter's outcome, caused at `at` by a Close that dropped it,
+  // can be heard on the copy's connection: not on one closed by then (the
+  // node has forgotten it), only on a retry's.
+  bool hears_drop(const KeyCopy& copy, std::int64_t at) const { return close_read_ms(copy) > at; }
 
   // The holder's Expire takes effect no earlier than its lease's end less
   // the allowance, and is on time up to its lease's end from the latest
@@ -199,7 +204,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   bool note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const;
 
   bool same_class(const KeyObservation& seen, std::uint32_t request) const;
-  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const;
+  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time, bool dropped,
+                     std::int64_t at) const;
   // The connection a deferred answer to `request` is owed on, if the tester
   // watches it long enough: the operation's only one, not cut; else null.
   const KeyConnection* owed_on(std::uint32_t request, bool deferred) const {
@@ -207,12 +213,15 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     const auto& conn = in_.conns[in_.requests[request].conn];
     return conn.cut ? nullptr : &conn;
   }
+  // `dropped`: the outcome is a `T` recorded for a waiter a Close dropped,
+  // heard only by retries on connections still open.
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
             std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
-            bool optional = false) const;
+            bool optional = false, bool dropped = false) const;
   // Marks the same line heard again on the operation's other connections;
   // returns when the first of them was read (unbounded_ms: none).
-  std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo) const;
+  std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo,
+                       bool dropped) const;
 
   // The operation is applied at an instant of `when`.
   void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
@@ -341,10 +350,12 @@ bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t reque
 // not yet applied or still waiting, could give. With the maximum, a deferred answer to an
 // operation sent once is owed on its connection, if the tester watched it
 // past the answer's latest arrival.
-bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time) const {
+bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time,
+                                    bool dropped, std::int64_t at) const {
   std::size_t waiting = 0;
   std::vector<std::uint32_t> others;
   for (const auto& copy : copies_[request]) {
+    if (dropped && !hears_drop(copy, at)) continue;
     const auto& conn = in_.conns[copy.conn];
     for (const auto index : unexplained_on(c, copy.conn)) {
       if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
@@ -373,7 +384,7 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
 // `on_time` is late by the difference.
 void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token,
                            std::int64_t cause_lo, std::int64_t cause_hi, Cause cause, std::int64_t on_time,
-                           std::int32_t cause_request, Configs& out, bool optional) const {
+                           std::int32_t cause_request, Configs& out, bool optional, bool dropped) const {
   const bool deferred = cause != Cause::request;
   const auto owner = owner_of(request);
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
@@ -383,6 +394,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   // each line is tried once, from its first arrival.
   std::vector<std::uint32_t> candidates;
   for (const auto& copy : copies_[request]) {
+    if (dropped && !hears_drop(copy, cause_lo)) continue;
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (seen.received_us < from_us || seen.received_us < copy.sent_us || c.observed.contains(index) ||
@@ -410,7 +422,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     ++matched.explained;
     // Every hearing of the outcome came after it was caused.
     const std::int64_t hi = std::min({cause_hi, latest_cause_ms(seen.received_us),
-                                      latest_cause_ms(replays(matched, request, seen, cause_lo))});
+                                      latest_cause_ms(replays(matched, request, seen, cause_lo, dropped))});
     if (kind == ResponseKind::granted) {
       matched.holder.token = seen.token;
       matched.holder.hi = hi;
@@ -421,7 +433,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     out.push_back(std::move(matched));
     any = true;
   }
-  if (may_be_unseen(c, request, deferred, on_time)) {
+  if (may_be_unseen(c, request, deferred, on_time, dropped, cause_lo)) {
     // A deferred answer to an operation sent once, never heard on its
     // connection though the tester watched it past the answer's on-time
     // arrival: late by at least that watch, which is what a stated maximum
@@ -453,10 +465,11 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
 // A retry of an operation already applied hears its outcome again, on the
 // retry's connection: the same line, read after the retry was sent.
 std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen,
-                                      std::int64_t cause_lo) const {
+                                      std::int64_t cause_lo, bool dropped) const {
   const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
   std::int64_t first_us = unbounded_ms;
   for (const auto& copy : copies_[request]) {
+    if (dropped && !hears_drop(copy, cause_lo)) continue;
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& again = in_.observations[index];
       if (c.observed.contains(index) || again.received_us < copy.sent_us || again.received_us < from_us) continue;
@@ -721,13 +734,18 @@ void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) co
 // Waiter `index` leaves the queue at the earliest instant it may (its
 // Timeout's window, or a Close of its connection), with its `T`, which may
 // arrive any time after (the node holding its connection answers when it
-// applies the Timeout).
+// applies the Timeout). Before its Timeout's window only a Close can have
+// dropped it: no `T` is sent then, and one is heard only by a retry of its
+// session, on a connection still open, which is answered what the session
+// recorded.
 void ClusterFrontier::leave(Config c, std::size_t index, Configs& out) const {
   const Waiter gone = c.queue[index];
   c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
   const auto when = leave_from(gone);
+  const bool dropped = when < gone.stamp + wait_of(gone) - allowance_;
   record(c, Step{when, static_cast<std::int32_t>(gone.request), -1, 't'});
-  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out);
+  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out,
+       false, dropped);
 }
 
 void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const {

@@ -50,8 +50,6 @@ Attempt attempt(const History& history, std::uint32_t incarnation, const std::st
   return result;
 }
 
-std::string at(std::int64_t us, std::int64_t origin_us) { return fmt::format("+{:.3f} ms", (us - origin_us) / 1000.0); }
-
 // The response the contract gives, as it would read on the wire (a grant's
 // token is the server's to choose).
 std::string response_text(const KeyInput& input, const KeyFailure& failure) {
@@ -73,7 +71,7 @@ std::string response_text(const KeyInput& input, const KeyFailure& failure) {
 // furthest explanation: "expected `A <token> bob k` on connection 2 by
 // +195.000 ms (...), got `T bob k` at +174.000 ms".
 std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
-  const auto instant = [&](std::int64_t ms) { return at(ms * 1000, origin_us); };
+  const auto instant = [&](std::int64_t ms) { return at_text(ms * 1000, origin_us); };
   const auto conn_id = [&](std::uint32_t slot) { return slot < input.conns.size() ? input.conns[slot].id : 0; };
   const auto request_line = [&](std::int32_t index) {
     return index >= 0 ? std::string(input.requests[static_cast<std::size_t>(index)].line) : std::string("?");
@@ -83,14 +81,14 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
     case KeyFailure::Kind::missing: {
       // Cluster mode owes a caused answer by no instant unless a maximum
       // lateness is stated: there it is simply the answer of its cause.
-      const auto by = failure.due_by_us >= 0 ? fmt::format("by {}", at(failure.due_by_us, origin_us))
+      const auto by = failure.due_by_us >= 0 ? fmt::format("by {}", at_text(failure.due_by_us, origin_us))
                                              : std::string("as the answer");
       std::string when;
       switch (failure.cause) {
         case KeyFailure::Cause::request:
           when = fmt::format("at once to `{}` sent at {} (handled by {} in the furthest explanation)",
                              request_line(failure.request),
-                             at(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
+                             at_text(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
                              instant(failure.at_ms + 1));
           break;
         case KeyFailure::Cause::release:
@@ -99,7 +97,7 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
           break;
         case KeyFailure::Cause::sweep:
           when = fmt::format("by {} (the sweep at {} handed the expired key to its head waiter)",
-                             at(failure.due_by_us, origin_us), instant(failure.at_ms));
+                             at_text(failure.due_by_us, origin_us), instant(failure.at_ms));
           break;
         case KeyFailure::Cause::deadline:
           when = fmt::format("{} (the wait of `{}` ended at {})", by, request_line(failure.request),
@@ -124,10 +122,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
                        : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
                                      failure.next_token);
         }
-        got = fmt::format("got `{}` at {}{}", seen.line, at(seen.received_us, origin_us), timing);
+        got = fmt::format("got `{}` at {}{}", seen.line, at_text(seen.received_us, origin_us), timing);
       } else {
         const auto& conn = input.conns[failure.conn];
-        got = fmt::format("nothing of the kind arrived (the connection was watched until {})", at(conn.end_us, origin_us));
+        got = fmt::format("nothing of the kind arrived (the connection was watched until {})", at_text(conn.end_us, origin_us));
       }
       return fmt::format("expected `{}` on connection {} {}, {}", response_text(input, failure), conn_id(failure.conn),
                          when, got);
@@ -136,10 +134,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
       const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
       if (!failure.instead.empty()) {
         return fmt::format("`{}` on connection {} at {} has no explanation: in the furthest explanation {}",
-                           seen.line, conn_id(seen.conn), at(seen.received_us, origin_us), failure.instead);
+                           seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us), failure.instead);
       }
       return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
-                         seen.line, conn_id(seen.conn), at(seen.received_us, origin_us));
+                         seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us));
     }
     case KeyFailure::Kind::late: {
       const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
@@ -147,13 +145,13 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
                                                                         : "an answer caused by time or by another request, to";
       return fmt::format("{} `{}` is later than the maximum lateness allows: it was due by {} at the latest, and the "
                          "explanation that needs the least lateness has it at {}",
-                         what, request_line(failure.request), at(failure.due_by_us, origin_us), instant(failure.at_ms));
+                         what, request_line(failure.request), at_text(failure.due_by_us, origin_us), instant(failure.at_ms));
     }
     case KeyFailure::Kind::unhandled: {
       const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
       return fmt::format("`{}` sent on connection {} at {} cannot be handled by {} with an answer that matches what "
                          "arrived",
-                         request.line, conn_id(request.conn), at(request.sent_us, origin_us), instant(failure.at_ms));
+                         request.line, conn_id(request.conn), at_text(request.sent_us, origin_us), instant(failure.at_ms));
     }
   }
   return {};
@@ -172,19 +170,19 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
   std::vector<Line> lines;
   if (expected_us >= 0) lines.push_back({expected_us, std::move(expected)});
   for (const auto& request : input.requests) {
-    lines.push_back({request.sent_us, fmt::format("{:>14}  c{:<4} sent     {}", at(request.sent_us, origin_us),
+    lines.push_back({request.sent_us, fmt::format("{:>14}  c{:<4} sent     {}", at_text(request.sent_us, origin_us),
                                                    input.conns[request.conn].id, request.line)});
   }
   for (std::size_t i = 0; i < input.observations.size(); ++i) {
     const auto& seen = input.observations[i];
-    lines.push_back({seen.received_us, fmt::format("{:>14}  c{:<4} received {}{}", at(seen.received_us, origin_us),
+    lines.push_back({seen.received_us, fmt::format("{:>14}  c{:<4} received {}{}", at_text(seen.received_us, origin_us),
                                                     input.conns[seen.conn].id, seen.line,
                                                     static_cast<std::int32_t>(i) == unexplained
                                                         ? "   <-- the culprit"
                                                         : "")});
   }
   for (const auto& conn : input.conns) {
-    if (conn.closes) lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} closed", at(conn.end_us, origin_us), conn.id)});
+    if (conn.closes) lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} closed", at_text(conn.end_us, origin_us), conn.id)});
   }
   std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.us < b.us; });
   std::erase_if(lines, [&](const Line& line) { return line.us >= until_us; });
@@ -266,11 +264,11 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
     const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
     finding.at_us = seen.received_us;
     finding.summary = fmt::format("key `{}`: `{}` on connection {} at {} has no explanation", input.key, seen.line,
-                                  best.input.conns[seen.conn].id, at(seen.received_us, origin_us));
+                                  best.input.conns[seen.conn].id, at_text(seen.received_us, origin_us));
   } else {
     finding.at_us = bad;
     finding.summary = fmt::format("key `{}`: a response the contract requires by {} never arrived", input.key,
-                                  at(bad, origin_us));
+                                  at_text(bad, origin_us));
   }
   // The timeline of the shrunk prefix, stretched to show the culprit, with
   // the answer the contract expected where nothing matched it.
@@ -297,12 +295,12 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   }
   if (failure.kind == KeyFailure::Kind::missing) {
     expected_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000;
-    expected = fmt::format("{:>14}  c{:<4} expected {}   <-- {}", at(expected_us, origin_us), input.conns[failure.conn].id,
+    expected = fmt::format("{:>14}  c{:<4} expected {}   <-- {}", at_text(expected_us, origin_us), input.conns[failure.conn].id,
                            response_text(input, failure), failure.due_by_us >= 0 ? "due by then" : "due at once");
     until_us = std::max(until_us, expected_us + 1);
   }
   finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
-                                      input.key, at(until_us, origin_us)));
+                                      input.key, at_text(until_us, origin_us)));
   for (auto& line : timeline(input, origin_us, culprit, until_us, expected_us, std::move(expected))) {
     finding.story.push_back("  " + line);
   }

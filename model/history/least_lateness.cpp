@@ -1,0 +1,192 @@
+#include "model/history/least_lateness.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace lockstep::history {
+
+namespace {
+
+using Where = std::pair<std::uint32_t, std::string>;
+
+constexpr std::int64_t maximum_max = 86'400'000;  // the largest --max-lateness-ms
+
+// Whether the history, or a key, is explained under a maximum lateness:
+// yes, no, or nothing (a search undecided, or no budget left).
+using Probe = std::function<std::optional<bool>(std::int64_t maximum)>;
+
+// The least maximum of [low, maximum_max] that passes, knowing that low - 1
+// does not: tried at `high` (doubled until it passes), then bisected down.
+// Nothing when a probe gives nothing or no maximum passes. The last probe
+// that passed was at the maximum returned.
+std::optional<std::int64_t> least_passing(std::int64_t low, std::int64_t high, const Probe& passes) {
+  high = std::clamp(high, low, maximum_max);
+  auto answer = passes(high);
+  while (answer && !*answer && high < maximum_max) {
+    low = high + 1;
+    high = std::min(maximum_max, high * 2);
+    answer = passes(high);
+  }
+  if (!answer || !*answer) return std::nullopt;
+  while (low < high) {
+    const auto middle = low + (high - low) / 2;
+    const auto at_middle = passes(middle);
+    if (!at_middle) return std::nullopt;
+    if (*at_middle) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  return high;
+}
+
+class Settler {
+ public:
+  Settler(const LatenessSearch& search, const KeyVerdicts& verdicts, CheckResult& result)
+      : search_(search), verdicts_(verdicts), result_(result) {}
+
+  void run() {
+    if (!each_key() || !tokens()) {
+      // Unverified: the most of what was verified and what was counted.
+      result_.lateness_unverified = true;
+      if (worst_ < result_.lateness_ms) return;
+    }
+    result_.lateness_ms = worst_;
+    result_.lateness_text = worst_text_;
+  }
+
+ private:
+  // Step 1: every key, worst counted first, under the figure so far.
+  bool each_key() {
+    std::vector<std::pair<std::int64_t, Where>> order;
+    for (const auto& [where, verdict] : verdicts_) order.push_back({verdict.lateness_ms, where});
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (const auto& [counted, where] : order) {
+      auto at_worst = key_under(where, worst_);
+      if (!at_worst) return false;
+      if (at_worst->outcome == KeyOutcome::explained) {
+        bounded_.insert_or_assign(where, std::move(*at_worst));
+        continue;
+      }
+      std::optional<KeyVerdict> last;
+      const auto least = least_passing(worst_ + 1, start_from(counted), [&](std::int64_t maximum) -> std::optional<bool> {
+        auto verdict = key_under(where, maximum);
+        if (!verdict) return std::nullopt;
+        if (verdict->outcome != KeyOutcome::explained) return false;
+        last = std::move(verdict);
+        return true;
+      });
+      if (!least) return false;
+      worst_ = *least;
+      const KeyInput& input = search_.built.keys.at(where);
+      worst_text_ = last->lateness_ms == worst_
+                        ? lateness_text(input, *last, origin(where))
+                        : fmt::format("key `{}`: under a maximum of {} ms it has no explanation", input.key, worst_ - 1);
+      bounded_.insert_or_assign(where, std::move(*last));
+    }
+    return true;
+  }
+
+  // Step 2: the order of tokens across keys, under the figure.
+  bool tokens() {
+    if (tokens_in_order(search_.built, bounded_)) return true;
+    KeyVerdicts passed;
+    const Probe whole = [&](std::int64_t maximum) -> std::optional<bool> {
+      KeyVerdicts under;
+      for (const auto& [where, ignored] : verdicts_) {
+        auto verdict = key_under(where, maximum);
+        if (!verdict) return std::nullopt;
+        if (verdict->outcome != KeyOutcome::explained) return false;
+        under.emplace(where, std::move(*verdict));
+      }
+      if (!tokens_in_order(search_.built, under)) return false;
+      passed = std::move(under);
+      return true;
+    };
+    const auto at_worst = whole(worst_);
+    if (!at_worst) return false;
+    if (*at_worst) return true;
+    const auto least = least_passing(worst_ + 1, start_from(result_.lateness_ms), whole);
+    if (!least) return false;
+    worst_ = *least;
+    worst_text_ = fmt::format("the order of tokens across keys: under a maximum of {} ms the keys' explanations issue "
+                              "a larger token before a smaller one",
+                              worst_ - 1);
+    for (const auto& [where, verdict] : passed) {
+      if (verdict.lateness_ms == worst_) {
+        worst_text_ = lateness_text(search_.built.keys.at(where), verdict, origin(where));
+        break;
+      }
+    }
+    return true;
+  }
+
+  // Where to look for a maximum that passes: the header's maximum (under
+  // which the history was explained), or else the lateness counted.
+  std::int64_t start_from(std::int64_t counted) const {
+    return search_.history.header.max_lateness_ms >= 0 ? search_.history.header.max_lateness_ms : counted;
+  }
+
+  std::int64_t origin(const Where& where) const { return search_.built.incarnation_start_us[where.first]; }
+
+  // One key under `maximum`; nothing when its search was undecided or no
+  // budget is left.
+  std::optional<KeyVerdict> key_under(const Where& where, std::int64_t maximum) {
+    if (search_.budget == 0) return std::nullopt;
+    const KeyInput& input = search_.built.keys.at(where);
+    auto [found, fresh] = inputs_.try_emplace(where);
+    if (fresh) {
+      found->second.input = input;
+      found->second.oracles = key_oracles(search_.oracles, search_.history.header.limits, where.first, input);
+    }
+    found->second.input.cluster.max_lateness_ms = maximum;
+    KeyCheckOptions options;
+    options.work_max = search_.budget;
+    options.memory_max_bytes = search_.memory_max_bytes;
+    options.origin_us = origin(where);
+    auto verdict = check_key(found->second.input, found->second.oracles, search_.phases[where.first], options);
+    search_.budget -= std::min(search_.budget, verdict.work);
+    result_.states_expanded += verdict.work;
+    if (verdict.outcome == KeyOutcome::undecided) return std::nullopt;
+    return verdict;
+  }
+
+  struct Bounded {
+    KeyInput input;  // the key's, with the maximum being tried
+    KeyOracles oracles;
+  };
+
+  const LatenessSearch& search_;
+  const KeyVerdicts& verdicts_;
+  CheckResult& result_;
+  std::map<Where, Bounded> inputs_;
+  KeyVerdicts bounded_;  // each key explained under the maximum it was verified under
+  std::int64_t worst_ = 0;
+  std::string worst_text_;
+};
+
+}  // namespace
+
+void settle_least_lateness(const LatenessSearch& search, const KeyVerdicts& verdicts, CheckResult& result) {
+  Settler(search, verdicts, result).run();
+}
+
+std::string lateness_text(const KeyInput& input, const KeyVerdict& verdict, std::int64_t origin_us) {
+  const auto request = verdict.late_request >= 0 ? std::string(input.requests[static_cast<std::size_t>(verdict.late_request)].line)
+                                                 : std::string("?");
+  const char* what = verdict.late_what == 'e'   ? "the Expire of the grant to"
+                     : verdict.late_what == 't' ? "the Timeout of"
+                                                : "an answer caused by time or by another request, to";
+  return fmt::format("key `{}`: {} `{}`, at {}", input.key, what, request,
+                     at_text(verdict.late_at_ms * 1000, origin_us));
+}
+
+}  // namespace lockstep::history

@@ -1,0 +1,98 @@
+#include "model/history/tokens.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace lockstep::history {
+
+namespace {
+
+// When a grant was issued, on the tester's clock: after `after_us`, before
+// `before_us`.
+struct Issue {
+  const GrantSeen* grant = nullptr;
+  std::int64_t after_us = 0, before_us = 0;
+  bool from_cause = false;  // after_us comes from the key's search (the grant's cause)
+};
+
+}  // namespace
+
+// Tokens are unique, and increase in the order issued: a grant certainly
+// issued before another (issued before the other could have been) must
+// carry the smaller token. Each grant is placed between the instant of its
+// cause, as the key's search bounds it (a release, an expiry or a sweep
+// hands a key over long after its acquire was sent), and its arrival.
+void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*>& keys,
+                  CheckResult& result) {
+  std::vector<Issue> issues;
+  for (const auto& grant : built.grants) {
+    Issue issue{&grant, grant.issued_after_us, grant.received_us, false};
+    const auto found = keys.find({grant.incarnation, grant.key});
+    if (found != keys.end() && found->second->outcome == KeyOutcome::explained) {
+      for (const auto& window : found->second->grants) {
+        if (window.observation != grant.observation) continue;
+        // Instant n is a real interval that starts no earlier than n - 1 ms
+        // and ends no later than n + 1 ms on the tester's clock (the grid).
+        if (window.first_ms * 1000 - 1000 > issue.after_us) {
+          issue.after_us = window.first_ms * 1000 - 1000;
+          issue.from_cause = true;
+        }
+        issue.before_us = std::min(issue.before_us, window.last_ms * 1000 + 1000);
+      }
+    }
+    issues.push_back(issue);
+  }
+  std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) { return a.grant->token < b.grant->token; });
+  const auto origin = built.incarnation_start_us.front();
+  const auto who = [&](const GrantSeen& g) {
+    return fmt::format("key `{}` to `{}` on connection {}", g.key, g.owner, g.conn);
+  };
+  for (std::size_t i = 1; i < issues.size(); ++i) {
+    const auto& a = *issues[i - 1].grant;
+    const auto& b = *issues[i].grant;
+    if (a.token == b.token) {
+      result.violations.push_back(Finding{
+          "tokens", b.key, b.incarnation,
+          fmt::format("token {} was granted twice: {} at {} and {} at {}", b.token, who(a),
+                      at_text(a.received_us, origin), who(b), at_text(b.received_us, origin)),
+          {}, b.received_us, {}});
+      return;
+    }
+  }
+  // In token order: the grant issued latest at the earliest so far.
+  const Issue* latest_start = nullptr;
+  for (const auto& issue : issues) {
+    if (latest_start != nullptr && issue.before_us < latest_start->after_us) {
+      const auto& small = *latest_start->grant;
+      const auto& large = *issue.grant;
+      Finding finding{
+          "tokens", small.key, small.incarnation,
+          fmt::format("token {} ({}) was issued no earlier than {}, after token {} ({}) arrived at {}: a later grant "
+                      "carries a smaller token (tokens must increase in the order issued)",
+                      small.token, who(small), at_text(latest_start->after_us, origin), large.token, who(large),
+                      at_text(issue.before_us, origin)),
+          {}, small.received_us, {}};
+      finding.story.push_back(fmt::format(
+          "token {} arrived at {}; {}.", small.token, at_text(small.received_us, origin),
+          latest_start->from_cause
+              ? "every explanation of its key issues it at its cause (the release, expiry or sweep that handed the "
+                "key over, or its request) no earlier than that"
+              : "its first request was sent then"));
+      result.violations.push_back(std::move(finding));
+      return;
+    }
+    if (latest_start == nullptr || issue.after_us > latest_start->after_us) latest_start = &issue;
+  }
+}
+
+bool tokens_in_order(const Built& built, const KeyVerdicts& verdicts) {
+  std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> keys;
+  for (const auto& [where, verdict] : verdicts) keys.emplace(where, &verdict);
+  CheckResult scratch;
+  check_tokens(built, keys, scratch);
+  return scratch.violations.empty();
+}
+
+}  // namespace lockstep::history
