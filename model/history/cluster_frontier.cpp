@@ -169,10 +169,22 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     if (!conn.closes) return unbounded_ms;
     return conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
   }
-  // Whether a waiter's outcome, caused at `at` by a Close that dropped it,
-  // can be heard on the copy's connection: not on one closed by then (the
-  // node has forgotten it), only on a retry's.
-  bool hears_drop(const KeyCopy& copy, std::int64_t at) const { return close_read_ms(copy) > at; }
+  // From when an outcome caused at an instant of [cause_lo, cause_hi] may
+  // be read on the copy's connection; never_us when it cannot be.
+  // `timeout_from` >= 0: the outcome is the `T` of a waiter that left before
+  // its Timeout's window opens at timeout_from, which only a Close can do,
+  // at cause_lo at the earliest. A Close drops a waiter unanswered on that
+  // connection (the node has forgotten it); its session records `T`, which
+  // a retry on a connection still open hears. So a connection closed by
+  // then can carry only a Timeout's `T`, if the waiter may have stayed
+  // until its window opened.
+  std::int64_t heard_from_us(const KeyCopy& copy, std::int64_t cause_lo, std::int64_t cause_hi,
+                             std::int64_t timeout_from) const {
+    if (timeout_from < 0 || close_read_ms(copy) > cause_lo) return cause_lo * 1000 - grid_slack_us;
+    if (timeout_from > cause_hi) return never_us;
+    return timeout_from * 1000 - grid_slack_us;
+  }
+  static constexpr std::int64_t never_us = std::numeric_limits<std::int64_t>::max();
 
   // The holder's Expire takes effect no earlier than its lease's end less
   // the allowance, and is on time up to its lease's end from the latest
@@ -204,8 +216,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   bool note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const;
 
   bool same_class(const KeyObservation& seen, std::uint32_t request) const;
-  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time, bool dropped,
-                     std::int64_t at) const;
+  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time,
+                     std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const;
   // The connection a deferred answer to `request` is owed on, if the tester
   // watches it long enough: the operation's only one, not cut; else null.
   const KeyConnection* owed_on(std::uint32_t request, bool deferred) const {
@@ -213,15 +225,15 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     const auto& conn = in_.conns[in_.requests[request].conn];
     return conn.cut ? nullptr : &conn;
   }
-  // `dropped`: the outcome is a `T` recorded for a waiter a Close dropped,
-  // heard only by retries on connections still open.
+  // `timeout_from`: see heard_from_us (-1: the outcome is not a waiter's
+  // leaving before its Timeout's window).
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
             std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
-            bool optional = false, bool dropped = false) const;
+            bool optional = false, std::int64_t timeout_from = -1) const;
   // Marks the same line heard again on the operation's other connections;
   // returns when the first of them was read (unbounded_ms: none).
   std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo,
-                       bool dropped) const;
+                       std::int64_t cause_hi, std::int64_t timeout_from) const;
 
   // The operation is applied at an instant of `when`.
   void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
@@ -247,8 +259,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   std::int64_t first_of_class(const Config& c, std::uint32_t request) const;
 
   // Waiter `index` leaves with its `T` at the earliest instant it may.
-  void leave(Config c, std::size_t index, Configs& out) const;
-  void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
+  void leave(Config c, std::size_t index, std::int64_t by, Configs& out) const;
+  void leave_all(Config c, std::vector<std::uint32_t> requests, std::int64_t by, Configs& out) const;
   bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;
 
   void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
@@ -351,11 +363,11 @@ bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t reque
 // operation sent once is owed on its connection, if the tester watched it
 // past the answer's latest arrival.
 bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time,
-                                    bool dropped, std::int64_t at) const {
+                                    std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const {
   std::size_t waiting = 0;
   std::vector<std::uint32_t> others;
   for (const auto& copy : copies_[request]) {
-    if (dropped && !hears_drop(copy, at)) continue;
+    if (heard_from_us(copy, cause_lo, cause_hi, timeout_from) == never_us) continue;
     const auto& conn = in_.conns[copy.conn];
     for (const auto index : unexplained_on(c, copy.conn)) {
       if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
@@ -384,17 +396,16 @@ bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool
 // `on_time` is late by the difference.
 void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token,
                            std::int64_t cause_lo, std::int64_t cause_hi, Cause cause, std::int64_t on_time,
-                           std::int32_t cause_request, Configs& out, bool optional, bool dropped) const {
+                           std::int32_t cause_request, Configs& out, bool optional, std::int64_t timeout_from) const {
   const bool deferred = cause != Cause::request;
   const auto owner = owner_of(request);
-  const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
   // The candidates, by arrival. One line heard on several of the
   // operation's connections is its outcome and its replays: whichever is
   // taken first, the others are its replays (the same configuration), so
   // each line is tried once, from its first arrival.
   std::vector<std::uint32_t> candidates;
   for (const auto& copy : copies_[request]) {
-    if (dropped && !hears_drop(copy, cause_lo)) continue;
+    const auto from_us = heard_from_us(copy, cause_lo, cause_hi, timeout_from);
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& seen = in_.observations[index];
       if (seen.received_us < from_us || seen.received_us < copy.sent_us || c.observed.contains(index) ||
@@ -422,7 +433,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     ++matched.explained;
     // Every hearing of the outcome came after it was caused.
     const std::int64_t hi = std::min({cause_hi, latest_cause_ms(seen.received_us),
-                                      latest_cause_ms(replays(matched, request, seen, cause_lo, dropped))});
+                                      latest_cause_ms(replays(matched, request, seen, cause_lo, cause_hi, timeout_from))});
     if (kind == ResponseKind::granted) {
       matched.holder.token = seen.token;
       matched.holder.hi = hi;
@@ -433,7 +444,7 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     out.push_back(std::move(matched));
     any = true;
   }
-  if (may_be_unseen(c, request, deferred, on_time, dropped, cause_lo)) {
+  if (may_be_unseen(c, request, deferred, on_time, cause_lo, cause_hi, timeout_from)) {
     // A deferred answer to an operation sent once, never heard on its
     // connection though the tester watched it past the answer's on-time
     // arrival: late by at least that watch, which is what a stated maximum
@@ -465,11 +476,10 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
 // A retry of an operation already applied hears its outcome again, on the
 // retry's connection: the same line, read after the retry was sent.
 std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen,
-                                      std::int64_t cause_lo, bool dropped) const {
-  const std::int64_t from_us = cause_lo * 1000 - grid_slack_us;
+                                      std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const {
   std::int64_t first_us = unbounded_ms;
   for (const auto& copy : copies_[request]) {
-    if (dropped && !hears_drop(copy, cause_lo)) continue;
+    const auto from_us = heard_from_us(copy, cause_lo, cause_hi, timeout_from);
     for (const auto index : unexplained_on(c, copy.conn)) {
       const auto& again = in_.observations[index];
       if (c.observed.contains(index) || again.received_us < copy.sent_us || again.received_us < from_us) continue;
@@ -686,7 +696,7 @@ void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::i
     }
     if (from > hi) continue;
     Configs left;
-    leave_all(c, std::move(before), left);
+    leave_all(c, std::move(before), hi, left);
     for (auto& next : left) {
       const auto at = std::find_if(next.queue.begin(), next.queue.end(),
                                    [&](const Waiter& w) { return w.request == head.request; });
@@ -717,7 +727,7 @@ void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) co
   // at once).
   if (may_leave && seen != ResponseKind::granted) {
     Configs left;
-    leave(c, c.queue.size() - 1, left);
+    leave(c, c.queue.size() - 1, hi, left);
     for (auto& next : left) pass_on_nobody(std::move(next), hi, out);
   }
   // Or not applied yet. When its answer was a `T`, that reading explains
@@ -731,24 +741,26 @@ void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) co
   pass_on_nobody(std::move(c), hi, out);
 }
 
-// Waiter `index` leaves the queue at the earliest instant it may (its
-// Timeout's window, or a Close of its connection), with its `T`, which may
-// arrive any time after (the node holding its connection answers when it
-// applies the Timeout). Before its Timeout's window only a Close can have
-// dropped it: no `T` is sent then, and one is heard only by a retry of its
-// session, on a connection still open, which is answered what the session
-// recorded.
-void ClusterFrontier::leave(Config c, std::size_t index, Configs& out) const {
+// Waiter `index` leaves the queue, by instant `by`, from the earliest
+// instant it may (its Timeout's window, or a Close of its connection), with
+// its `T`, which may arrive any time after (the node holding its connection
+// answers when it applies the Timeout). Before its Timeout's window only a
+// Close can drop it, and that `T` is heard only where heard_from_us says.
+void ClusterFrontier::leave(Config c, std::size_t index, std::int64_t by, Configs& out) const {
   const Waiter gone = c.queue[index];
   c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
   const auto when = leave_from(gone);
-  const bool dropped = when < gone.stamp + wait_of(gone) - allowance_;
+  const auto timeout_from = gone.stamp + wait_of(gone) - allowance_;
   record(c, Step{when, static_cast<std::int32_t>(gone.request), -1, 't'});
-  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out,
-       false, dropped);
+  if (when >= timeout_from) {
+    emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out);
+    return;
+  }
+  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, std::max(when, by), Cause::deadline,
+       timeout_due(gone), -1, out, false, timeout_from);
 }
 
-void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const {
+void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, std::int64_t by, Configs& out) const {
   if (requests.empty()) {
     out.push_back(std::move(c));
     return;
@@ -758,8 +770,8 @@ void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, C
   const auto it = std::find_if(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == request; });
   LOCKSTEP_ASSERT(it != c.queue.end());
   Configs left;
-  leave(std::move(c), static_cast<std::size_t>(it - c.queue.begin()), left);
-  for (auto& next : left) leave_all(std::move(next), requests, out);
+  leave(std::move(c), static_cast<std::size_t>(it - c.queue.begin()), by, left);
+  for (auto& next : left) leave_all(std::move(next), requests, by, out);
 }
 
 // Whether `at` is the last instant that can cause an unexplained `T` of
@@ -788,13 +800,13 @@ void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, C
     if (max_late_ >= 0 && at > timeout_due(waiter) + max_late_) {
       // Gone by now: it left at its earliest (which is never late).
       Configs left;
-      leave(std::move(c), j, left);
+      leave(std::move(c), j, at, left);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
       return;
     }
     if (leave_from(waiter) <= at && observed_timeout_ends_now(c, waiter.request, at)) {
       Configs left;
-      leave(c, j, left);
+      leave(c, j, at, left);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
     }
   }

@@ -250,8 +250,20 @@ TEST(ClusterReading, TheLeastLatenessKeepsTokensInOrderAcrossKeys) {
 // the node has forgotten the connection. Its session records `T`, which a
 // retry on another connection hears. So a `T` read on the connection just
 // before the tester closed it, long before the wait could end, is early;
-// the same `T` heard by a retry after the close is not.
+// the same `T` heard by a retry after the close is not. A connection the
+// server closed may have dropped its waiter at any time, but need not have:
+// a `T` read there once the wait ended is its Timeout's.
 TEST(ClusterReading, ADroppedWaitersTIsHeardOnlyByARetry) {
+  for (const std::int64_t t_ms : {60, 3'010}) {
+    Recorder r;
+    r.connect(1, 0).send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+    r.connect(2, 2'000).send(2, 2'000, "A k bob 5000 3000 bob 1");
+    r.recv(2, t_ms * 1000, "T bob k").eof(2, 4'000'000);
+    r.close(1, 9'000'000);
+    const auto result = r.check();
+    EXPECT_EQ(result.verdict, t_ms < 2'980 ? Verdict::violation : Verdict::conforms)
+        << "T at " << t_ms << " ms\n" << verdict_text(result);
+  }
   for (const bool retry : {false, true}) {
     Recorder r;
     r.connect(1, 0).send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
