@@ -258,7 +258,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // connections (by arrival), or -1.
   std::int64_t first_of_class(const Config& c, std::uint32_t request) const;
 
-  // Waiter `index` leaves with its `T` at the earliest instant it may.
+  // Waiter `index` leaves with its `T`, at the earliest instant it may and
+  // no later than `by`.
   void leave(Config c, std::size_t index, std::int64_t by, Configs& out) const;
   void leave_all(Config c, std::vector<std::uint32_t> requests, std::int64_t by, Configs& out) const;
   bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;
