@@ -105,10 +105,10 @@ struct Oracles {
 };
 
 Oracles make_oracles(const Built& built);
+KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32_t incarnation, const KeyInput& input);
 
 // An instant of the tester's clock as the reports print it: milliseconds
 // after the incarnation's origin ("+12.500 ms").
 std::string at_text(std::int64_t us, std::int64_t origin_us);
-KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32_t incarnation, const KeyInput& input);
 
 }  // namespace lockstep::history

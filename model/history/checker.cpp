@@ -6,7 +6,6 @@
 #include "model/history/checker.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <map>
 #include <set>
 
@@ -226,7 +225,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   std::vector<std::string> not_searched;
   // The verdicts of the keys deferred: what is said of them if nothing is
   // left to search them again with.
-  std::map<std::pair<std::uint32_t, std::string>, KeyVerdict> first_tries;
+  KeyVerdicts first_tries;
   const auto check_one = [&](const std::pair<std::uint32_t, std::string>& where, const KeyInput& input,
                              std::uint64_t work_cap, bool last_pass) {
     names.insert(input.key);
@@ -345,9 +344,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
                                          "others: {}",
                                          not_searched.size(), options.budget_states, listed));
   }
-  std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> decided;
-  for (const auto& [where, verdict] : verdicts) decided.emplace(where, &verdict);
-  check_tokens(built, decided, result);
+  check_tokens(built, verdicts, result);
   if (cluster && result.violations.empty() && result.unknown.empty()) {
     settle_least_lateness(LatenessSearch{history, built, oracles, shared, options.memory_max_bytes, budget}, verdicts, result);
   } else if (cluster && !result.unknown.empty()) {

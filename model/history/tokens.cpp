@@ -24,14 +24,13 @@ struct Issue {
 // carry the smaller token. Each grant is placed between the instant of its
 // cause, as the key's search bounds it (a release, an expiry or a sweep
 // hands a key over long after its acquire was sent), and its arrival.
-void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*>& keys,
-                  CheckResult& result) {
+void check_tokens(const Built& built, const KeyVerdicts& keys, CheckResult& result) {
   std::vector<Issue> issues;
   for (const auto& grant : built.grants) {
     Issue issue{&grant, grant.issued_after_us, grant.received_us, false};
     const auto found = keys.find({grant.incarnation, grant.key});
-    if (found != keys.end() && found->second->outcome == KeyOutcome::explained) {
-      for (const auto& window : found->second->grants) {
+    if (found != keys.end() && found->second.outcome == KeyOutcome::explained) {
+      for (const auto& window : found->second.grants) {
         if (window.observation != grant.observation) continue;
         // Instant n is a real interval that starts no earlier than n - 1 ms
         // and ends no later than n + 1 ms on the tester's clock (the grid).
@@ -87,9 +86,7 @@ void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, st
   }
 }
 
-bool tokens_in_order(const Built& built, const KeyVerdicts& verdicts) {
-  std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*> keys;
-  for (const auto& [where, verdict] : verdicts) keys.emplace(where, &verdict);
+bool tokens_in_order(const Built& built, const KeyVerdicts& keys) {
   CheckResult scratch;
   check_tokens(built, keys, scratch);
   return scratch.violations.empty();

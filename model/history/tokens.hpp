@@ -22,10 +22,9 @@ using KeyVerdicts = std::map<std::pair<std::uint32_t, std::string>, KeyVerdict>;
 // first pair of grants whose tokens are out of the order they were issued
 // in. A key missing from `keys`, or not explained, bounds its grants by
 // their requests and arrivals only.
-void check_tokens(const Built& built, const std::map<std::pair<std::uint32_t, std::string>, const KeyVerdict*>& keys,
-                  CheckResult& result);
+void check_tokens(const Built& built, const KeyVerdicts& keys, CheckResult& result);
 
-// The same over verdicts held by value: whether some pair is out of order.
-bool tokens_in_order(const Built& built, const KeyVerdicts& verdicts);
+// Whether no pair is out of order (check_tokens finds nothing).
+bool tokens_in_order(const Built& built, const KeyVerdicts& keys);
 
 }  // namespace lockstep::history
