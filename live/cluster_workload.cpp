@@ -13,6 +13,17 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
+void record_result(ClusterOperation& op, const client::ClusterClient::Result& result, Clock::time_point epoch) {
+  const auto micros = [&](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t - epoch).count();
+  };
+  op.sent_us = micros(result.first_sent);
+  op.attempts = result.attempts;
+  if (result.kind != client::ClusterClient::Result::Kind::answered) return;
+  op.answered_us = micros(result.finished);
+  op.response = result.response;
+}
+
 struct ClusterWorkload::Client {
   std::unique_ptr<client::ClusterClient> connection;
   std::string name;
@@ -50,9 +61,6 @@ std::int64_t ClusterWorkload::now_us() const {
 }
 
 void ClusterWorkload::act(Client& c) {
-  const auto micros = [&](Clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(t - epoch_).count();
-  };
   // The record of a request, filled in when its result comes.
   const auto record = [&](ClusterOperation op) {
     const auto index = operations_.size();
@@ -67,14 +75,8 @@ void ClusterWorkload::act(Client& c) {
     op.token = c.held->token;
     const auto index = record(op);
     c.busy = true;
-    op.sequence = c.connection->release(op.key, op.token, [this, &c, index, micros](const auto& result) {
-      auto& done = operations_[index];
-      done.sent_us = micros(result.first_sent);
-      done.attempts = result.attempts;
-      if (result.kind == client::ClusterClient::Result::Kind::answered) {
-        done.answered_us = micros(result.finished);
-        done.response = result.response;
-      }
+    op.sequence = c.connection->release(op.key, op.token, [this, &c, index](const auto& result) {
+      record_result(operations_[index], result, epoch_);
       c.busy = false;
       c.held.reset();
       c.next_act = Clock::now() + milliseconds{prng_.between(0, options_.think_max_ms)};
@@ -94,15 +96,12 @@ void ClusterWorkload::act(Client& c) {
   const auto index = record(op);
   c.busy = true;
   const auto sequence = c.connection->acquire(
-      op.key, op.owner, op.lease_ms.value, op.wait_ms.value, [this, &c, index, micros](const auto& result) {
+      op.key, op.owner, op.lease_ms.value, op.wait_ms.value, [this, &c, index](const auto& result) {
         auto& done = operations_[index];
-        done.sent_us = micros(result.first_sent);
-        done.attempts = result.attempts;
+        record_result(done, result, epoch_);
         c.busy = false;
         c.next_act = Clock::now() + milliseconds{prng_.between(0, options_.think_max_ms)};
         if (result.kind != client::ClusterClient::Result::Kind::answered) return;
-        done.answered_us = micros(result.finished);
-        done.response = result.response;
         if (result.response.kind != ResponseKind::granted) return;
         // Hold: release early, just before the lease ends, or never. A
         // holder counts its lease from its first send (it cannot know when

@@ -44,6 +44,12 @@ struct ClusterWorkloadOptions {
   std::function<client::ClusterClient::WireObserver(int client)> wire;
 };
 
+// Fills in the record of a request from its result: when it was first sent,
+// its attempts and, if it was answered, when and what; in microseconds
+// since `epoch`.
+void record_result(ClusterOperation& op, const client::ClusterClient::Result& result,
+                   std::chrono::steady_clock::time_point epoch);
+
 class ClusterWorkload {
  public:
   ClusterWorkload(std::vector<client::NodeAddress> nodes, ClusterWorkloadOptions options);

@@ -24,8 +24,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -66,10 +67,11 @@ std::unique_ptr<LockCluster> start_cluster(const std::string& bug = "none", cons
   return cluster;
 }
 
-ClusterCheckReport judge(const ClusterWorkload& workload) {
-  const auto unexpected = workload.unexpected();
-  return check_cluster_history(workload.operations(), unexpected, ClusterCheckOptions{allowance, max_lateness});
+ClusterCheckReport judge(std::span<const ClusterOperation> operations, std::span<const std::string> unexpected) {
+  return check_cluster_history(operations, unexpected, ClusterCheckOptions{allowance, max_lateness});
 }
+
+ClusterCheckReport judge(const ClusterWorkload& workload) { return judge(workload.operations(), workload.unexpected()); }
 
 std::string describe(const ClusterCheckReport& report, const ClusterWorkload& workload) {
   const auto stats = workload.stats();
@@ -306,9 +308,6 @@ struct RaceRecord {
 RaceRecord race_a_release_with_its_expire(LockCluster& cluster, const std::string& key) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const auto micros = [&](Clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(t - start).count();
-  };
   RaceRecord record;
   std::vector<std::unique_ptr<client::ClusterClient>> clients;
   for (const char* name : {"H", "W", "L"}) {
@@ -334,13 +333,8 @@ RaceRecord race_a_release_with_its_expire(LockCluster& cluster, const std::strin
     const auto index = record.operations.size();
     op.client = clients[who]->client_id();
     record.operations.push_back(op);
-    const auto done = [&record, index, micros](const client::ClusterClient::Result& result) {
-      auto& finished = record.operations[index];
-      finished.sent_us = micros(result.first_sent);
-      finished.attempts = result.attempts;
-      if (result.kind != client::ClusterClient::Result::Kind::answered) return;
-      finished.answered_us = micros(result.finished);
-      finished.response = result.response;
+    const auto done = [&record, index, start](const client::ClusterClient::Result& result) {
+      record_result(record.operations[index], result, start);
     };
     record.operations[index].sequence =
         op.acquire ? clients[who]->acquire(op.key, op.owner, op.lease_ms.value, op.wait_ms.value, done)
@@ -392,9 +386,7 @@ RaceRecord race_a_release_with_its_expire(LockCluster& cluster, const std::strin
   return finish();
 }
 
-ClusterCheckReport judge(const RaceRecord& record) {
-  return check_cluster_history(record.operations, record.unexpected, ClusterCheckOptions{allowance, max_lateness});
-}
+ClusterCheckReport judge(const RaceRecord& record) { return judge(record.operations, record.unexpected); }
 
 std::string describe(const RaceRecord& record, const ClusterCheckReport& report) {
   std::string text = fmt::format("{} violations; L was answered {}", report.violations,
