@@ -493,6 +493,86 @@ TEST(ClusterReading, HandOffToALaterWaiterIsAViolation) {
   EXPECT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
 }
 
+// One instant per operation, read by every rule (docs/protocol.md, "Black
+// box against a cluster"). `b` (wait 2,000 ms) reads its `T` at 2,025 ms:
+// its Timeout came no earlier than its queueing plus 1,980 ms (the wait less
+// the allowance) and caused that `T` by 2,026 ms, so `b` was queued by
+// 46 ms. `c` was sent at 310 ms. The release at 500..511 ms hands the key
+// on while `b`, queued first, is far from its deadline: the key is `b`'s,
+// and the grant to `c` is a FIFO violation. (A search that let `b` be
+// queued after `c` for the hand-off while judging its Timeout from its
+// send, two instants for one queueing, passed it.)
+TEST(ClusterReading, AWaitersOwnTimeoutPinsItsQueueingForFifo) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 10'000, "A k b 5000 2000");
+  r.send(3, 310'000, "A k c 5000 5000");
+  r.send(1, 500'000, "R k 7").recv(1, 510'000, "R 7 k");
+  r.recv(3, 512'000, "A 8 c k");
+  r.recv(2, 2'025'000, "T b k");
+  r.close(1, 3'000'000).close(2, 3'000'000).close(3, 3'000'000);
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+}
+
+// Lateness counts until the answer arrives. `bob` (wait 100 ms) is queued
+// behind alice; her release at 300..351 ms does not hand him the key, and
+// the key stays free until carol takes it at 5 s, so `bob` was queued
+// before the release and had left by it: his Timeout came at 351 ms at the
+// latest, no earlier than his queueing plus 80 ms, so he was queued by
+// 271 ms and his `T` was on time until 271 + 100 + 20 + 1 + 10 = 402 ms. It
+// arrives at 4,000 ms: 3,598 ms late. That is the least lateness, the
+// history conforms under a maximum of 3,598 ms and not under 3,597 or 100.
+TEST(ClusterReading, ALateTimeoutAnswerIsLateness) {
+  const auto record = [](std::int64_t maximum) {
+    Recorder r;
+    if (maximum >= 0) r.max_lateness(maximum);
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, 10'000, "A k bob 5000 100");
+    r.send(1, 300'000, "R k 7").recv(1, 350'000, "R 7 k");
+    r.recv(2, 4'000'000, "T bob k");
+    r.send(3, 5'000'000, "A k carol 5000 0").recv(3, 5'000'500, "A 8 carol k");
+    r.close(1, 6'000'000).close(2, 6'000'000).close(3, 6'000'000);
+    return r.check();
+  };
+  const auto unbounded = record(-1);
+  ASSERT_EQ(unbounded.verdict, Verdict::conforms) << verdict_text(unbounded);
+  EXPECT_EQ(unbounded.lateness_ms, 3'598) << verdict_text(unbounded);
+  EXPECT_FALSE(unbounded.lateness_unverified) << verdict_text(unbounded);
+  EXPECT_EQ(record(3'598).verdict, Verdict::conforms) << verdict_text(record(3'598));
+  EXPECT_EQ(record(3'597).verdict, Verdict::violation) << verdict_text(record(3'597));
+  const auto bounded = record(100);
+  ASSERT_EQ(bounded.verdict, Verdict::violation) << verdict_text(bounded);
+  EXPECT_NE(bounded.violations.front().summary.find("maximum lateness"), std::string::npos)
+      << bounded.violations.front().summary;
+}
+
+// A request's own instant may be anywhere in its window that makes the
+// history on time. `bob` queues behind alice by 13 ms (the `N` to the
+// release pipelined behind his acquire says he was applied by then).
+// alice's release, sent at 100 ms and answered at 350 ms, hands him the
+// key, and his `A` arrives at 352 ms: applied at 341 ms or later the
+// release explains it within the tolerance (10 ms). Taken at its earliest
+// instant it would make the hand-off 240 ms late, and a maximum of 100 ms a
+// false alarm.
+TEST(ClusterReading, AReleaseMayTakeEffectLateInItsWindow) {
+  for (const std::int64_t maximum : {-1, 0, 100}) {
+    Recorder r;
+    if (maximum >= 0) r.max_lateness(maximum);
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+    r.send(2, 10'000, "A k bob 5000 5000").send(2, 11'000, "R k 999").recv(2, 12'000, "N 999 k");
+    r.send(1, 100'000, "R k 7").recv(1, 350'000, "R 7 k");
+    r.recv(2, 352'000, "A 8 bob k");
+    r.close(1, 1'000'000).close(2, 1'000'000);
+    const auto result = r.check();
+    EXPECT_EQ(result.verdict, Verdict::conforms) << "maximum " << maximum << "\n" << verdict_text(result);
+    EXPECT_EQ(result.lateness_ms, 0) << "maximum " << maximum << "\n" << verdict_text(result);
+  }
+}
+
 // The header selects the reading, and round-trips.
 // A fuzzer's clients reuse one connection and one owner. alice holds the
 // key (lease 1,000 ms); bob's try-lock at 1,500 ms, after alice's Expire
