@@ -400,8 +400,8 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
   }
   if (result.mode == Mode::cluster && result.verdict != Verdict::violation) {
     if (result.lateness_unverified) {
-      lines.push_back(fmt::format("worst lateness: {} ms as counted along the explanations found{}; not verified as the "
-                                  "least maximum lateness (the budget ran out or a search was undecided)",
+      lines.push_back(fmt::format("worst lateness: at least {} ms, a lower bound from the explanations found{}; not "
+                                  "verified as the least maximum lateness (the budget ran out or a search was undecided)",
                                   result.lateness_ms,
                                   result.lateness_text.empty() ? "" : " (" + result.lateness_text + ")"));
     } else {

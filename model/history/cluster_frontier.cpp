@@ -3,26 +3,34 @@
 // cluster is read by instead (Expires, sessions, lateness, lazy Timeouts).
 // The frontier is every configuration the replicated table may be in,
 // carried forward from one visited instant to the next. Only the instants
-// where something is observed or sent are visited (a request sent,
-// the last instant that can cause an observation, an Expire or a Timeout
-// that a maximum lateness forces): whatever happened since the previous
-// visit (an operation applied, an Expire) is applied at the visit, in every
-// order, each at an instant of the span since the previous visit (a box
-// that holds the instant of every explanation). Timeouts are taken lazily:
-// a waiter leaves the queue (with its `T`) only where that matters (a
-// hand-off past it, a full queue, the last instant its observed `T` can be
-// caused at), at the earliest instant it could have, which every
-// explanation that removes it earlier reaches too.
+// where something is observed or sent are visited (a request sent, the last
+// instant that can cause an observation, an Expire or a Timeout that a
+// maximum lateness forces): whatever happened since the previous visit (an
+// operation applied, an Expire) is applied at the visit, in every order.
 //
-// Times: instants are milliseconds of the tester's clock, the reference
-// the node clocks keep within S of (up to a constant offset). A command's
-// stamp, in those units, lies between its proposal and 2·S after it; a
-// holder's `stamp` and a waiter's are lower bounds of it, and a hand-off's
-// new lease counts from a stamp no earlier than the table's clock, which
-// never goes back.
+// One operation has one instant, read by every rule (docs/protocol.md,
+// "Black box against a cluster"). A configuration keeps the instants it
+// still needs as variables of difference constraints (zone.hpp): the
+// holder's grant (or, the key free, when it went free), each waiter's
+// queueing, and while a visit is applied the instant of its last step (the
+// cursor: the steps of one visit come in order, each no earlier than the
+// one before). Every rule adds a constraint: a step in its span and its
+// window, an Expire no earlier than its grant plus the lease less the
+// allowance, a hand-off only to a waiter queued by then and not yet due, an
+// answer read no earlier than a millisecond before its cause, and (with a
+// maximum lateness) nothing later than that allows. A configuration whose
+// constraints contradict each other has no explanation and is dropped; one
+// whose constraints hold has one, to the millisecond.
+//
+// Timeouts are taken lazily: a waiter leaves the queue (with its `T`) only
+// where that matters (a hand-off that may pass it, the key going free, the
+// last instant its observed `T` can be caused at), at an instant of its own
+// between its Timeout's window and that point, which every explanation that
+// removes it earlier reaches too.
 #include "model/history/cluster_frontier.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <span>
@@ -33,6 +41,7 @@
 #include "model/history/fingerprint.hpp"
 #include "model/history/frontier_search.hpp"
 #include "model/history/marked_set.hpp"
+#include "model/history/zone.hpp"
 
 namespace lockstep::history {
 
@@ -46,8 +55,10 @@ std::int64_t us_of(std::int64_t ms) {
   return ms >= most / 1000 ? most : ms * 1000;
 }
 
-// Choices of waiters that left a full queue unseen, at one acquire.
-constexpr std::size_t leave_choices_max = 256;
+// The variables of a configuration's zone: the origin (instant 0), the
+// holder's grant (the key free: the instant it went free), the cursor, the
+// waiters in queue order, then the extras (Config::extras).
+constexpr std::uint32_t origin = 0, holder_at = 1, cursor_at = 2, first_waiter_at = 3;
 
 // The instants something may have happened at: [lo, hi].
 struct Span {
@@ -55,28 +66,56 @@ struct Span {
 };
 
 struct Holder {
-  std::int32_t request = -1;    // the grant's operation; -1: the key is not registered
-  std::uint64_t token = 0;      // 0: the grant's answer was not seen
-  std::int64_t lo = 0, hi = 0;  // the grant took effect at an instant of [lo, hi]
-  std::int64_t stamp = 0;       // its stamp is no earlier (the lease counts from the stamp)
+  std::int32_t request = -1;  // the grant's operation; -1: the key is not registered
+  std::uint64_t token = 0;    // 0: the grant's answer was not seen
   friend bool operator==(const Holder&, const Holder&) = default;
 };
 
 struct Waiter {
   std::uint32_t request = 0;
-  std::int64_t lo = 0, hi = 0;  // queued at an instant of [lo, hi]
-  std::int64_t stamp = 0;       // its deadline counts from a stamp no earlier than this
-  friend bool operator==(const Waiter&, const Waiter&) = default;
+  // For reports: the last hand-off that passed this waiter by, granting
+  // `passed_by` (-1: none), caused by `pass_cause` ('r' the release
+  // `pass_request`, 'e' the Expire of the grant to it).
+  std::int32_t passed_by = -1;
+  std::int32_t pass_request = -1;
+  char pass_cause = 0;
+  std::int64_t pass_lo = 0, pass_hi = 0;  // the hand-off's instants
+  friend bool operator==(const Waiter& a, const Waiter& b) { return a.request == b.request; }
 };
 
-// Waiters are kept in request order; queue order is what their intervals
-// allow. `handled` holds the operations applied.
+// A variable of the zone beyond the holder, the cursor and the waiters.
+struct Extra {
+  std::uint32_t request = 0;
+  // 'c': the cursor before the operation `request` being applied (its step
+  //      takes its place in the order when it is done); 'h': the same, the
+  //      operation found the key held (its lateness is checked then); 'r':
+  //      the same, the operation took no place in the order (a waiter that
+  //      joined lazily), so the cursor comes back;
+  // 'T', 'N': the instant of an operation applied without a branch during
+  //      this visit, whose outcome (a try-lock's `T`, an `N`) the steps
+  //      after it do not change: it floats among them, until the visit ends;
+  // 'f': the instant of an operation gone from the queue, which `request`
+  //      (sent after it on its connection) is applied no earlier than;
+  // 'g': while the key passes on, the instant of the grant that ended (of
+  //      `request`), so that the lateness of its end is counted once what
+  //      the hand-off adds is known (end_grant);
+  // 'Q': while the key is held, the instant the key became held, or the
+  //      queueing of the last waiter handed it since: a request nobody
+  //      heard the answer of that a hand-off grants was queued no earlier
+  //      (pass_on);
+  // 'u': while a hand-off grants such a request, its queueing.
+  char kind = 'c';
+  std::int32_t observation = -1;  // 'T': what it explained (taken back if the key goes free first)
+  friend bool operator==(const Extra&, const Extra&) = default;
+};
+
 struct Config : ConfigCore<Holder, Waiter, IndexSet> {
-  // While the key is free: the table's clock is no earlier (the stamp of
-  // the command that freed it), and neither is the next grant's stamp.
-  std::int64_t free_floor = 0;
-  // The most any step so far was late (ms), which step, and when: the
-  // least over the explanations a configuration stands for once merged.
+  Zone zone;
+  std::vector<Extra> extras;
+  // The least lateness (ms) of the explanations it stands for, as far as
+  // it is known (a lower bound: each late step at its least, one at a
+  // time), which step gave it, and when. Not part of its identity: merged
+  // configurations keep the least.
   std::int64_t lateness = 0;
   std::int32_t late_request = -1;
   char late_what = 0;
@@ -85,18 +124,28 @@ struct Config : ConfigCore<Holder, Waiter, IndexSet> {
 
 using Configs = std::vector<Config>;
 
-Fingerprint fingerprint(const Config& c, bool blank, bool with_lateness) {
+std::uint32_t waiter_at(std::size_t index) { return first_waiter_at + static_cast<std::uint32_t>(index); }
+std::uint32_t extra_at(const Config& c, std::size_t k) {
+  return first_waiter_at + static_cast<std::uint32_t>(c.queue.size() + k);
+}
+
+Fingerprint fingerprint(const Config& c, bool with_zone, bool with_lateness) {
   FingerprintBuilder print;
-  fingerprint_core(print, c, blank);
+  fingerprint_core(print, c, blank_all);
+  print.add(c.extras.size());
+  for (const auto& extra : c.extras) {
+    print.add(extra.request);
+    print.add(static_cast<std::uint64_t>(extra.kind));
+    print.add(static_cast<std::uint64_t>(extra.observation + 1));
+  }
+  if (with_zone) c.zone.add_to(print);
   if (with_lateness) print.add(static_cast<std::uint64_t>(c.lateness));
   return print.finish();
 }
 
-// Keeps the lesser lateness, and the lesser floor of a free key's next
-// stamp, of two configurations that are otherwise one: the future of the
-// merged one holds the future of both (a lower floor only allows more).
+// Keeps the lesser lateness of two configurations that are otherwise one
+// (or one of which holds the other).
 void keep_least_lateness(Config& into, const Config& other) {
-  into.free_floor = std::min(into.free_floor, other.free_floor);
   if (other.lateness < into.lateness) {
     into.lateness = other.lateness;
     into.late_request = other.late_request;
@@ -105,6 +154,12 @@ void keep_least_lateness(Config& into, const Config& other) {
     into.late_due = other.late_due;
   }
 }
+
+// A deferred answer's on-time instant: x_var + offset.
+struct OnTime {
+  std::uint32_t var = origin;
+  std::int64_t offset = 0;
+};
 
 // Cluster mode's rules, for the search of frontier_search.hpp.
 class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
@@ -125,11 +180,15 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     // Operations sent once on one connection are applied in the order sent
     // (a node proposes them in order, and the log keeps it); with retries
     // on other connections, no order is assumed.
+    next_on_conn_.assign(n, -1);
     for (const auto& conn : in_.conns) {
       std::int32_t before = -1;
       for (const auto request : conn.requests) {
         const bool single = in_.requests[request].resent.empty();
-        if (single && before >= 0) previous_[request] = before;
+        if (single && before >= 0) {
+          previous_[request] = before;
+          next_on_conn_[static_cast<std::uint32_t>(before)] = static_cast<std::int32_t>(request);
+        }
         before = single ? static_cast<std::int32_t>(request) : -1;
       }
     }
@@ -158,7 +217,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   friend class FrontierSearch<ClusterFrontier, Config>;
 
   std::int64_t lease_of(std::int32_t request) const { return in_.requests[static_cast<std::uint32_t>(request)].lease_ms; }
-  std::int64_t wait_of(const Waiter& waiter) const { return in_.requests[waiter.request].wait_ms; }
+  std::int64_t wait_of(std::uint32_t request) const { return in_.requests[request].wait_ms; }
   std::uint32_t owner_of(std::uint32_t request) const { return in_.requests[request].owner; }
   bool indeterminate(std::uint32_t request) const { return latest_[request] >= unbounded_ms; }
   // From when a Close of the copy's connection may drop the operation's
@@ -169,55 +228,6 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     if (!conn.closes) return unbounded_ms;
     return conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
   }
-  // From when an outcome caused at an instant of [cause_lo, cause_hi] may
-  // be read on the copy's connection; never_us when it cannot be.
-  // `timeout_from` >= 0: the outcome is the `T` of a waiter that left before
-  // its Timeout's window opens at timeout_from, which only a Close can do,
-  // at cause_lo at the earliest. A Close drops a waiter unanswered on that
-  // connection (the node has forgotten it); its session records `T`, which
-  // a retry on a connection still open hears. So a connection closed by
-  // then can carry only a Timeout's `T`, if the waiter may have stayed
-  // until its window opened.
-  std::int64_t heard_from_us(const KeyCopy& copy, std::int64_t cause_lo, std::int64_t cause_hi,
-                             std::int64_t timeout_from) const {
-    if (timeout_from < 0 || close_read_ms(copy) > cause_lo) return cause_lo * 1000 - grid_slack_us;
-    if (timeout_from > cause_hi) return never_us;
-    return timeout_from * 1000 - grid_slack_us;
-  }
-  static constexpr std::int64_t never_us = std::numeric_limits<std::int64_t>::max();
-
-  // The holder's Expire takes effect no earlier than its lease's end less
-  // the allowance, and is on time up to its lease's end from the latest
-  // instant the grant may have been stamped (its effect plus 2·S).
-  std::int64_t expire_from(const Holder& h) const { return h.stamp + lease_of(h.request) - allowance_; }
-  std::int64_t expire_due(const Holder& h) const { return h.hi + lease_of(h.request) + allowance_; }
-  // Likewise a waiter's Timeout; and a waiter may leave earlier when a
-  // Close of its connection drops it.
-  std::int64_t timeout_due(const Waiter& w) const { return w.hi + wait_of(w) + allowance_; }
-  std::int64_t leave_from(const Waiter& w) const {
-    return std::max(w.lo, std::min(w.stamp + wait_of(w) - allowance_, leave_by_close_[w.request]));
-  }
-  // The table's clock, no earlier than `floor` (in the reference's units),
-  // has certainly reached the waiter's deadline: a hand-off answers it `T`
-  // instead of granting it.
-  bool certainly_due(std::int64_t floor, const Waiter& w) const { return floor >= timeout_due(w); }
-
-  // The observations of a connection from the first a configuration may
-  // not have explained (those before `observed.mark` all are).
-  std::span<const std::uint32_t> unexplained_on(const Config& c, std::uint32_t conn) const {
-    const auto& list = in_.conns[conn].observations;
-    const auto from = std::lower_bound(list.begin(), list.end(), c.observed.mark);
-    return {list.data() + (from - list.begin()), static_cast<std::size_t>(list.end() - from)};
-  }
-
-  // Notes that a step due by `due` happened at `at` (an Expire, a Timeout,
-  // or a deferred answer's arrival less the tolerance); false when that is
-  // later than the stated maximum allows (the configuration dies).
-  bool note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const;
-
-  bool same_class(const KeyObservation& seen, std::uint32_t request) const;
-  bool may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time,
-                     std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const;
   // The connection a deferred answer to `request` is owed on, if the tester
   // watches it long enough: the operation's only one, not cut; else null.
   const KeyConnection* owed_on(std::uint32_t request, bool deferred) const {
@@ -225,99 +235,279 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     const auto& conn = in_.conns[in_.requests[request].conn];
     return conn.cut ? nullptr : &conn;
   }
-  // `timeout_from`: see heard_from_us (-1: the outcome is not a waiter's
-  // leaving before its Timeout's window).
-  void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::int64_t cause_lo,
-            std::int64_t cause_hi, Cause cause, std::int64_t on_time, std::int32_t cause_request, Configs& out,
-            bool optional = false, std::int64_t timeout_from = -1) const;
-  // Marks the same line heard again on the operation's other connections;
-  // returns when the first of them was read (unbounded_ms: none).
-  std::int64_t replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::int64_t cause_lo,
-                       std::int64_t cause_hi, std::int64_t timeout_from) const;
 
-  // The operation is applied at an instant of `when`.
+  // The step from x_u to x_v is late by x_v - x_u - due_gap: with a
+  // maximum lateness, x_v - x_u <= due_gap + maximum is a constraint (false,
+  // with the failure kept, when it cannot hold); without one, the least it
+  // can be is noted. `at_ms` names the late step's instant for reports.
+  bool late(Config& c, std::uint32_t u, std::uint32_t v, std::int64_t due_gap, std::int32_t request, char what,
+            std::int64_t at_ms) const;
+  void note_lateness(Config& c, std::int64_t amount, std::int32_t request, char what, std::int64_t at_ms) const;
+
+  // The observations of a connection from the first a configuration may
+  // not have explained (those before `observed.low()` all are).
+  std::span<const std::uint32_t> unexplained_on(const Config& c, std::uint32_t conn) const {
+    const auto& list = in_.conns[conn].observations;
+    const auto from = std::lower_bound(list.begin(), list.end(), c.observed.low());
+    return {list.data() + (from - list.begin()), static_cast<std::size_t>(list.end() - from)};
+  }
+
+  std::int32_t waiter_index(const Config& c, std::uint32_t request) const {
+    for (std::size_t i = 0; i < c.queue.size(); ++i) {
+      if (c.queue[i].request == request) return static_cast<std::int32_t>(i);
+    }
+    return -1;
+  }
+  // The first extra of one of `kinds` (and of `request`, when given), or -1.
+  std::int32_t extra_index(const Config& c, std::string_view kinds, std::int64_t request = -1) const {
+    for (std::size_t k = 0; k < c.extras.size(); ++k) {
+      if (kinds.find(c.extras[k].kind) == std::string_view::npos) continue;
+      if (request >= 0 && c.extras[k].request != static_cast<std::uint64_t>(request)) continue;
+      return static_cast<std::int32_t>(k);
+    }
+    return -1;
+  }
+  void remove_extra(Config& c, std::size_t k) const {
+    c.zone.remove(extra_at(c, k));
+    c.extras.erase(c.extras.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  // x_var is no earlier than the instant of the operation before `request`
+  // on its connection (a waiter still queued, an operation floating, or one
+  // gone from the queue).
+  bool after_predecessor(Config& c, std::uint32_t var, std::uint32_t request) const;
+  // Drops the waiter `index` from the queue; with `floor`, its instant
+  // stays as one when the operation after it on its connection is still to
+  // apply (a waiter granted needs none: that operation comes after the
+  // hand-off, which came after the queueing).
+  void drop_waiter(Config& c, std::size_t index, bool floor) const;
+
+  bool same_class(const KeyObservation& seen, std::uint32_t request) const;
+  bool may_be_unseen(const Config& c, std::uint32_t request, bool dropped) const;
+  // Whether a grant to `request` may be heard as the next grant of the key
+  // or go unheard (what emit needs, but the instants): a head it cannot be
+  // is not tried.
+  bool may_be_granted(const Config& c, std::uint32_t request) const {
+    for (const auto& copy : copies_[request]) {
+      for (const auto index : unexplained_on(c, copy.conn)) {
+        if (c.observed.contains(index)) continue;
+        const auto& seen = in_.observations[index];
+        if (seen.received_us >= copy.sent_us && matches(c, seen, ResponseKind::granted, owner_of(request), 0)) return true;
+      }
+    }
+    return may_be_unseen(c, request, false);
+  }
+  // A waiter dropped by a Close: the earliest instant a connection of its
+  // operation other than those in `hearing` (which heard its `T`) may
+  // have closed; unbounded_ms when none may.
+  std::int64_t closed_elsewhere(std::uint32_t request, const std::vector<std::uint32_t>& hearing) const {
+    std::int64_t first = unbounded_ms;
+    for (const auto& copy : copies_[request]) {
+      if (std::find(hearing.begin(), hearing.end(), copy.conn) == hearing.end()) first = std::min(first, close_read_ms(copy));
+    }
+    return first;
+  }
+  // The outcome of `request`, caused at x_cause: any unexplained
+  // observation of it on a connection that carried the operation, read no
+  // earlier than a millisecond before x_cause and no earlier than that
+  // send; or nothing heard (may_be_unseen). `dropped`: the `T` of a waiter
+  // the Close of one of its connections dropped (at x_cause), which that
+  // connection does not hear (the node has forgotten it; its session
+  // records `T` for a retry elsewhere). A deferred answer arriving more
+  // than the tolerance after `on_time` is late by the difference.
+  void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause, Cause why,
+            OnTime on_time, std::int32_t cause_request, Configs& out, bool optional = false, bool dropped = false) const;
+  // Marks the same line heard again on the operation's other connections;
+  // adds their connections to `hearing`.
+  void replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
+               std::vector<std::uint32_t>& hearing) const;
+
+  // The operation is applied at an instant of `when`, after the cursor.
   void handle(Config c, std::uint32_t request, Span when, Configs& out) const;
   void acquire(Config c, std::uint32_t request, Span when, Configs& out) const;
   void acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const;
   void enqueue(Config c, std::uint32_t request, Span when, Configs& out) const;
-  void release(Config c, std::uint32_t request, Span when, Configs& out) const;
-  void release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional = false) const;
-  Configs unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const;
+  void release(Config c, std::uint32_t request, Configs& out) const;
+  void release_holder(Config c, std::uint32_t request, Configs& out, bool optional = false) const;
+  Configs unheard_holder(const Config& c, std::uint32_t request, std::uint64_t token) const;
   Span span_of(std::uint32_t request, std::int64_t at) const {
     return Span{std::max(visit_from_, earliest_[request]), std::min(at, latest_[request])};
   }
-  // The key passes on at an instant of [lo, hi]: to the first waiter still
+  // The step just applied (its instant in the cursor) ends: it takes its
+  // place in the order, or the cursor comes back (saved_ kinds above).
+  // False when the key's lateness then fails.
+  bool commit(Config& c) const;
+  // The key's 'Q' (Extra) becomes x_from.
+  void set_queue_floor(Config& c, std::uint32_t from) const {
+    auto k = extra_index(c, "Q");
+    if (k < 0) {
+      const auto at = c.zone.add();
+      c.zone.copy(at, from);
+      c.extras.push_back(Extra{0, 'Q'});
+      return;
+    }
+    c.zone.copy(extra_at(c, static_cast<std::size_t>(k)), from);
+  }
+  // The grant of the holder ends at the cursor's instant (an Expire, or a
+  // release that found it held): kept (keep_grant) while the key passes
+  // on, its lateness is noted once the hand-off's constraints are in
+  // (end_grant).
+  void keep_grant(Config& c) const {
+    const auto at = c.zone.add();
+    c.zone.copy(at, holder_at);
+    c.extras.push_back(Extra{static_cast<std::uint32_t>(c.holder.request), 'g'});
+  }
+  void end_grant(Config& c) const {
+    const auto k = static_cast<std::size_t>(extra_index(c, "g"));
+    const auto request = static_cast<std::int32_t>(c.extras[k].request);
+    const auto grant = extra_at(c, k);
+    const auto most_negative = c.zone.bound(cursor_at, grant);
+    if (most_negative < Zone::open) {
+      note_lateness(c, -most_negative - lease_of(request) - allowance_, request, 'e', c.zone.earliest(cursor_at));
+    }
+    remove_extra(c, k);
+  }
+  // The operation just applied, which explained `observation`, floats
+  // among this visit's steps.
+  void float_step(Config& c, std::uint32_t request, char kind, std::int32_t observation) const;
+
+  // The key passes on at the cursor's instant: to the first waiter still
   // waiting, or nobody.
-  // `floor`: the table's clock at the cause is no earlier (the new lease
-  // counts from there).
-  void pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
-               std::int32_t cause_request, std::int64_t on_time, Configs& out) const;
-  void pass_on_nobody(Config c, std::int64_t hi, Configs& out) const;
+  void pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
+  void hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
+  void pass_on_nobody(Config c, std::size_t upto, Configs& out) const;
+  // Whether `gone` (where a waiter left) stands for every explanation that
+  // `kept` (the same but for that waiter, still to leave, or not applied
+  // yet) continues into: the same instants known of everything else, so
+  // whatever `kept` goes on to, with the waiter leaving later (earlier is
+  // always possible: DESIGN.md, "Cluster mode"), `gone` goes on to too. The
+  // least lateness is settled apart (least_lateness.cpp), which checks
+  // that the figure it starts from is not too high.
+  bool finished(const Config& kept, const Config& gone) const {
+    return gone.zone == kept.zone && gone.holder == kept.holder && gone.last_token == kept.last_token &&
+           gone.extras == kept.extras;
+  }
+
+  // The key goes free at the cursor's instant.
+  void free_key(Config c, std::size_t from, Configs& out) const;
   ResponseKind observed_kind(const Config& c, std::uint32_t request) const;
   // The first unexplained observation of the request's class on its
   // connections (by arrival), or -1.
   std::int64_t first_of_class(const Config& c, std::uint32_t request) const;
 
-  // Waiter `index` leaves with its `T`, at the earliest instant it may and
-  // no later than `by`.
-  void leave(Config c, std::size_t index, std::int64_t by, Configs& out) const;
-  void leave_all(Config c, std::vector<std::uint32_t> requests, std::int64_t by, Configs& out) const;
+  // Whether waiter `index` may have left by x_by + gap (its Timeout's
+  // window open, or a Close of one of its connections read).
+  bool may_leave_by(const Config& c, std::size_t index, std::uint32_t by, std::int64_t gap) const;
+  // Waiter `index` leaves with its `T`, at an instant of its own no later
+  // than x_by + gap: by its Timeout, or by a Close.
+  void leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out) const;
+  void leave_at(Config c, std::size_t index, std::uint32_t t, Configs& left) const;
+  void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
   bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;
 
   void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
-  void expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const;
+  void expire(Config c, std::int64_t at, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
   bool inert(const Config& before, const Config& after) const {
-    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
-           before.free_floor == after.free_floor;
+    return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token;
   }
   bool alone_in_class(const Config& c, std::uint32_t request) const;
   bool alive(const Config& c, std::int64_t at) const;
+  // The end of a visit: what floated is placed, the cursor forgotten, and
+  // a key still held is held past `at`.
+  bool end_visit(Config& c, std::int64_t at) const;
+
   void forget_spent(Config& c) const;
   static std::uint64_t bytes_of(const Config& c);
   // What came instead of a failure kept (fail, in frontier_search.hpp).
   void explain_failure(const Config& c) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
   bool is_final(const Config& c) const;
-  std::int64_t final_lateness(const Config& c, Config& into) const;
   std::string describe(const Config& c, std::int64_t at) const;
+  std::string instant_range(const Config& c, std::uint32_t var) const {
+    const auto lo = c.zone.earliest(var), hi = c.zone.latest(var);
+    if (hi >= unbounded_ms) return fmt::format("from {}, or not yet", instant_text(lo));
+    return span_text(lo, hi);
+  }
 
   // The search's hooks (frontier_search.hpp).
-  void begin(Configs&, std::int64_t at) { visit_from_ = at; }
-  void fire_due(Config c, std::int64_t at, Configs& out) { due_waiters(std::move(c), 0, at, out); }
+  void begin(Configs& frontier, std::int64_t at) {
+    visit_from_ = at;
+    for (auto& c : frontier) {
+      c.zone = Zone();
+      c.zone.add();  // holder_at
+      c.zone.add();  // cursor_at
+    }
+  }
+  void fire_due(Config c, std::int64_t at, Configs& out) {
+    // The visit's first step comes no earlier than its span.
+    c.zone.forget(cursor_at);
+    c.zone.within(cursor_at, visit_from_, visit_from_);
+    due_waiters(std::move(c), 0, at, out);
+  }
   void settle(Configs& after, std::int64_t at) {
     // A waiter the inputs of this visit queued may also leave by its end,
     // its `T` caused before the next visit: fire_due ran before them.
     Configs settled;
     settled.reserve(after.size());
     for (auto& c : after) due_waiters(std::move(c), 0, at, settled);
-    after = std::move(settled);
-    for (auto& c : after) forget_spent(c);
+    after.clear();
+    for (auto& c : settled) {
+      if (!end_visit(c, at)) continue;
+      forget_spent(c);
+      after.push_back(std::move(c));
+    }
   }
   std::int64_t advance(Configs& frontier, std::int64_t at) {
     visit_from_ = at + 1;
     return next_instant(frontier, at);
   }
-  void add_final(const Config& c, Configs& finals) const {
-    Config counted;
-    final_lateness(c, counted);
-    finals.push_back(std::move(counted));
-  }
+  void add_final(const Config& c, Configs& finals) const;
+  void final_waiters(Config c, std::size_t j, Configs& finals) const;
   void explained(const Configs& finals, KeyVerdict& verdict) const;
   // Configurations equal but for their lateness become the least late
-  // (exact: the future of both is the same); a box keeps the least too.
-  Fingerprint merge_key(const Config& c) const { return fingerprint(c, blank_none, false); }
-  Fingerprint box_key(const Config& c) const { return fingerprint(c, blank_all, false); }
-  Fingerprint expansion_key(const Config& c) const { return fingerprint(c, blank_none, true); }
+  // (exact: the future of both is the same).
+  Fingerprint merge_key(const Config& c) const { return fingerprint(c, true, false); }
+  Fingerprint box_key(const Config& c) const { return fingerprint(c, false, false); }
+  Fingerprint expansion_key(const Config& c) const { return fingerprint(c, true, true); }
   static void merge_equal(Config& into, const Config& other) { keep_least_lateness(into, other); }
   static void merge_box(Config& into, const Config& other) { keep_least_lateness(into, other); }
+  // A configuration whose zone is inside one already expanded at this
+  // instant, equal in all else and no less late, is not expanded again:
+  // every explanation it stands for, the other stands for too, and what
+  // the rules do is the same for both (a step allowed in its zone is
+  // allowed in the larger one, with a zone that holds its result).
+  bool first_expansion(const Config& c) {
+    if (expanded_.empty()) {
+      expanded_zones_.clear();
+      expanded_store_.clear();
+    }
+    if (!expanded_.insert(expansion_key(c)).second) return false;
+    auto& seen = expanded_zones_[box_key(c)];
+    for (const auto* other : seen) {
+      if (other->lateness <= c.lateness && c.zone.inside(other->zone)) return false;
+    }
+    seen.push_back(&expanded_store_.emplace_back(Expanded{c.lateness, c.zone}));
+    return true;
+  }
+  // Configurations equal but for their zones: one whose zone is inside
+  // another's is dropped, and two whose union is a zone become it (both
+  // exact: the configuration kept stands for exactly what both did).
+  void merge_boxes(Configs& configs) const;
 
   std::int64_t allowance_;  // 2·S
   std::int64_t max_late_;   // -1: none
+  // The configurations expanded at this instant, by what they are but for
+  // their zones (first_expansion).
+  struct Expanded {
+    std::int64_t lateness = 0;
+    Zone zone;
+  };
+  std::unordered_map<Fingerprint, std::vector<const Expanded*>, FingerprintHash> expanded_zones_;
+  std::deque<Expanded> expanded_store_;
   std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
   std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
-  std::vector<std::uint64_t> grant_tokens_;      // of the grants seen on this key, sorted
+  std::vector<std::int32_t> next_on_conn_;       // per operation: the one after it on its connection (previous_'s inverse)
   std::vector<std::int64_t> last_chances_;       // the latest cause of each observation, sorted
   std::int64_t visit_from_ = 0;                  // the instant after the previous visit
   // Per request: another request of its class (owner, or token) shares one
@@ -325,26 +515,59 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   std::vector<bool> class_shared_;
 };
 
-bool ClusterFrontier::note_late(Config& c, std::int64_t at, std::int64_t due, std::int32_t request, char what) const {
-  const std::int64_t amount = at - due;
-  if (amount <= c.lateness) return true;
-  if (max_late_ >= 0 && amount > max_late_) {
+void ClusterFrontier::note_lateness(Config& c, std::int64_t amount, std::int32_t request, char what,
+                                    std::int64_t at_ms) const {
+  if (amount <= c.lateness) return;
+  c.lateness = amount;
+  c.late_request = request;
+  c.late_what = what;
+  c.late_at = at_ms;
+  c.late_due = at_ms - amount;
+}
+
+bool ClusterFrontier::late(Config& c, std::uint32_t u, std::uint32_t v, std::int64_t due_gap, std::int32_t request,
+                           char what, std::int64_t at_ms) const {
+  if (max_late_ >= 0 && !c.zone.constrain(u, v, due_gap + max_late_)) {
     KeyFailure failure;
     failure.kind = KeyFailure::Kind::late;
     failure.cause = what == 'e' ? Cause::expire : what == 't' ? Cause::deadline : Cause::request;
     failure.request = request;
-    failure.at_ms = at;
-    failure.due_by_us = us_of(due + max_late_);
+    const std::int64_t least = -c.zone.bound(v, u) - due_gap;  // the least it can be late
+    failure.at_ms = at_ms;
+    failure.due_by_us = us_of(at_ms - least + max_late_);
     if (request >= 0) failure.conn = in_.requests[static_cast<std::uint32_t>(request)].conn;
     fail(c, failure);
     return false;
   }
-  c.lateness = amount;
-  c.late_request = request;
-  c.late_what = what;
-  c.late_at = at;
-  c.late_due = due;
+  const auto most_negative = c.zone.bound(v, u);
+  if (most_negative < Zone::open) note_lateness(c, -most_negative - due_gap, request, what, at_ms);
   return true;
+}
+
+bool ClusterFrontier::after_predecessor(Config& c, std::uint32_t var, std::uint32_t request) const {
+  const auto previous = previous_[request];
+  if (previous < 0) return true;
+  const auto before = static_cast<std::uint32_t>(previous);
+  if (const auto w = waiter_index(c, before); w >= 0) return c.zone.no_later(waiter_at(static_cast<std::size_t>(w)), var);
+  if (const auto k = extra_index(c, "TN", previous); k >= 0) {
+    return c.zone.no_later(extra_at(c, static_cast<std::size_t>(k)), var);
+  }
+  if (const auto k = extra_index(c, "f", std::int64_t{request}); k >= 0) {
+    return c.zone.no_later(extra_at(c, static_cast<std::size_t>(k)), var);
+  }
+  return true;
+}
+
+void ClusterFrontier::drop_waiter(Config& c, std::size_t index, bool floor) const {
+  const auto request = c.queue[index].request;
+  const auto next = next_on_conn_[request];
+  if (floor && next >= 0 && !c.handled.contains(static_cast<std::uint32_t>(next))) {
+    const auto at = c.zone.add();
+    c.zone.copy(at, waiter_at(index));
+    c.extras.push_back(Extra{static_cast<std::uint32_t>(next), 'f'});
+  }
+  c.zone.remove(waiter_at(index));
+  c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 // An observation of the kind of answer `request` gets: an `A`, `T` or `B`
@@ -360,45 +583,35 @@ bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t reque
 // applied, when it applies it), so an outcome may go unheard unless an
 // observation waits for it: there are more unexplained answers of its
 // class on its connections than other operations of that class there,
-// not yet applied or still waiting, could give. With the maximum, a deferred answer to an
-// operation sent once is owed on its connection, if the tester watched it
-// past the answer's latest arrival.
-bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool deferred, std::int64_t on_time,
-                                    std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const {
+// not yet applied or still waiting, could give. With the maximum, a
+// deferred answer to an operation sent once is owed on its connection
+// (emit adds when).
+bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool dropped) const {
   std::size_t waiting = 0;
   std::vector<std::uint32_t> others;
   for (const auto& copy : copies_[request]) {
-    if (heard_from_us(copy, cause_lo, cause_hi, timeout_from) == never_us) continue;
+    if (dropped && closed_elsewhere(request, {copy.conn}) >= unbounded_ms) continue;
     const auto& conn = in_.conns[copy.conn];
     for (const auto index : unexplained_on(c, copy.conn)) {
-      if (!c.observed.contains(index) && same_class(in_.observations[index], request)) ++waiting;
+      if (c.observed.contains(index)) continue;
+      if (same_class(in_.observations[index], request)) ++waiting;
     }
     for (const auto other : conn.requests) {
       // Not applied yet, or waiting: its answer is still to come.
-      const bool waiting_in_queue = std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == other; });
-      if (other == request || (c.handled.contains(other) && !waiting_in_queue)) continue;
+      if (other == request || (c.handled.contains(other) && waiter_index(c, other) < 0)) continue;
       const auto& asked = in_.requests[other];
       const auto& mine = in_.requests[request];
       if (asked.acquire != mine.acquire || (mine.acquire ? asked.owner != mine.owner : asked.token != mine.token)) continue;
       if (std::find(others.begin(), others.end(), other) == others.end()) others.push_back(other);
     }
   }
-  if (waiting > others.size()) return false;
-  if (max_late_ < 0) return true;
-  const auto* conn = owed_on(request, deferred);
-  return conn == nullptr || us_of(on_time + 1 + in_.tolerance_ms + max_late_) > conn->end_us;
+  return waiting <= others.size();
 }
 
-// The outcome of `request`, caused at an instant of [cause_lo, cause_hi]:
-// any unexplained observation of it on any connection that carried the
-// operation, read no earlier than a millisecond before the cause and no
-// earlier than that send; or nothing heard (may_be_unseen). A deferred
-// answer (a hand-off, a Timeout) arriving more than the tolerance after
-// `on_time` is late by the difference.
-void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token,
-                           std::int64_t cause_lo, std::int64_t cause_hi, Cause cause, std::int64_t on_time,
-                           std::int32_t cause_request, Configs& out, bool optional, std::int64_t timeout_from) const {
-  const bool deferred = cause != Cause::request;
+void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause,
+                           Cause why, OnTime on_time, std::int32_t cause_request, Configs& out, bool optional,
+                           bool dropped) const {
+  const bool deferred = why != Cause::request;
   const auto owner = owner_of(request);
   // The candidates, by arrival. One line heard on several of the
   // operation's connections is its outcome and its replays: whichever is
@@ -406,10 +619,11 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   // each line is tried once, from its first arrival.
   std::vector<std::uint32_t> candidates;
   for (const auto& copy : copies_[request]) {
-    const auto from_us = heard_from_us(copy, cause_lo, cause_hi, timeout_from);
+    if (dropped && closed_elsewhere(request, {copy.conn}) >= unbounded_ms) continue;
     for (const auto index : unexplained_on(c, copy.conn)) {
+      if (c.observed.contains(index)) continue;
       const auto& seen = in_.observations[index];
-      if (seen.received_us < from_us || seen.received_us < copy.sent_us || c.observed.contains(index) ||
+      if (seen.received_us < copy.sent_us || latest_cause_ms(seen.received_us) < c.zone.earliest(cause) ||
           !matches(c, seen, kind, owner, token)) {
         continue;
       }
@@ -424,37 +638,41 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
     tried.push_back(seen.line);
     Config matched = c;
-    if (deferred) {
-      if (!note_late(matched, floor_ms(seen.arrived_from_us), on_time + 1 + in_.tolerance_ms,
-                     static_cast<std::int32_t>(request), 'a')) {
-        continue;
-      }
+    // Read no earlier than a millisecond before its cause.
+    if (!matched.zone.at_most(cause, latest_cause_ms(seen.received_us))) continue;
+    // A deferred answer that arrived past its cause's on-time instant and
+    // the tolerance is late by the difference.
+    const auto arrived_ms = floor_ms(seen.arrived_from_us);
+    if (deferred && !late(matched, on_time.var, origin, on_time.offset + 1 + in_.tolerance_ms - arrived_ms,
+                          static_cast<std::int32_t>(request), 'a', arrived_ms)) {
+      continue;
     }
     matched.observed.insert(index);
     ++matched.explained;
-    // Every hearing of the outcome came after it was caused.
-    const std::int64_t hi = std::min({cause_hi, latest_cause_ms(seen.received_us),
-                                      latest_cause_ms(replays(matched, request, seen, cause_lo, cause_hi, timeout_from))});
+    std::vector<std::uint32_t> hearing{seen.conn};
+    replays(matched, request, seen, cause, hearing);
+    // Dropped by the Close of a connection that heard none of it.
+    if (dropped && !matched.zone.at_least(cause, closed_elsewhere(request, hearing))) continue;
     if (kind == ResponseKind::granted) {
       matched.holder.token = seen.token;
-      matched.holder.hi = hi;
       matched.last_token = seen.token;
-      note_grant(index, cause_lo, hi);
+      note_grant(index, matched.zone.earliest(cause), matched.zone.latest(cause));
     }
-    record(matched, Step{hi, static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
+    record(matched, Step{matched.zone.earliest(cause), static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
     out.push_back(std::move(matched));
     any = true;
   }
-  if (may_be_unseen(c, request, deferred, on_time, cause_lo, cause_hi, timeout_from)) {
-    // A deferred answer to an operation sent once, never heard on its
-    // connection though the tester watched it past the answer's on-time
-    // arrival: late by at least that watch, which is what a stated maximum
-    // owes it by (may_be_unseen), so that the lateness reported is the least
-    // maximum under which the key conforms.
+  if (may_be_unseen(c, request, dropped)) {
+    // With a maximum lateness, a deferred answer to an operation sent once
+    // is owed on its connection: never heard though the tester watched it
+    // past the answer's on-time arrival, it is late by at least that watch.
     const auto* conn = owed_on(request, deferred);
-    if (conn != nullptr &&
-        !note_late(c, conn->end_us / 1000 + 1, on_time + 1 + in_.tolerance_ms, static_cast<std::int32_t>(request), 'a')) {
-      return;
+    if (conn != nullptr) {
+      const auto end_ms = floor_ms(conn->end_us);
+      if (!late(c, on_time.var, origin, on_time.offset + in_.tolerance_ms - end_ms, static_cast<std::int32_t>(request), 'a',
+                end_ms + 1)) {
+        return;
+      }
     }
     out.push_back(std::move(c));
     return;
@@ -462,39 +680,40 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   if (any || optional) return;
   KeyFailure failure;
   failure.kind = KeyFailure::Kind::missing;
-  failure.cause = cause;
+  failure.cause = why;
   failure.response = kind;
   failure.conn = in_.requests[request].conn;
   failure.owner = owner;
   failure.token = token;
-  failure.at_ms = cause_lo;
-  failure.due_by_us = deferred && max_late_ >= 0 ? us_of(on_time + 1 + in_.tolerance_ms + max_late_) : -1;
+  failure.at_ms = c.zone.earliest(cause);
+  failure.due_by_us = deferred && max_late_ >= 0 && c.zone.latest(on_time.var) < unbounded_ms
+                          ? us_of(c.zone.latest(on_time.var) + on_time.offset + 1 + in_.tolerance_ms + max_late_)
+                          : -1;
   failure.request = static_cast<std::int32_t>(request);
   failure.cause_request = cause_request;
   fail(c, failure);
 }
 
 // A retry of an operation already applied hears its outcome again, on the
-// retry's connection: the same line, read after the retry was sent.
-std::int64_t ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen,
-                                      std::int64_t cause_lo, std::int64_t cause_hi, std::int64_t timeout_from) const {
-  std::int64_t first_us = unbounded_ms;
+// retry's connection: the same line, read after the retry was sent and no
+// earlier than a millisecond before the cause.
+void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
+                              std::vector<std::uint32_t>& hearing) const {
   for (const auto& copy : copies_[request]) {
-    const auto from_us = heard_from_us(copy, cause_lo, cause_hi, timeout_from);
     for (const auto index : unexplained_on(c, copy.conn)) {
+      if (c.observed.contains(index)) continue;
       const auto& again = in_.observations[index];
-      if (c.observed.contains(index) || again.received_us < copy.sent_us || again.received_us < from_us) continue;
-      if (again.line != seen.line) continue;
+      if (again.received_us < copy.sent_us || again.line != seen.line) continue;
+      Zone narrowed = c.zone;
+      if (!narrowed.at_most(cause, latest_cause_ms(again.received_us))) continue;
+      c.zone = std::move(narrowed);
       c.observed.insert(index);
       ++c.explained;
-      first_us = std::min(first_us, again.received_us);
-      if (again.kind == ResponseKind::granted) {
-        note_grant(index, cause_lo, latest_cause_ms(again.received_us));
-      }
+      hearing.push_back(copy.conn);
+      if (again.kind == ResponseKind::granted) note_grant(index, c.zone.earliest(cause), latest_cause_ms(again.received_us));
       break;
     }
   }
-  return first_us;
 }
 
 // What came instead of a missing answer: the first unexplained answer of
@@ -513,46 +732,80 @@ void ClusterFrontier::explain_failure(const Config& c) const {
   }
 }
 
+// The operation's instant becomes the cursor, after the one before it (the
+// cursor saved as an extra until the step ends, commit), within its span
+// and after the operation before it on its connection.
 void ClusterFrontier::handle(Config c, std::uint32_t request, Span when, Configs& out) const {
   c.handled.insert(request);
-  record(c, Step{when.lo, static_cast<std::int32_t>(request), -1, 'h'});
+  const auto saved = c.zone.add();
+  c.zone.copy(saved, cursor_at);
+  c.extras.push_back(Extra{request, 'c'});
+  c.zone.forget(cursor_at);
+  if (!c.zone.no_later(saved, cursor_at) || !c.zone.within(cursor_at, when.lo, when.hi) ||
+      !after_predecessor(c, cursor_at, request)) {
+    return;
+  }
+  record(c, Step{c.zone.earliest(cursor_at), static_cast<std::int32_t>(request), -1, 'h'});
   if (in_.requests[request].acquire) {
     acquire(std::move(c), request, when, out);
   } else {
-    release(std::move(c), request, when, out);
+    release(std::move(c), request, out);
   }
+}
+
+bool ClusterFrontier::commit(Config& c) const {
+  const auto k = extra_index(c, "chr");
+  LOCKSTEP_ASSERT(k >= 0);
+  const auto kind = c.extras[static_cast<std::size_t>(k)].kind;
+  if (kind == 'r') c.zone.copy(cursor_at, extra_at(c, static_cast<std::size_t>(k)));
+  remove_extra(c, static_cast<std::size_t>(k));
+  // Found held at its instant: the holder's Expire had not come by then.
+  if (kind == 'h' && c.held() &&
+      !late(c, holder_at, cursor_at, lease_of(c.holder.request) + allowance_, c.holder.request, 'e',
+            c.zone.earliest(cursor_at))) {
+    return false;
+  }
+  return true;
+}
+
+void ClusterFrontier::float_step(Config& c, std::uint32_t request, char kind, std::int32_t observation) const {
+  const auto k = static_cast<std::size_t>(extra_index(c, "chr"));
+  const auto floating = c.zone.add();
+  c.zone.copy(floating, cursor_at);
+  c.extras.push_back(Extra{request, kind, observation});
+  c.zone.copy(cursor_at, extra_at(c, k));
+  remove_extra(c, k);
 }
 
 // Cluster mode: a free key is granted (or `B` when a new key would pass
 // max_keys); a held key stays held until its Expire, however late.
 void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Configs& out) const {
   if (!c.held()) {
-    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(when.hi)) {
-      emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out, true);
+    if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(c.zone.latest(cursor_at))) {
+      emit(c, request, ResponseKind::busy, 0, cursor_at, Cause::request, {}, -1, out, true);
     }
     // Unless its answer was a grant, the key may be held by a request
     // nobody heard the answer of, granted before (unheard_holder).
     if (!indeterminate(request) && observed_kind(c, request) != ResponseKind::granted) {
-      for (auto& held : unheard_holder(c, request, when.hi, 0)) {
-        if (note_late(held, when.lo, expire_due(held.holder), held.holder.request, 'e')) {
-          acquire_held(std::move(held), request, when, out);
-        }
+      for (auto& held : unheard_holder(c, request, 0)) {
+        held.extras[static_cast<std::size_t>(extra_index(held, "c"))].kind = 'h';
+        acquire_held(std::move(held), request, when, out);
       }
     }
-    c.holder = Holder{static_cast<std::int32_t>(request), 0, when.lo, when.hi, std::max(earliest_[request], c.free_floor)};
-    c.free_floor = 0;
-    emit(std::move(c), request, ResponseKind::granted, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
+    c.holder = Holder{static_cast<std::int32_t>(request), 0};
+    c.zone.copy(holder_at, cursor_at);
+    set_queue_floor(c, cursor_at);
+    emit(std::move(c), request, ResponseKind::granted, 0, cursor_at, Cause::request, {}, -1, out);
     return;
   }
-  // Found held after its Expire was due: the Expire is late.
-  if (!note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
+  c.extras[static_cast<std::size_t>(extra_index(c, "c"))].kind = 'h';
   acquire_held(std::move(c), request, when, out);
 }
 
 void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, Configs& out) const {
   const auto& asked = in_.requests[request];
   if (asked.wait_ms == 0) {
-    emit(std::move(c), request, ResponseKind::timed_out, 0, when.lo, when.hi, Cause::request, when.lo, -1, out);
+    emit(std::move(c), request, ResponseKind::timed_out, 0, cursor_at, Cause::request, {}, -1, out);
     return;
   }
   // `B`, when a limit on waiters is reached. Waiters join the queue lazily
@@ -562,8 +815,7 @@ void ClusterFrontier::acquire_held(Config c, std::uint32_t request, Span when, C
   // or queues past them, is not seen).
   const auto seen = observed_kind(c, request);
   if (seen == ResponseKind::busy || class_shared_[request]) {
-    emit(c, request, ResponseKind::busy, 0, when.lo, when.hi, Cause::request, when.lo, -1, out,
-         seen != ResponseKind::busy);
+    emit(c, request, ResponseKind::busy, 0, cursor_at, Cause::request, {}, -1, out, seen != ResponseKind::busy);
     if (!class_shared_[request]) return;
   }
   enqueue(std::move(c), request, when, out);
@@ -580,8 +832,9 @@ std::int64_t ClusterFrontier::first_of_class(const Config& c, std::uint32_t requ
   std::int64_t first = -1;
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
+      if (c.observed.contains(index)) continue;
       const auto& seen = in_.observations[index];
-      if (c.observed.contains(index) || !same_class(seen, request)) continue;
+      if (!same_class(seen, request)) continue;
       if (first < 0 || seen.received_us < in_.observations[static_cast<std::size_t>(first)].received_us) first = index;
       break;
     }
@@ -590,26 +843,39 @@ std::int64_t ClusterFrontier::first_of_class(const Config& c, std::uint32_t requ
 }
 
 // A waiting acquire on a held key joins the queue as soon as it may: at an
-// instant from `when.lo` on, up to the latest it may be applied at (its
-// answer), or not yet. Its interval stands for both, so that the waiters of
+// instant from the cursor on, up to the latest it may be applied at (its
+// answer), or not yet. Its instant stands for both, so that the waiters of
 // a key whose leader is away are one configuration, not one per subset of
-// them applied so far: a hand-off may grant it or pass it by (then it was
-// applied after the head: its interval narrows), and a hand-off to nobody
-// un-applies it (pass_on).
+// them applied so far: a hand-off may grant it (then it was queued by the
+// hand-off) or pass it by (then it was queued after the head), and the key
+// going free un-applies it or makes it leave (pass_on_nobody). It takes no
+// place among the visit's steps: the cursor comes back (commit).
 void ClusterFrontier::enqueue(Config c, std::uint32_t request, Span when, Configs& out) const {
-  c.queue.insert(std::upper_bound(c.queue.begin(), c.queue.end(), request,
-                                  [](std::uint32_t r, const Waiter& w) { return r < w.request; }),
-                 Waiter{request, when.lo, std::max(when.hi, latest_[request]), std::max(earliest_[request], c.holder.stamp)});
+  const auto position = static_cast<std::size_t>(
+      std::upper_bound(c.queue.begin(), c.queue.end(), request,
+                       [](std::uint32_t r, const Waiter& w) { return r < w.request; }) -
+      c.queue.begin());
+  const auto var = c.zone.insert(waiter_at(position));
+  c.queue.insert(c.queue.begin() + static_cast<std::ptrdiff_t>(position), Waiter{request, {}});
+  const auto k = static_cast<std::size_t>(extra_index(c, "ch"));
+  c.extras[k].kind = 'r';
+  if (!c.zone.no_later(extra_at(c, k), var) || !c.zone.within(var, when.lo, latest_[request]) ||
+      !after_predecessor(c, var, request)) {
+    return;
+  }
   out.push_back(std::move(c));
 }
 
 // Simple mode points 6-7, without the sweep: the holder's token releases
 // (until its Expire is applied, however late); any other token is `N`.
-void ClusterFrontier::release(Config c, std::uint32_t request, Span when, Configs& out) const {
+void ClusterFrontier::release(Config c, std::uint32_t request, Configs& out) const {
   const auto& asked = in_.requests[request];
-  if (c.held() && !note_late(c, when.lo, expire_due(c.holder), c.holder.request, 'e')) return;
+  const auto found_held = [&](Config& held) {
+    return late(held, holder_at, cursor_at, lease_of(held.holder.request) + allowance_, held.holder.request, 'e',
+                held.zone.earliest(cursor_at));
+  };
   if (c.held() && c.holder.token == asked.token) {
-    release_holder(std::move(c), request, when, out);
+    if (found_held(c)) release_holder(std::move(c), request, out);
     return;
   }
   const bool unseen_token = asked.token > c.last_token && !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token));
@@ -617,162 +883,363 @@ void ClusterFrontier::release(Config c, std::uint32_t request, Span when, Config
     // The holder's grant was never heard: its token may be this one.
     Config same = c;
     same.holder.token = asked.token;
-    release_holder(std::move(same), request, when, out, true);
+    if (found_held(same)) release_holder(std::move(same), request, out, true);
   }
   if (!c.held() && unseen_token && !indeterminate(request) && observed_kind(c, request) == ResponseKind::released) {
     // Free, as far as this configuration knows; but a request nobody heard
     // the answer of may hold it, with this token.
-    for (auto& held : unheard_holder(c, request, when.hi, asked.token)) {
-      release_holder(std::move(held), request, when, out, true);
+    for (auto& held : unheard_holder(c, request, asked.token)) {
+      if (found_held(held)) release_holder(std::move(held), request, out, true);
     }
   }
-  emit(std::move(c), request, ResponseKind::not_held, asked.token, when.lo, when.hi, Cause::request, when.lo, -1, out);
+  if (c.held()) c.extras[static_cast<std::size_t>(extra_index(c, "c"))].kind = 'h';
+  emit(std::move(c), request, ResponseKind::not_held, asked.token, cursor_at, Cause::request, {}, -1, out);
 }
 
-// The free key granted, before `by`, to a request no answer of which
+// The free key granted, before the cursor, to a request no answer of which
 // arrived (with `token`, when one is known): one configuration per such
-// request not applied yet. Those requests are not applied on a free key as
+// request not applied yet, granted at an instant after it was sent and
+// after the key went free. Those requests are not applied on a free key as
 // the frontier goes (inputs): a grant nobody heard matters only where a
 // later request finds the key held, and is taken there.
-Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, std::int64_t by, std::uint64_t token) const {
+Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, std::uint64_t token) const {
   Configs made;
   for (const auto other : unanswered_) {
-    if (other == request || c.handled.contains(other) || !in_.requests[other].acquire || earliest_[other] > by) continue;
+    if (other == request || c.handled.contains(other) || !in_.requests[other].acquire ||
+        earliest_[other] > c.zone.latest(cursor_at)) {
+      continue;
+    }
     const auto previous = previous_[other];
     if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
     Config held = c;
     held.handled.insert(other);
-    held.holder = Holder{static_cast<std::int32_t>(other), token, std::max(earliest_[other], visit_from_ - 1), by,
-                         std::max(earliest_[other], c.free_floor)};
-    held.free_floor = 0;
-    record(held, Step{held.holder.lo, static_cast<std::int32_t>(other), -1, 'h'});
+    const auto grant = held.zone.add();
+    if (!held.zone.no_later(holder_at, grant) || !held.zone.at_least(grant, earliest_[other]) ||
+        !held.zone.no_later(grant, cursor_at) || !after_predecessor(held, grant, other)) {
+      continue;
+    }
+    held.holder = Holder{static_cast<std::int32_t>(other), token};
+    held.zone.copy(holder_at, grant);
+    held.zone.remove(grant);
+    set_queue_floor(held, holder_at);
+    record(held, Step{held.zone.earliest(holder_at), static_cast<std::int32_t>(other), -1, 'h'});
     made.push_back(std::move(held));
   }
   return made;
 }
 
-void ClusterFrontier::release_holder(Config c, std::uint32_t request, Span when, Configs& out, bool optional) const {
+void ClusterFrontier::release_holder(Config c, std::uint32_t request, Configs& out, bool optional) const {
   const auto& asked = in_.requests[request];
   Configs answered;
-  emit(std::move(c), request, ResponseKind::released, asked.token, when.lo, when.hi, Cause::request, when.lo, -1,
-       answered, optional);
+  emit(std::move(c), request, ResponseKind::released, asked.token, cursor_at, Cause::request, {}, -1, answered, optional);
+  // The hand-off is on time with the Release itself.
   for (auto& next : answered) {
-    // The Release's stamp is no earlier than its sending, nor than the
-    // stamp of the grant it ends (the table's clock never goes back).
-    const auto floor = std::max(next.holder.stamp, earliest_[request]);
-    pass_on(std::move(next), when.lo, when.hi, floor, Cause::release, static_cast<std::int32_t>(request), when.lo, out);
+    keep_grant(next);
+    Configs passed;
+    pass_on(std::move(next), Cause::release, static_cast<std::int32_t>(request), OnTime{cursor_at, 0}, passed);
+    for (auto& done : passed) {
+      end_grant(done);
+      out.push_back(std::move(done));
+    }
   }
+}
+
+bool ClusterFrontier::may_leave_by(const Config& c, std::size_t index, std::uint32_t by, std::int64_t gap) const {
+  const auto request = c.queue[index].request;
+  const auto latest_by = c.zone.latest(by);
+  const auto by_ms = latest_by >= Zone::open ? unbounded_ms : latest_by + gap;
+  return c.zone.allows_no_later(waiter_at(index), by, gap + allowance_ - wait_of(request)) ||
+         leave_by_close_[request] <= by_ms;
 }
 
 // The head waiter gets the key, with a new token. The queue is kept in
-// request order, and the head is any waiter that may have been queued
-// first and can still be granted (its deadline has not certainly come by
-// the table's clock): every waiter certainly queued before it (its whole
-// interval earlier, or sent before it on its connection) must have left
-// by now, with its `T` (leave), and the others were queued no earlier
-// than the head. The hand-off happens at an instant of [lo, hi] (a jump
-// over a gap gives a range), no earlier than those departures.
-void ClusterFrontier::pass_on(Config c, std::int64_t lo, std::int64_t hi, std::int64_t floor, Cause cause,
-                              std::int32_t cause_request, std::int64_t on_time, Configs& out) const {
-  if (c.queue.empty()) {
+// request order, and the head is any waiter queued by the hand-off whose
+// deadline had not certainly come by then (the hand-off less than its wait
+// and the allowance after its queueing): every waiter certainly queued
+// before it (by its instant, or sent before it on its connection) must have
+// left by now, with its `T` (leave); one that may have been queued before
+// it either left by now or was queued after it. The hand-off is at the
+// cursor's instant.
+void ClusterFrontier::pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const {
+  if (c.queue.empty() && std::none_of(unanswered_.begin(), unanswered_.end(), [&](std::uint32_t u) {
+        return !c.handled.contains(u) && in_.requests[u].acquire && in_.requests[u].wait_ms > 0;
+      })) {
     c.holder = Holder{};
-    c.free_floor = floor;
-    out.push_back(std::move(c));
+    free_key(std::move(c), 0, out);
     return;
   }
+  // A waiter of the queue: queued by the hand-off, its deadline not
+  // certainly come, queued after the head of every hand-off that passed it.
   for (std::size_t h = 0; h < c.queue.size(); ++h) {
-    const Waiter head = c.queue[h];
-    if (certainly_due(floor, head) || (max_late_ >= 0 && lo > timeout_due(head) + max_late_)) continue;
-    std::vector<std::uint32_t> before;
-    std::int64_t from = lo;
-    for (const auto& other : c.queue) {
-      if (other.request == head.request) continue;
-      bool earlier = other.hi < head.lo;
-      for (auto p = previous_[head.request]; p >= 0 && !earlier; p = previous_[static_cast<std::uint32_t>(p)]) {
-        earlier = static_cast<std::uint32_t>(p) == other.request;
-      }
-      if (!earlier) continue;
-      before.push_back(other.request);
-      from = std::max(from, leave_from(other));
+    if (!may_be_granted(c, c.queue[h].request)) continue;
+    Config base = c;
+    const auto head = base.queue[h].request;
+    const auto head_at = waiter_at(h);
+    if (!base.zone.no_later(head_at, cursor_at) ||
+        !base.zone.constrain(head_at, cursor_at, wait_of(head) + allowance_ - 1)) {
+      continue;
     }
-    if (from > hi) continue;
-    Configs left;
-    leave_all(c, std::move(before), hi, left);
-    for (auto& next : left) {
-      const auto at = std::find_if(next.queue.begin(), next.queue.end(),
-                                   [&](const Waiter& w) { return w.request == head.request; });
-      LOCKSTEP_ASSERT(at != next.queue.end());
-      next.queue.erase(at);
-      for (auto& other : next.queue) other.lo = std::max(other.lo, head.lo);
-      next.holder = Holder{static_cast<std::int32_t>(head.request), 0, from, hi, floor};
-      emit(std::move(next), head.request, ResponseKind::granted, 0, from, hi, cause, on_time, cause_request, out);
-    }
+    const auto queued = base.zone.add();
+    base.zone.copy(queued, head_at);
+    base.extras.push_back(Extra{head, 'u'});
+    drop_waiter(base, h, false);
+    hand_to(std::move(base), head, why, cause_request, on_time, out);
   }
-  // Or nobody, and the key is deleted: each waiter's deadline had come by
-  // the table's clock (a hand-off answers those `T`), or its Close, or it
-  // was not applied yet (enqueue): it is a request still to apply.
+  // Or a waiting acquire nobody heard the answer of, queued by now (after
+  // the key became held, and after the head of the last hand-off since),
+  // not applied as the frontier went (inputs).
+  for (const auto other : unanswered_) {
+    const auto& asked = in_.requests[other];
+    if (c.handled.contains(other) || !asked.acquire || asked.wait_ms == 0 || earliest_[other] > c.zone.latest(cursor_at)) {
+      continue;
+    }
+    const auto previous = previous_[other];
+    if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
+    if (!may_be_granted(c, other)) continue;
+    Config base = c;
+    const auto queued = base.zone.add();
+    base.extras.push_back(Extra{other, 'u'});
+    const auto floor = extra_index(base, "Q");
+    if (!base.zone.at_least(queued, earliest_[other]) || !base.zone.no_later(queued, cursor_at) ||
+        !base.zone.constrain(queued, cursor_at, asked.wait_ms + allowance_ - 1) ||
+        (floor >= 0 && !base.zone.no_later(extra_at(base, static_cast<std::size_t>(floor)), queued)) ||
+        !after_predecessor(base, queued, other)) {
+      continue;
+    }
+    base.handled.insert(other);
+    hand_to(std::move(base), other, why, cause_request, on_time, out);
+  }
+  // Or nobody, and the key is deleted: each waiter left by now (its
+  // deadline had come by the table's clock, or its Close), or was not
+  // applied yet (enqueue): it is a request still to apply.
   c.holder = Holder{};
-  c.free_floor = floor;
-  pass_on_nobody(std::move(c), hi, out);
+  const auto waiting = c.queue.size();
+  pass_on_nobody(std::move(c), waiting, out);
 }
 
-void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) const {
-  if (c.queue.empty()) {
-    out.push_back(std::move(c));
+// The key goes to `head` at the cursor's instant, the head's queueing in
+// the extra 'u'. Every waiter certainly queued before it (by its instant,
+// or sent before it on its connection) left by now, with its `T` (leave);
+// one that may have been queued before it and may have left by now did one
+// or the other (a branch each); the others were queued after it.
+void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time,
+                              Configs& out) const {
+  std::vector<std::uint32_t> ahead, undecided;
+  const auto head_at = extra_at(base, static_cast<std::size_t>(extra_index(base, "u")));
+  for (std::size_t j = 0; j < base.queue.size(); ++j) {
+    const auto other = base.queue[j].request;
+    bool earlier = base.zone.certainly_before(waiter_at(j), head_at);
+    for (auto p = previous_[head]; p >= 0 && !earlier; p = previous_[static_cast<std::uint32_t>(p)]) {
+      earlier = static_cast<std::uint32_t>(p) == other;
+    }
+    if (earlier) {
+      ahead.push_back(other);
+    } else if (base.zone.maybe_before(waiter_at(j), head_at) && may_leave_by(base, j, cursor_at, 0) &&
+               (class_shared_[other] || observed_kind(base, other) != ResponseKind::granted)) {
+      undecided.push_back(other);
+    } else if (!base.zone.no_later(head_at, waiter_at(j))) {  // queued after the head
+      return;
+    }
+  }
+  // An undecided one that cannot have left by now (with its `T` as it was
+  // heard) was queued after the head; one whose leaving tells nothing more
+  // of the other instants left (finished: that stands for staying too).
+  // Both hold alike whatever the others do, which constrains only their
+  // own instants.
+  std::erase_if(undecided, [&](std::uint32_t other) {
+    const auto j = static_cast<std::size_t>(waiter_index(base, other));
+    Configs gone;
+    leave(base, j, cursor_at, 0, gone);
+    if (gone.empty()) {
+      if (!base.zone.no_later(head_at, waiter_at(j))) ahead.push_back(other);  // neither: the head cannot be
+      return true;
+    }
+    Config without = base;
+    without.zone.remove(waiter_at(j));
+    without.queue.erase(without.queue.begin() + static_cast<std::ptrdiff_t>(j));
+    if (std::any_of(gone.begin(), gone.end(), [&](const Config& g) { return finished(without, g); })) {
+      ahead.push_back(other);
+      return true;
+    }
+    return false;
+  });
+  // Each undecided one: queued after the head, or gone by now.
+  std::vector<std::pair<Config, std::vector<std::uint32_t>>> chosen;
+  chosen.emplace_back(std::move(base), std::move(ahead));
+  for (const auto other : undecided) {
+    std::vector<std::pair<Config, std::vector<std::uint32_t>>> next;
+    for (auto& [option, leaving] : chosen) {
+      Config stays = option;
+      const auto j = static_cast<std::size_t>(waiter_index(stays, other));
+      const auto at = extra_at(stays, static_cast<std::size_t>(extra_index(stays, "u")));
+      if (stays.zone.no_later(at, waiter_at(j))) next.emplace_back(std::move(stays), leaving);
+      leaving.push_back(other);
+      next.emplace_back(std::move(option), std::move(leaving));
+    }
+    chosen = std::move(next);
+  }
+  for (auto& [option, leaving] : chosen) {
+    Configs left;
+    leave_all(std::move(option), std::move(leaving), left);
+    for (auto& next : left) {
+      const auto k = static_cast<std::size_t>(extra_index(next, "u"));
+      const auto pass_lo = next.zone.earliest(cursor_at), pass_hi = next.zone.latest(cursor_at);
+      for (auto& waiter : next.queue) {
+        waiter.passed_by = static_cast<std::int32_t>(head);
+        waiter.pass_request = cause_request;
+        waiter.pass_cause = why == Cause::release ? 'r' : 'e';
+        waiter.pass_lo = pass_lo;
+        waiter.pass_hi = pass_hi;
+      }
+      set_queue_floor(next, extra_at(next, k));
+      remove_extra(next, k);
+      next.holder = Holder{static_cast<std::int32_t>(head), 0};
+      // The grant's on-time instant is read before the holder's instant
+      // becomes the hand-off's.
+      Configs granted;
+      emit(std::move(next), head, ResponseKind::granted, 0, cursor_at, why, on_time, cause_request, granted);
+      for (auto& g : granted) {
+        g.zone.copy(holder_at, cursor_at);
+        out.push_back(std::move(g));
+      }
+    }
+  }
+}
+
+void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) const {
+  if (upto == 0) {
+    free_key(std::move(c), 0, out);
     return;
   }
-  const Waiter waiter = c.queue.back();
-  const bool may_leave = leave_from(waiter) <= hi;
-  const auto seen = class_shared_[waiter.request] ? ResponseKind::error : observed_kind(c, waiter.request);
+  const auto index = upto - 1;
+  const auto request = c.queue[index].request;
+  const auto seen = class_shared_[request] ? ResponseKind::error : observed_kind(c, request);
   // Gone with its `T` (not when its answer was an `A`: that reading dies
   // at once).
-  if (may_leave && seen != ResponseKind::granted) {
-    Configs left;
-    leave(c, c.queue.size() - 1, hi, left);
-    for (auto& next : left) pass_on_nobody(std::move(next), hi, out);
+  const bool may_leave = may_leave_by(c, index, cursor_at, 0) && seen != ResponseKind::granted;
+  // Or not applied yet: queued later than the key went free, so applied
+  // again after it (the cursor), unless it certainly was applied by then
+  // or the operation after it on its connection was applied already.
+  const auto next = next_on_conn_[request];
+  const bool may_wait = c.zone.maybe_before(cursor_at, waiter_at(index)) &&
+                        !(next >= 0 && c.handled.contains(static_cast<std::uint32_t>(next)));
+  Configs left;
+  if (may_leave) leave(c, index, cursor_at, 0, left);
+  bool dominated = false;
+  if (may_wait) {
+    c.zone.remove(waiter_at(index));
+    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
+    c.handled.erase(request);
+    // Not applied yet, when leaving by now tells nothing more of the other
+    // instants, only leaves it to apply and to leave later (finished).
+    dominated = std::any_of(left.begin(), left.end(), [&](const Config& gone) { return finished(c, gone); });
   }
-  // Or not applied yet. When its answer was a `T`, that reading explains
-  // nothing the one where it left now does not (its `T` caused earlier):
-  // the queue it would join again changes no hand-off (it is never
-  // certainly before another waiter) and no `B` (accepted on any held key,
-  // acquire_held).
-  if (may_leave && seen == ResponseKind::timed_out) return;
-  c.queue.pop_back();
-  c.handled.erase(waiter.request);
-  pass_on_nobody(std::move(c), hi, out);
+  for (auto& after : left) pass_on_nobody(std::move(after), index, out);
+  if (may_wait && !dominated) pass_on_nobody(std::move(c), index, out);
 }
 
-// Waiter `index` leaves the queue, by instant `by`, from the earliest
-// instant it may (its Timeout's window, or a Close of its connection), with
-// its `T`, which may arrive any time after (the node holding its connection
-// answers when it applies the Timeout). Before its Timeout's window only a
-// Close can drop it, and that `T` is heard only where heard_from_us says.
-void ClusterFrontier::leave(Config c, std::size_t index, std::int64_t by, Configs& out) const {
-  const Waiter gone = c.queue[index];
-  c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
-  const auto when = leave_from(gone);
-  const auto timeout_from = gone.stamp + wait_of(gone) - allowance_;
-  record(c, Step{when, static_cast<std::int32_t>(gone.request), -1, 't'});
-  if (when >= timeout_from) {
-    emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, when, Cause::deadline, timeout_due(gone), -1, out);
-    return;
+// The key goes free at the cursor's instant, and stays free since then
+// (the holder's variable). A try-lock answered `T` that floats among this
+// visit's steps (float_step) needed the key held: it came before, or it is
+// applied again later.
+void ClusterFrontier::free_key(Config c, std::size_t from, Configs& out) const {
+  for (std::size_t k = from; k < c.extras.size(); ++k) {
+    if (c.extras[k].kind != 'T') continue;
+    const auto var = extra_at(c, k);
+    // Before, when that tells nothing of the other instants (taking it
+    // after, and applying it again later, then explains nothing more).
+    Zone before = c.zone;
+    if (before.no_later(var, cursor_at)) {
+      Zone told = before, untold = c.zone;
+      told.remove(var);
+      untold.remove(var);
+      if (told == untold) {
+        c.zone = std::move(before);
+        continue;
+      }
+    }
+    if (c.zone.maybe_before(cursor_at, var)) {
+      // Applied after the key went free (and again, later).
+      Config again = c;
+      again.zone.constrain(var, cursor_at, -1);
+      const auto& extra = again.extras[k];
+      again.handled.erase(extra.request);
+      if (extra.observation >= 0) {
+        again.observed.erase(static_cast<std::uint32_t>(extra.observation));
+        --again.explained;
+      }
+      remove_extra(again, k);
+      free_key(std::move(again), k, out);
+    }
+    if (!c.zone.no_later(var, cursor_at)) return;
   }
-  emit(std::move(c), gone.request, ResponseKind::timed_out, 0, when, std::max(when, by), Cause::deadline,
-       timeout_due(gone), -1, out, false, timeout_from);
+  c.zone.copy(holder_at, cursor_at);
+  if (const auto k = extra_index(c, "Q"); k >= 0) remove_extra(c, static_cast<std::size_t>(k));
+  out.push_back(std::move(c));
 }
 
-void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, std::int64_t by, Configs& out) const {
+// Waiter `index` leaves the queue, at an instant t after it joined and no
+// later than x_by + gap, with its `T`, which may arrive any time after (the
+// node holding its connection answers when it applies the Timeout). By its
+// Timeout: t no earlier than its queueing plus the wait less the allowance,
+// late past the wait plus the allowance. By the Close of one of its
+// connections, once read (when that can be earlier than its Timeout): that
+// connection does not hear its `T` (emit).
+void ClusterFrontier::leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out) const {
+  const auto gone = c.queue[index].request;
+  const auto w = waiter_at(index);
+  const auto t = c.zone.add();
+  if (!c.zone.no_later(w, t) || !c.zone.no_later(t, by, gap)) return;
+  Configs left;
+  leave_at(std::move(c), index, t, left);
+  for (auto& next : left) {
+    next.zone.remove(t);
+    drop_waiter(next, static_cast<std::size_t>(waiter_index(next, gone)), true);
+  }
+  // The ways it left that reach one configuration (by its Timeout or by a
+  // Close, between one pair of hand-offs or another) are one.
+  merge(left);
+  for (auto& next : left) out.push_back(std::move(next));
+}
+
+// Waiter `index` leaves at x_t: by its Timeout, or by a Close.
+void ClusterFrontier::leave_at(Config c, std::size_t index, std::uint32_t t, Configs& left) const {
+  const auto gone = c.queue[index].request;
+  const auto w = waiter_at(index);
+  const auto wait = wait_of(gone);
+  {
+    Config timed = c;
+    if (timed.zone.constrain(t, w, allowance_ - wait) &&
+        late(timed, w, t, wait + allowance_, static_cast<std::int32_t>(gone), 't', timed.zone.earliest(t))) {
+      record(timed, Step{timed.zone.earliest(t), static_cast<std::int32_t>(gone), -1, 't'});
+      emit(std::move(timed), gone, ResponseKind::timed_out, 0, t, Cause::deadline, OnTime{w, wait + allowance_}, -1, left);
+    }
+  }
+  // By a Close, when one may have come earlier than its Timeout's window.
+  const auto closed = leave_by_close_[gone];
+  if (closed < unbounded_ms && closed <= c.zone.latest(t) &&
+      (c.zone.latest(w) >= Zone::open || closed < c.zone.latest(w) + wait - allowance_)) {
+    Config dropped = c;
+    if (dropped.zone.at_least(t, closed)) {
+      record(dropped, Step{dropped.zone.earliest(t), static_cast<std::int32_t>(gone), -1, 'c'});
+      emit(std::move(dropped), gone, ResponseKind::timed_out, 0, t, Cause::deadline, OnTime{w, wait + allowance_}, -1, left,
+           false, true);
+    }
+  }
+}
+
+void ClusterFrontier::leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const {
   if (requests.empty()) {
     out.push_back(std::move(c));
     return;
   }
   const auto request = requests.back();
   requests.pop_back();
-  const auto it = std::find_if(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == request; });
-  LOCKSTEP_ASSERT(it != c.queue.end());
+  const auto index = waiter_index(c, request);
+  LOCKSTEP_ASSERT(index >= 0);
   Configs left;
-  leave(std::move(c), static_cast<std::size_t>(it - c.queue.begin()), by, left);
-  for (auto& next : left) leave_all(std::move(next), requests, by, out);
+  leave(std::move(c), static_cast<std::size_t>(index), cursor_at, 0, left);
+  for (auto& next : left) leave_all(std::move(next), requests, out);
 }
 
 // Whether `at` is the last instant that can cause an unexplained `T` of
@@ -781,9 +1248,9 @@ bool ClusterFrontier::observed_timeout_ends_now(const Config& c, std::uint32_t r
   const auto owner = owner_of(request);
   for (const auto& copy : copies_[request]) {
     for (const auto index : unexplained_on(c, copy.conn)) {
+      if (c.observed.contains(index)) continue;
       const auto& seen = in_.observations[index];
-      if (seen.kind == ResponseKind::timed_out && seen.owner == owner && !c.observed.contains(index) &&
-          latest_cause_ms(seen.received_us) == at) {
+      if (seen.kind == ResponseKind::timed_out && seen.owner == owner && latest_cause_ms(seen.received_us) == at) {
         return true;
       }
     }
@@ -797,35 +1264,48 @@ bool ClusterFrontier::observed_timeout_ends_now(const Config& c, std::uint32_t r
 void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out) {
   if (!spend(c)) return;
   for (std::size_t j = from; j < c.queue.size(); ++j) {
-    const Waiter& waiter = c.queue[j];
-    if (max_late_ >= 0 && at > timeout_due(waiter) + max_late_) {
-      // Gone by now: it left at its earliest (which is never late).
+    const auto request = c.queue[j].request;
+    const auto latest = c.zone.latest(waiter_at(j));
+    if (max_late_ >= 0 && latest < Zone::open && at > latest + wait_of(request) + allowance_ + max_late_) {
+      // Gone by now.
       Configs left;
-      leave(std::move(c), j, at, left);
+      leave(std::move(c), j, origin, at, left);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
       return;
     }
-    if (leave_from(waiter) <= at && observed_timeout_ends_now(c, waiter.request, at)) {
+    if (may_leave_by(c, j, origin, at) && observed_timeout_ends_now(c, request, at)) {
       Configs left;
-      leave(c, j, at, left);
+      leave(c, j, origin, at, left);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
     }
   }
   out.push_back(std::move(c));
 }
 
-// The holder's Expire at an instant of [lo, hi]: the key passes on, to the
-// head waiter (its lease counted from the Expire's stamp, which is no
-// earlier than the lease that ended) or nobody.
-void ClusterFrontier::expire(Config c, std::int64_t lo, std::int64_t hi, Configs& out) const {
+// The holder's Expire at an instant of the visit's span, after the cursor,
+// no earlier than its grant plus the lease less the allowance: the key
+// passes on, to the head waiter or nobody. It is late past the grant plus
+// the lease and the allowance, and so is a hand-off it causes.
+void ClusterFrontier::expire(Config c, std::int64_t at, Configs& out) const {
   const Holder gone = c.holder;
-  // Applied at `lo` before its requests, or at lo - 1 after them (the frontier
-  // applies Expires before an instant's requests): late by no more than this.
-  if (!note_late(c, lo - 1, expire_due(gone), gone.request, 'e')) return;
-  record(c, Step{lo, gone.request, -1, 'e'});
-  // The leader proposed it once its clock reached the lease's end: its
-  // stamp, and the next lease's start, are no earlier.
-  pass_on(std::move(c), lo, hi, gone.stamp + lease_of(gone.request), Cause::expire, gone.request, expire_due(gone), out);
+  const auto lease = lease_of(gone.request);
+  const auto saved = c.zone.add();
+  c.zone.copy(saved, cursor_at);
+  c.extras.push_back(Extra{static_cast<std::uint32_t>(gone.request), 'c'});
+  c.zone.forget(cursor_at);
+  if (!c.zone.no_later(saved, cursor_at) || !c.zone.within(cursor_at, visit_from_, at) ||
+      !c.zone.constrain(cursor_at, holder_at, allowance_ - lease) ||
+      !late(c, holder_at, cursor_at, lease + allowance_, gone.request, 'e', std::max(visit_from_, c.zone.earliest(cursor_at)))) {
+    return;
+  }
+  record(c, Step{c.zone.earliest(cursor_at), gone.request, -1, 'e'});
+  keep_grant(c);
+  Configs passed;
+  pass_on(std::move(c), Cause::expire, gone.request, OnTime{holder_at, lease + allowance_}, passed);
+  for (auto& next : passed) {
+    end_grant(next);
+    if (commit(next)) out.push_back(std::move(next));
+  }
 }
 
 bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) const {
@@ -836,14 +1316,16 @@ bool ClusterFrontier::alone_in_class(const Config& c, std::uint32_t request) con
 }
 
 // What happened since the previous visit, applied at the visit `at` in
-// every order: operations (each at an instant of its span) and the
-// holder's Expire. An operation whose application has a single outcome
-// that changes nothing but the observation it explains is applied without
-// a branch (as in simple mode: applying it later reaches the same
-// configurations or fewer, and none less late).
+// every order: operations (each at an instant of its span, after the one
+// before) and the holder's Expire. An operation whose application has a
+// single outcome that changes nothing but the observation it explains (a
+// try-lock's `T`, an `N`) is applied without a branch, as soon as it may:
+// its instant floats among the steps after it, which do not change its
+// outcome (a try-lock's `T` needs the key held: the key going free places
+// it before, or applies it again, free_key).
 void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders) {
-  if ((c.handled.low() >= in_.requests.size() || earliest_[c.handled.low()] > at) &&
-      !(c.held() && expire_from(c.holder) <= at)) {
+  const bool may_expire = c.held() && c.zone.earliest(holder_at) + lease_of(c.holder.request) - allowance_ <= at;
+  if ((c.handled.low() >= in_.requests.size() || earliest_[c.handled.low()] > at) && !may_expire) {
     out.push_back(std::move(c));
     return;
   }
@@ -855,12 +1337,15 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     for (const auto request : ready(c, at)) {
       const auto when = span_of(request, at);
       if (when.lo > when.hi) continue;
-      // Unanswered, on a free key: taken only where it matters (unheard_holder).
-      if (!c.held() && indeterminate(request) && in_.requests[request].acquire) continue;
+      // An acquire no answer of which arrived is taken only where it
+      // matters: granted on a free key that a later request finds held
+      // (unheard_holder), or handed the key (pass_on). Queued and never
+      // granted, it changes nothing another reading without it does not.
+      if (indeterminate(request) && in_.requests[request].acquire) continue;
       Configs next;
       handle(c, request, when, next);
-      // And a waiting acquire that joins the queue (enqueue: its interval
-      // also stands for "not applied yet").
+      // A waiting acquire that joins the queue (enqueue: its instant also
+      // stands for "not applied yet").
       const bool joins = next.size() == 1 && next.front().holder == c.holder &&
                          next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
       // When another operation of its class shares a connection with it,
@@ -873,11 +1358,31 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
       // read the requests of a connection.
       const auto first = class_shared_[request] ? first_of_class(c, request) : -1;
       const bool own_answer = !class_shared_[request] ||
-                              (copies_[request].size() == 1 && first >= 0 &&
-                               next.size() == 1 && next.front().observed.contains(static_cast<std::uint32_t>(first)));
-      if (joins || (next.size() == 1 && next.front().explained > c.explained && inert(c, next.front()) &&
-                    alone_in_class(c, request) && own_answer)) {
+                              (copies_[request].size() == 1 && first >= 0 && next.size() == 1 &&
+                               next.front().observed.contains(static_cast<std::uint32_t>(first)));
+      const auto& asked = in_.requests[request];
+      // An `N` floats only when no grant of the key still to come carries
+      // its token (that grant would change its outcome).
+      const bool floats = asked.acquire || asked.token <= c.last_token ||
+                          !std::binary_search(grant_tokens_.begin(), grant_tokens_.end(), asked.token);
+      if (joins) {
         c = std::move(next.front());
+        commit(c);
+        again = true;
+        break;
+      }
+      if (next.size() == 1 && next.front().explained == c.explained + 1 && inert(c, next.front()) &&
+          alone_in_class(c, request) && own_answer && floats) {
+        std::int32_t observation = -1;
+        for (const auto& copy : copies_[request]) {
+          for (const auto index : in_.conns[copy.conn].observations) {
+            if (next.front().observed.contains(index) && !c.observed.contains(index)) {
+              observation = static_cast<std::int32_t>(index);
+            }
+          }
+        }
+        c = std::move(next.front());
+        float_step(c, request, asked.acquire ? 'T' : 'N', observation);
         again = true;
         break;
       }
@@ -888,6 +1393,7 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
           std::all_of(next.begin(), next.end(), [&](const Config& n) { return n.explained == c.explained && inert(c, n); })) {
         continue;
       }
+      std::erase_if(next, [&](Config& n) { return !commit(n); });
       moves.emplace_back(request, std::move(next));
     }
   }
@@ -895,17 +1401,18 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     for (auto& config : next) inputs(std::move(config), at, out, orders);
   }
   // The holder's Expire, once its window is open, in any place among them.
-  if (c.held() && expire_from(c.holder) <= at) {
+  if (may_expire) {
     Configs expired;
-    expire(c, std::max({visit_from_, expire_from(c.holder), c.holder.lo}), at, expired);
+    expire(c, at, expired);
     for (auto& config : expired) inputs(std::move(config), at, out, orders);
   }
   out.push_back(std::move(c));  // nothing more at this instant
 }
 
 std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
-  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
-         (c.handled.extra.capacity() + c.handled.holes.capacity() + c.observed.extra.capacity()) *
+  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) + c.extras.capacity() * sizeof(Extra) + c.zone.bytes() +
+         (c.handled.extra.capacity() + c.handled.holes.capacity() + c.observed.extra.capacity() +
+          c.observed.holes.capacity()) *
              sizeof(std::uint32_t);
 }
 
@@ -918,27 +1425,52 @@ std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
 void ClusterFrontier::forget_spent(Config& c) const {
   for (const auto i : unanswered_) {
     if (!c.handled.contains(i) || c.holder.request == static_cast<std::int32_t>(i)) continue;
-    if (std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == i; })) continue;
+    if (waiter_index(c, i) >= 0) continue;
+    const auto next = next_on_conn_[i];
+    if (next >= 0 && (c.handled.contains(static_cast<std::uint32_t>(next)) || extra_index(c, "f", next) >= 0)) continue;
     c.handled.erase(i);
   }
+}
+
+// The end of visit `at`: the operations that floated among its steps are
+// placed (each in its span), the cursor is forgotten, and a key still held
+// was held past `at`: its Expire comes after, late past the grant plus the
+// lease and the allowance. The instant the key went free matters no more
+// once every request that nobody heard and may yet be granted before
+// (unheard_holder) was sent after it.
+bool ClusterFrontier::end_visit(Config& c, std::int64_t at) const {
+  for (std::size_t k = c.extras.size(); k-- > 0;) {
+    const auto& extra = c.extras[k];
+    if (extra.kind == 'T' || extra.kind == 'N' || (extra.kind == 'f' && c.handled.contains(extra.request))) {
+      remove_extra(c, k);
+    }
+  }
+  c.zone.forget(cursor_at);
+  if (c.held()) {
+    if (at < in_.horizon_ms &&
+        !late(c, holder_at, origin, lease_of(c.holder.request) + allowance_ - (at + 1), c.holder.request, 'e', at + 1)) {
+      return false;
+    }
+  } else {
+    std::int64_t first_unheard = unbounded_ms;
+    for (const auto i : unanswered_) {
+      if (in_.requests[i].acquire && !c.handled.contains(i)) first_unheard = std::min(first_unheard, earliest_[i]);
+    }
+    if (c.zone.latest(holder_at) <= first_unheard) c.zone.forget(holder_at);
+  }
+  return true;
 }
 
 // After instant `at`: every observation that nothing later can cause is
 // explained, and every operation whose answer arrived is applied by the
 // last instant that answer allows.
 bool ClusterFrontier::alive(const Config& c, std::int64_t at) const {
-  if (c.observed.mark < in_.observations.size() &&
-      latest_cause_ms(in_.observations[c.observed.mark].received_us) <= at) {
-    return die(c, at, KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(c.observed.mark));
+  const auto first = c.observed.low();
+  if (first < in_.observations.size() && latest_cause_ms(in_.observations[first].received_us) <= at) {
+    return die(c, at, KeyFailure::Kind::unexplained, -1, static_cast<std::int32_t>(first));
   }
   for (auto i = c.handled.low(); i < in_.requests.size() && later_latest_[i] <= at; ++i) {
     if (!c.handled.contains(i) && latest_[i] <= at) return die(c, at, KeyFailure::Kind::unhandled, static_cast<std::int32_t>(i), -1);
-  }
-  // Still held, past what the maximum lateness allows its Expire.
-  if (c.held() && max_late_ >= 0 && at > expire_due(c.holder) + max_late_) {
-    Config late = c;
-    note_late(late, at, expire_due(c.holder), c.holder.request, 'e');
-    return false;
   }
   return true;
 }
@@ -954,8 +1486,14 @@ std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t
   if (chance != last_chances_.end()) next = std::min(next, *chance);
   if (max_late_ >= 0) {
     for (const auto& c : frontier) {
-      if (c.held()) next = std::min(next, std::max(soon, expire_due(c.holder) + max_late_ + 1));
-      for (const auto& waiter : c.queue) next = std::min(next, std::max(soon, timeout_due(waiter) + max_late_ + 1));
+      if (c.held() && c.zone.latest(holder_at) < Zone::open) {
+        next = std::min(next, std::max(soon, c.zone.latest(holder_at) + lease_of(c.holder.request) + allowance_ + max_late_ + 1));
+      }
+      for (std::size_t j = 0; j < c.queue.size(); ++j) {
+        const auto latest = c.zone.latest(waiter_at(j));
+        if (latest >= Zone::open) continue;
+        next = std::min(next, std::max(soon, latest + wait_of(c.queue[j].request) + allowance_ + max_late_ + 1));
+      }
     }
   }
   return std::max(soon, next);
@@ -963,7 +1501,7 @@ std::int64_t ClusterFrontier::next_instant(const Configs& frontier, std::int64_t
 
 // At the end: every observation explained, and every operation left
 // unapplied allowed to be (no answer of it arrived). Waiters may still wait
-// and a holder still hold: what was due by the end is late by then.
+// and a holder still hold (add_final counts what that makes late).
 bool ClusterFrontier::is_final(const Config& c) const {
   if (!explains_all(c)) return false;
   KeyFailure failure;
@@ -980,37 +1518,57 @@ bool ClusterFrontier::is_final(const Config& c) const {
   return true;
 }
 
-// The configuration's lateness, counting a holder still held at the end
-// past its due instant (its Expire is at least that late).
-std::int64_t ClusterFrontier::final_lateness(const Config& c, Config& into) const {
-  into = c;
-  if (c.held() && in_.horizon_ms - expire_due(c.holder) > into.lateness) {
-    into.lateness = in_.horizon_ms - expire_due(c.holder);
-    into.late_request = c.holder.request;
-    into.late_what = 'e';
-    into.late_at = in_.horizon_ms;
-    into.late_due = expire_due(c.holder);
+// A holder still held at the end was held past its due instant by then; a
+// waiter still queued may have left unheard, unless its `T` was owed on a
+// connection the tester watched long enough (then it is late by that
+// watch).
+void ClusterFrontier::add_final(const Config& c, Configs& finals) const {
+  Config counted = c;
+  if (counted.held() && !late(counted, holder_at, origin, lease_of(c.holder.request) + allowance_ - in_.horizon_ms,
+                              c.holder.request, 'e', in_.horizon_ms)) {
+    return;
   }
-  return into.lateness;
+  final_waiters(std::move(counted), 0, finals);
+}
+
+// Waiter `j` on: it may still wait, or have left unheard; its `T`, owed on
+// a connection the tester watched long enough, makes it late by that
+// watch.
+void ClusterFrontier::final_waiters(Config c, std::size_t j, Configs& finals) const {
+  if (j == c.queue.size()) {
+    finals.push_back(std::move(c));
+    return;
+  }
+  const auto request = c.queue[j].request;
+  if (const auto* conn = owed_on(request, true); conn != nullptr) {
+    const auto end_ms = floor_ms(conn->end_us);
+    if (!late(c, waiter_at(j), origin, wait_of(request) + allowance_ + in_.tolerance_ms - end_ms,
+              static_cast<std::int32_t>(request), 'a', end_ms + 1)) {
+      return;
+    }
+  }
+  final_waiters(std::move(c), j + 1, finals);
 }
 
 std::string ClusterFrontier::describe(const Config& c, std::int64_t at) const {
-  if (!c.held()) return fmt::format("at {} the key is free", instant_text(at));
+  const auto& zone = c.zone;
+  if (!c.held() && c.queue.empty()) return fmt::format("at {} the key is free", instant_text(at));
+  if (!c.held()) return fmt::format("at {} the key is free, {} waiters undecided", instant_text(at), c.queue.size());
   const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+  const auto lease = holder.lease_ms;
   std::string text = fmt::format(
       "at {} the key is held by `{}` (token {}, granted {}, lease {} ms: its Expire possible from {}, on time until "
       "{})",
       instant_text(at), in_.owners[holder.owner], c.holder.token == 0 ? std::string("unseen") : std::to_string(c.holder.token),
-      span_text(c.holder.lo, c.holder.hi), holder.lease_ms, instant_text(expire_from(c.holder)), instant_text(expire_due(c.holder)));
+      instant_range(c, holder_at), lease, instant_text(zone.earliest(holder_at) + lease - allowance_),
+      zone.latest(holder_at) >= unbounded_ms ? std::string("unbounded") : instant_text(zone.latest(holder_at) + lease + allowance_));
   if (c.queue.empty()) return text + ", no waiters";
   text += ", waiters:";
-  for (const auto& waiter : c.queue) {
-    const auto& asked = in_.requests[waiter.request];
-    text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {})", in_.owners[asked.owner],
-                        in_.conns[asked.conn].id,
-                        waiter.hi >= unbounded_ms ? fmt::format("from {}, or not yet", instant_text(waiter.lo))
-                                                  : span_text(waiter.lo, waiter.hi),
-                        instant_text(leave_from(waiter)));
+  for (std::size_t j = 0; j < c.queue.size(); ++j) {
+    const auto& asked = in_.requests[c.queue[j].request];
+    text += fmt::format(" `{}` on c{} (queued {}, its Timeout possible from {}{})", in_.owners[asked.owner],
+                        in_.conns[asked.conn].id, instant_range(c, waiter_at(j)),
+                        instant_text(zone.earliest(waiter_at(j)) + asked.wait_ms - allowance_), "");
   }
   return text;
 }
@@ -1028,34 +1586,79 @@ void ClusterFrontier::explained(const Configs& finals, KeyVerdict& verdict) cons
   verdict.late_due_ms = least->late_due;
 }
 
+void ClusterFrontier::merge_boxes(Configs& configs) const {
+  // Groups are joined each on its own, in index order, so the order in
+  // which the groups are visited reaches no output.
+  std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
+  for (std::size_t k = 0; k < configs.size(); ++k) groups[box_key(configs[k])].push_back(k);
+  std::vector<bool> gone(configs.size(), false);
+  bool any = false;
+  constexpr std::size_t group_max = 64;  // pairs tried in one group, at most its square
+  for (auto& [print, members] : groups) {
+    if (members.size() < 2 || members.size() > group_max) continue;
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t x = 0; x < members.size(); ++x) {
+        if (gone[members[x]]) continue;
+        for (std::size_t y = 0; y < members.size(); ++y) {
+          if (x == y || gone[members[y]] || gone[members[x]]) continue;
+          auto& kept = configs[members[x]];
+          const auto& other = configs[members[y]];
+          if (other.zone.inside(kept.zone)) {
+            keep_least_lateness(kept, other);
+          } else if (union_is_hull(kept.zone, other.zone)) {
+            kept.zone.hull(other.zone);
+            keep_least_lateness(kept, other);
+          } else {
+            continue;
+          }
+          gone[members[y]] = true;
+          any = again = true;
+        }
+      }
+    }
+  }
+  if (!any) return;
+  Configs kept;
+  kept.reserve(configs.size());
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    if (!gone[k]) kept.push_back(std::move(configs[k]));
+  }
+  configs = std::move(kept);
+}
+
 }  // namespace
 
 KeyVerdict check_cluster_key(const KeyInput& input, const KeyOracles& oracles, const KeyCheckOptions& options) {
   auto verdict = ClusterFrontier(input, oracles, options).run();
   if (verdict.outcome != KeyOutcome::unexplained || input.cluster.max_lateness_ms < 0) return verdict;
   // Unexplained under the maximum lateness: if some explanation exists
-  // without it, the key fails only by lateness, and the least lateness an
-  // explanation needs is the finding.
+  // without it, the key fails only by lateness.
   KeyInput unbounded = input;
   unbounded.cluster.max_lateness_ms = -1;
   KeyCheckOptions rest = options;
   rest.work_max = options.work_max > verdict.work ? options.work_max - verdict.work : 0;
   const auto without = ClusterFrontier(unbounded, oracles, rest).run();
   verdict.work += without.work;
-  // Lateness is the finding only if every explanation needs more than the
-  // maximum; otherwise the bounded search's own failure stands.
-  if (without.outcome != KeyOutcome::explained || without.lateness_ms <= input.cluster.max_lateness_ms) return verdict;
+  if (without.outcome != KeyOutcome::explained) return verdict;
+  // What was late: what the search under the maximum found too late, or
+  // else the step that made the search without it late (its figure is a
+  // lower bound of the least lateness), or else only that it was late.
   KeyFailure late;
   late.kind = KeyFailure::Kind::late;
-  late.cause = without.late_what == 'e' ? KeyFailure::Cause::expire
-               : without.late_what == 't' ? KeyFailure::Cause::deadline
-                                          : KeyFailure::Cause::request;
-  late.request = without.late_request;
-  if (late.request >= 0) late.conn = input.requests[static_cast<std::size_t>(late.request)].conn;
-  late.at_ms = without.late_at_ms;
-  late.due_by_us = us_of(without.late_due_ms + input.cluster.max_lateness_ms);
+  if (verdict.failure.kind == KeyFailure::Kind::late) {
+    late = verdict.failure;
+  } else if (without.late_request >= 0 && without.lateness_ms > input.cluster.max_lateness_ms) {
+    late.cause = without.late_what == 'e' ? KeyFailure::Cause::expire
+                 : without.late_what == 't' ? KeyFailure::Cause::deadline
+                                            : KeyFailure::Cause::request;
+    late.request = without.late_request;
+    late.conn = input.requests[static_cast<std::size_t>(late.request)].conn;
+    late.at_ms = without.late_at_ms;
+    late.due_by_us = us_of(without.late_due_ms + input.cluster.max_lateness_ms);
+  }
   verdict.failure = late;
-  verdict.lateness_ms = without.lateness_ms;
+  verdict.lateness_ms = std::max(without.lateness_ms, input.cluster.max_lateness_ms + 1);
   verdict.late_request = without.late_request;
   verdict.late_what = without.late_what;
   verdict.late_at_ms = without.late_at_ms;

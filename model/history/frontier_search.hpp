@@ -25,10 +25,14 @@
 // - is_final(c), add_final(c, finals), explained(finals, verdict): the end;
 // - merge_key(c), box_key(c), merge_equal(into, other),
 //   merge_box(into, other): what merging may leave out of a
-//   configuration's identity, and what it keeps of both;
-// - expansion_key(c), bytes_of(c), explain_failure(c), describe(c, at).
+//   configuration's identity, and what it keeps of both; a mode whose
+//   configurations keep their instants otherwise than in intervals gives
+//   its own merge_boxes(configs);
+// - expansion_key(c), bytes_of(c), explain_failure(c), describe(c, at);
+//   first_expansion(c) when the mode skips more than equal configurations.
 // Config derives from ConfigCore, its holder and waiters with the instant
-// interval `lo`, `hi`, its index sets with mark, low() and size().
+// interval `lo`, `hi` (unless the mode gives its own merge_boxes), its
+// index sets with mark, low() and size().
 // DESIGN.md beside this file gives the algorithm and its argument.
 #pragma once
 
@@ -83,25 +87,29 @@ inline constexpr bool blank_none = false, blank_all = true;
 
 // What identifies a configuration in both modes, into `print`: the holder,
 // the queue, the requests handled, the observations explained, the last
-// token; with `blank`, without the instant intervals. A mode's own words
-// (cluster mode's stamps and holes) are added where it has them; what a
-// merge may unite (phases, lateness) the mode adds after.
+// token; with `blank`, without the instant intervals (simple mode keeps an
+// interval per holder and waiter; cluster mode keeps its instants apart, in
+// a zone it adds itself). A mode's own words (cluster mode's holes) are
+// added where it has them; what a merge may unite (phases, lateness) the
+// mode adds after.
 template <class Config>
 void fingerprint_core(FingerprintBuilder& print, const Config& c, bool blank) {
   print.add(static_cast<std::uint64_t>(c.holder.request + 1));
   print.add(c.holder.token);
-  if constexpr (requires { c.holder.stamp; }) print.add(static_cast<std::uint64_t>(c.holder.stamp));
-  if (!blank) {
-    print.add(static_cast<std::uint64_t>(c.holder.lo));
-    print.add(static_cast<std::uint64_t>(c.holder.hi));
+  if constexpr (requires { c.holder.lo; }) {
+    if (!blank) {
+      print.add(static_cast<std::uint64_t>(c.holder.lo));
+      print.add(static_cast<std::uint64_t>(c.holder.hi));
+    }
   }
   print.add(c.queue.size());
   for (const auto& waiter : c.queue) {
     print.add(waiter.request);
-    if constexpr (requires { waiter.stamp; }) print.add(static_cast<std::uint64_t>(waiter.stamp));
-    if (!blank) {
-      print.add(static_cast<std::uint64_t>(waiter.lo));
-      print.add(static_cast<std::uint64_t>(waiter.hi));
+    if constexpr (requires { waiter.lo; }) {
+      if (!blank) {
+        print.add(static_cast<std::uint64_t>(waiter.lo));
+        print.add(static_cast<std::uint64_t>(waiter.hi));
+      }
     }
   }
   for (const auto* set : {&c.handled, &c.observed}) {
@@ -259,8 +267,8 @@ class FrontierSearch {
     KeyFailure failure;
     failure.at_ms = in_.horizon_ms;
     failure.kind = KeyFailure::Kind::unexplained;
-    failure.observation = static_cast<std::int32_t>(c.observed.mark);
-    failure.conn = in_.observations[c.observed.mark].conn;
+    failure.observation = static_cast<std::int32_t>(c.observed.low());
+    failure.conn = in_.observations[c.observed.low()].conn;
     fail(c, failure);
     return false;
   }
@@ -291,7 +299,7 @@ class FrontierSearch {
   // its branch (`items` names what is ordered, for the verdict).
   bool expand(const Config& c, std::size_t& orders, std::string_view items) {
     if (!spend(c)) return false;
-    if (!expanded_.insert(self().expansion_key(c)).second) return false;
+    if (!self().first_expansion(c)) return false;
     if (++orders > orders_max) {
       over_budget_ = true;
       over_budget_why_ = fmt::format("more than {} orders of the {} of one instant", orders_max, items);
@@ -299,6 +307,11 @@ class FrontierSearch {
     }
     return true;
   }
+
+  // Whether `c` is expanded for the first time at this instant (orders that
+  // commute reach one configuration twice: it is expanded once). A mode
+  // may also skip one that another already expanded stands for.
+  bool first_expansion(const Config& c) { return expanded_.insert(self().expansion_key(c)).second; }
 
   // Configurations equal but for what merge_key leaves out become one
   // (merge_equal keeps what both allow: exact); then those equal but for
@@ -318,7 +331,7 @@ class FrontierSearch {
       }
     }
     configs = std::move(kept);
-    if (configs.size() > 1) merge_boxes(configs);
+    if (configs.size() > 1) self().merge_boxes(configs);
   }
 
   // Configurations equal but for their instant intervals, every interval of
@@ -443,7 +456,7 @@ void FrontierSearch<Rules, Config>::report_furthest(const Configs& frontier, std
   if (best == nullptr) return;
   verdict.explained = best->explained;
   verdict.unexplained =
-      best->observed.size() < in_.observations.size() ? static_cast<std::int32_t>(best->observed.mark) : -1;
+      best->observed.size() < in_.observations.size() ? static_cast<std::int32_t>(best->observed.low()) : -1;
   verdict.state = self().describe(*best, at);
   for (const StepNode* node = best->steps.get(); node != nullptr; node = node->previous.get()) {
     verdict.steps.push_back(node->step);

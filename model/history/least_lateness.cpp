@@ -62,37 +62,104 @@ class Settler {
   }
 
  private:
-  // Step 1: every key, worst counted first, under the figure so far.
+  // Step 1: every key, the largest figure found first, under the figure so
+  // far or its own, whichever is larger. A key's figure is the least
+  // lateness its search found along its explanations, one late step at a
+  // time: the key needs at least that, as a rule; but the search leaves out
+  // a reading another stands for (cluster_frontier.cpp, finished), whose
+  // lateness may be less, so a key that passes at its figure is tried a
+  // millisecond below too, and searched down from there if it passes.
   bool each_key() {
     std::vector<std::pair<std::int64_t, Where>> order;
     for (const auto& [where, verdict] : verdicts_) order.push_back({verdict.lateness_ms, where});
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
-    for (const auto& [counted, where] : order) {
-      auto at_worst = key_under(where, worst_);
-      if (!at_worst) return false;
-      if (at_worst->outcome == KeyOutcome::explained) {
-        bounded_.insert_or_assign(where, std::move(*at_worst));
+    for (const auto& [at_least, where] : order) {
+      const KeyInput& input = search_.built.keys.at(where);
+      const auto floor = std::max(worst_, at_least);
+      auto at_floor = key_under(where, floor);
+      if (!at_floor) return false;
+      if (at_floor->outcome == KeyOutcome::explained) {
+        if (floor == worst_) {
+          bounded_.insert_or_assign(where, std::move(*at_floor));
+          continue;
+        }
+        auto below = key_under(where, floor - 1);
+        if (!below) return false;
+        if (below->outcome != KeyOutcome::explained) {
+          worst_ = floor;
+          worst_text_ = lateness_text(input, verdicts_.at(where), origin(where));
+          bounded_.insert_or_assign(where, std::move(*at_floor));
+          continue;
+        }
+        // Less than its figure: the least of [worst_, floor - 1].
+        auto at_worst = key_under(where, worst_);
+        if (!at_worst) return false;
+        if (at_worst->outcome == KeyOutcome::explained) {
+          bounded_.insert_or_assign(where, std::move(*at_worst));
+          continue;
+        }
+        std::optional<KeyVerdict> last;
+        KeyFailure failed = at_worst->failure;
+        std::int64_t failed_at = worst_;
+        const auto least = least_passing(worst_ + 1, floor - 1, [&](std::int64_t maximum) -> std::optional<bool> {
+          auto verdict = key_under(where, maximum);
+          if (!verdict) return std::nullopt;
+          if (verdict->outcome != KeyOutcome::explained) {
+            if (maximum >= failed_at) {
+              failed_at = maximum;
+              failed = verdict->failure;
+            }
+            return false;
+          }
+          last = std::move(verdict);
+          return true;
+        });
+        if (!least) return false;
+        worst_ = *least;
+        worst_text_ = failed_text(input, failed, worst_ - 1, origin(where));
+        bounded_.insert_or_assign(where, std::move(*last));
         continue;
       }
       std::optional<KeyVerdict> last;
-      const auto least = least_passing(worst_ + 1, start_from(counted), [&](std::int64_t maximum) -> std::optional<bool> {
+      std::int64_t failed_at = floor;
+      KeyFailure failed = at_floor->failure;
+      const auto least = least_passing(floor + 1, start_from(at_least), [&](std::int64_t maximum) -> std::optional<bool> {
         auto verdict = key_under(where, maximum);
         if (!verdict) return std::nullopt;
-        if (verdict->outcome != KeyOutcome::explained) return false;
+        if (verdict->outcome != KeyOutcome::explained) {
+          if (maximum >= failed_at) {
+            failed_at = maximum;
+            failed = verdict->failure;
+          }
+          return false;
+        }
         last = std::move(verdict);
         return true;
       });
       if (!least) return false;
       worst_ = *least;
-      const KeyInput& input = search_.built.keys.at(where);
-      worst_text_ = last->lateness_ms == worst_
-                        ? lateness_text(input, *last, origin(where))
-                        : fmt::format("key `{}`: under a maximum of {} ms it has no explanation", input.key, worst_ - 1);
+      worst_text_ = last->lateness_ms == worst_ ? lateness_text(input, *last, origin(where))
+                                                : failed_text(input, failed, worst_ - 1, origin(where));
       bounded_.insert_or_assign(where, std::move(*last));
     }
     return true;
+  }
+
+  // What a key's search under `maximum` found too late, in words.
+  static std::string failed_text(const KeyInput& input, const KeyFailure& failure, std::int64_t maximum,
+                                 std::int64_t origin_us) {
+    if (failure.kind != KeyFailure::Kind::late || failure.request < 0) {
+      return fmt::format("key `{}`: under a maximum of {} ms it has no explanation", input.key, maximum);
+    }
+    KeyVerdict named;
+    named.late_request = failure.request;
+    named.late_what = failure.cause == KeyFailure::Cause::expire     ? 'e'
+                      : failure.cause == KeyFailure::Cause::deadline ? 't'
+                                                                     : 'a';
+    named.late_at_ms = failure.at_ms;
+    return lateness_text(input, named, origin_us) + fmt::format(" (under a maximum of {} ms it has no explanation)", maximum);
   }
 
   // Step 2: the order of tokens across keys, under the figure.

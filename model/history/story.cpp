@@ -140,6 +140,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
                          seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us));
     }
     case KeyFailure::Kind::late: {
+      if (failure.request < 0) {
+        return "it has an explanation only with more lateness than the maximum lateness allows (an Expire, a Timeout or "
+               "a caused answer later than that past its deadline)";
+      }
       const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
                          : failure.cause == KeyFailure::Cause::deadline ? "the Timeout of"
                                                                         : "an answer caused by time or by another request, to";
