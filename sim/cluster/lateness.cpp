@@ -32,54 +32,83 @@ void ClusterLateness::before_first_apply(const cluster::Command& command, const 
 }
 
 void ClusterLateness::after_first_apply(const cluster::Command& command, const cluster::LockMachine& machine,
-                                        const cluster::Applied& applied, TimeMs now) {
+                                        const cluster::Applied& applied, TimeMs proposed) {
   const auto* key = cluster::command_key(command);
   if (key == nullptr) return;  // Close: the simulator's clients send none
+  const std::int64_t at = proposed.value;
   const auto found = machine.keys().find(*key);
   const auto* after = found != machine.keys().end() ? &found->second : nullptr;
   const bool changed_hands = holder_before_ && (after == nullptr || after->token.value != *holder_before_);
 
   // The on-time instant of a hand-off's grant: the ended grant's due (an
-  // Expire), or when the Release was first sent.
+  // Expire), or the Release's own instant.
   std::optional<std::int64_t> handoff_on_time;
   if (changed_hands) {
     const auto ended = grants_.find({*key, *holder_before_});
     if (ended != grants_.end()) {
-      note(now.value - grant_due(ended->second),
-           fmt::format("the grant of token {} on key `{}` ended at +{} ms, due by +{} ms", *holder_before_, *key,
-                       now.value, grant_due(ended->second)));
+      note(at - grant_due(ended->second),
+           fmt::format("the grant of token {} on key `{}` ended at +{} ms, due by +{} ms", *holder_before_, *key, at,
+                       grant_due(ended->second)));
       if (std::holds_alternative<cluster::Expire>(command)) handoff_on_time = grant_due(ended->second);
       grants_.erase(ended);
     }
-    if (const auto* r = std::get_if<cluster::Release>(&command)) {
-      const auto a = attempts_.find(r->session);
-      if (a != attempts_.end()) handoff_on_time = a->second.first_sent;
-    }
+    if (std::holds_alternative<cluster::Release>(command)) handoff_on_time = at;
   }
 
-  // Caused grants: a waiter handed the key. (A request's own answer, or a
-  // retry's replay of it, is caused by nothing else.)
+  // Caused answers: a waiter handed the key, or answered `T` (by its
+  // Timeout, or by a hand-off its deadline had come for). A request's own
+  // answer, or a retry's replay of it, is caused by nothing else.
   const auto* acquire = std::get_if<cluster::Acquire>(&command);
   for (const auto& out : applied.responses) {
     const auto& r = out.response;
-    if (r.kind != ResponseKind::granted || (acquire != nullptr && acquire->owner == r.owner)) continue;
-    const auto session = owner_session(r.owner);
-    if (session && handoff_on_time) caused_.insert_or_assign(r.owner, Caused{*handoff_on_time, *session, false});
+    if (acquire != nullptr && acquire->owner == r.owner) continue;
+    const auto queued = waiting_.find(r.owner);
+    if (r.kind == ResponseKind::timed_out && queued != waiting_.end()) {
+      note(at - queued->second.due, fmt::format("the Timeout of `{}` on key `{}` at +{} ms, due by +{} ms", r.owner,
+                                                *key, at, queued->second.due));
+      caused_timeouts_.insert_or_assign(r.owner, Caused{queued->second.due, queued->second.session, false});
+    }
+    if (r.kind == ResponseKind::granted) {
+      const auto session = owner_session(r.owner);
+      if (session && handoff_on_time) caused_.insert_or_assign(r.owner, Caused{*handoff_on_time, *session, false});
+    }
+    if (queued != waiting_.end() && (r.kind == ResponseKind::timed_out || r.kind == ResponseKind::granted)) {
+      waiting_.erase(queued);
+    }
+  }
+  // A waiting acquire queued: its deadline counts from its instant.
+  if (acquire != nullptr && after != nullptr && acquire->wait_ms.value > 0) {
+    for (const auto& [id, waiter] : after->queue) {
+      if (waiter.owner != acquire->owner || waiting_.contains(waiter.owner)) continue;
+      waiting_.emplace(waiter.owner, Waiting{at + acquire->wait_ms.value + allowance_ms_, acquire->session});
+    }
   }
   // The new holder: a request granted at once, or a waiter handed the key.
   if (after != nullptr && (!holder_before_ || changed_hands)) {
-    grants_[{*key, after->token.value}] = Grant{now.value, (after->expiry - after->granted_at).value};
+    grants_[{*key, after->token.value}] = Grant{at, (after->expiry - after->granted_at).value};
   }
 }
 
 void ClusterLateness::received(const Response& response, TimeMs at) {
-  if (response.kind != ResponseKind::granted) return;
-  const auto found = caused_.find(response.owner);
-  if (found == caused_.end() || found->second.heard) return;
+  auto* caused = response.kind == ResponseKind::granted     ? &caused_
+                 : response.kind == ResponseKind::timed_out ? &caused_timeouts_
+                                                            : nullptr;
+  if (caused == nullptr) return;
+  const auto found = caused->find(response.owner);
+  if (found == caused->end() || found->second.heard) return;
   found->second.heard = true;
   note(at.value - (found->second.on_time + 1 + tolerance_ms_),
        fmt::format("`{}` heard its caused `{}` at +{} ms, on time until +{} ms (with the tolerance)", response.owner,
                    format_response(response), at.value, found->second.on_time + 1 + tolerance_ms_));
+}
+
+void ClusterLateness::owed(const cluster::Session& session, std::int64_t on_time, std::int64_t end,
+                           const std::string& what) {
+  const auto a = attempts_.find(session);
+  if (a == attempts_.end() || a->second.count != 1) return;
+  const auto watched_until = a->second.first_ended.value_or(end);
+  note(watched_until - (on_time + tolerance_ms_),
+       fmt::format("{}, watched until +{} ms, on time until +{} ms", what, watched_until, on_time + 1 + tolerance_ms_));
 }
 
 void ClusterLateness::finish(TimeMs end) {
@@ -89,16 +118,16 @@ void ClusterLateness::finish(TimeMs end) {
     note(horizon - grant_due(grant), fmt::format("the grant of token {} on key `{}` still held at the end, due by +{} ms",
                                                  id.second, id.first, grant_due(grant)));
   }
-  // A caused grant to a request sent once is owed on its connection while
-  // the client watched it.
+  // A caused answer to a request sent once is owed on its connection while
+  // the client watched it; so is the `T` of a waiter still queued.
   for (const auto& [owner, caused] : caused_) {
-    if (caused.heard) continue;
-    const auto a = attempts_.find(caused.session);
-    if (a == attempts_.end() || a->second.count != 1) continue;
-    const auto watched_until = a->second.first_ended.value_or(end.value);
-    note(watched_until - (caused.on_time + tolerance_ms_),
-         fmt::format("`{}` never heard its caused grant, watched until +{} ms, on time until +{} ms", owner,
-                     watched_until, caused.on_time + 1 + tolerance_ms_));
+    if (!caused.heard) owed(caused.session, caused.on_time, end.value, fmt::format("`{}` never heard its caused grant", owner));
+  }
+  for (const auto& [owner, caused] : caused_timeouts_) {
+    if (!caused.heard) owed(caused.session, caused.on_time, end.value, fmt::format("`{}` never heard its `T`", owner));
+  }
+  for (const auto& [owner, waiting] : waiting_) {
+    owed(waiting.session, waiting.due, end.value, fmt::format("`{}` still queued at the end", owner));
   }
 }
 

@@ -165,6 +165,7 @@ struct NodeWatch final : cluster::ApplyObserver {
   ClusterTraceWriter* trace = nullptr;
   TimeMs now;        // global time of the apply
   raft::Term term = 0;  // of the entry being applied
+  TimeMs proposed;   // global time its leader proposed it
 
   void before_command(cluster::LogIndex index, const cluster::Command& command,
                       const cluster::LockMachine& machine) override {
@@ -177,7 +178,7 @@ struct NodeWatch final : cluster::ApplyObserver {
   void after_command(cluster::LogIndex index, const cluster::Command& command, const cluster::LockMachine& machine,
                      const cluster::Applied& applied) override {
     LOCKSTEP_ASSERT(checker != nullptr && lateness != nullptr);
-    if (index == checker->model_index() + 1) lateness->after_first_apply(command, machine, applied, now);
+    if (index == checker->model_index() + 1) lateness->after_first_apply(command, machine, applied, proposed);
     checker->after_command(id, index, command, machine, applied, now);
     if (timeline != nullptr) timeline->after_command(id, index, command, machine, applied, now);
     if (trace != nullptr) trace->apply(id, index, term, command, machine, applied, now);
@@ -233,6 +234,8 @@ class LockWorkload {
     h.cluster().on_before_apply = [this, &h](NodeId id, const raft::Entry& entry, const Machine&) {
       watches_[id].now = h.now();
       watches_[id].term = entry.term;
+      const auto proposal = proposed_at_.find({entry.term, entry.index});
+      watches_[id].proposed = proposal != proposed_at_.end() ? proposal->second : h.now();
       h.cluster().machine(id).node.set_observer(&watches_[id]);
     };
     if (trace_ != nullptr) watch_for_trace(h);
@@ -465,6 +468,7 @@ class LockWorkload {
     auto out = cluster.propose(id, std::move(bytes), h.local(id));
     h.route(std::move(out.messages));
     if (out.kind == raft::ProposeResult::Kind::accepted) {
+      proposed_at_[{out.term, out.index}] = h.now();
       ++h.stats().proposed;
       return true;
     }
@@ -716,6 +720,9 @@ class LockWorkload {
   std::map<std::uint64_t, ClientConnection> connections_;
   ClusterLockStats lock_;
   ClusterLateness lateness_;
+  // When each log entry was proposed (global time): the instant of its
+  // command in the explanation the lateness meter measures.
+  std::map<std::pair<raft::Term, raft::Index>, TimeMs> proposed_at_;
 };
 
 }  // namespace
