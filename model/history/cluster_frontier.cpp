@@ -386,6 +386,46 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     return gone.zone == kept.zone && gone.holder == kept.holder && gone.last_token == kept.last_token &&
            gone.extras == kept.extras;
   }
+  // Whether `gone`, where waiter `request` left, may give up what `kept`
+  // (where it is still to leave, or not applied yet) may still explain: a
+  // grant of its owner heard on one of its connections (staying, it may be
+  // handed the key later), or a `T` of its owner there when `gone` heard
+  // none (left by a Close, or unseen). Then `gone` does not stand for
+  // `kept`.
+  bool drops_heard_answer(const Config& kept, const Config& gone, std::uint32_t request) const {
+    const auto owner = owner_of(request);
+    for (const auto& copy : copies_[request]) {
+      for (const auto index : unexplained_on(kept, copy.conn)) {
+        if (kept.observed.contains(index)) continue;
+        const auto& seen = in_.observations[index];
+        if (seen.received_us < copy.sent_us || seen.owner != owner) continue;
+        if (seen.kind == ResponseKind::granted) return true;
+        if (seen.kind == ResponseKind::timed_out && gone.explained <= kept.explained) return true;
+      }
+    }
+    return false;
+  }
+  // The reading where waiter `request` left now stands for the one where it
+  // is still to leave (finished); its lateness is then no more than that
+  // one's could be, so that it stays a lower bound of the least lateness:
+  // what the other already had, or the least its `T`, still to come, could
+  // be late by (`latest_queueing`: the latest instant it may be queued at
+  // there).
+  void stands_for(Config& gone, const Config& kept, std::uint32_t request, std::int64_t latest_queueing) const {
+    std::int64_t still = kept.lateness;
+    const auto first = first_of_class(kept, request);
+    if (first >= 0 && latest_queueing < unbounded_ms) {
+      const auto& seen = in_.observations[static_cast<std::size_t>(first)];
+      if (seen.kind == ResponseKind::timed_out) {
+        still = std::max(still, floor_ms(seen.arrived_from_us) -
+                                    (latest_queueing + wait_of(request) + allowance_ + 1 + in_.tolerance_ms));
+      }
+    }
+    if (still < gone.lateness) {
+      gone.lateness = still;
+      gone.late_request = -1;  // a bound of two readings: no one step to name
+    }
+  }
 
   // The key goes free at the cursor's instant.
   void free_key(Config c, std::size_t from, Configs& out) const;
@@ -493,6 +533,21 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // another's is dropped, and two whose union is a zone become it (both
   // exact: the configuration kept stands for exactly what both did).
   void merge_boxes(Configs& configs) const;
+  // Configurations equal in all but their lateness become the least late.
+  void merge_same(Configs& configs) const {
+    if (configs.size() < 2) return;
+    std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
+    Configs kept;
+    for (auto& c : configs) {
+      const auto [it, added] = index.emplace(merge_key(c), kept.size());
+      if (added) {
+        kept.push_back(std::move(c));
+      } else {
+        keep_least_lateness(kept[it->second], c);
+      }
+    }
+    configs = std::move(kept);
+  }
 
   std::int64_t allowance_;  // 2·S
   std::int64_t max_late_;   // -1: none
@@ -1026,6 +1081,10 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
                               Configs& out) const {
   std::vector<std::uint32_t> ahead, undecided;
   const auto head_at = extra_at(base, static_cast<std::size_t>(extra_index(base, "u")));
+  // Whether a waiter left where staying was dropped (finished), and the
+  // least lateness staying could have had.
+  bool dominated = false;
+  std::int64_t stay_floor = 0;
   for (std::size_t j = 0; j < base.queue.size(); ++j) {
     const auto other = base.queue[j].request;
     bool earlier = base.zone.certainly_before(waiter_at(j), head_at);
@@ -1057,8 +1116,16 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
     Config without = base;
     without.zone.remove(waiter_at(j));
     without.queue.erase(without.queue.begin() + static_cast<std::ptrdiff_t>(j));
-    if (std::any_of(gone.begin(), gone.end(), [&](const Config& g) { return finished(without, g); })) {
+    if (std::any_of(gone.begin(), gone.end(),
+                    [&](const Config& g) { return finished(without, g) && !drops_heard_answer(without, g, other); })) {
       ahead.push_back(other);
+      // Its leaving is done below (leave_all), with the others': what
+      // staying could have been late by is kept for it (stands_for).
+      Config probe = base;
+      probe.lateness = std::numeric_limits<std::int64_t>::max();
+      stands_for(probe, base, other, base.zone.latest(waiter_at(j)));
+      stay_floor = std::max(stay_floor, probe.lateness);
+      dominated = true;
       return true;
     }
     return false;
@@ -1079,9 +1146,14 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
     chosen = std::move(next);
   }
   for (auto& [option, leaving] : chosen) {
+    const auto before = option.lateness;
     Configs left;
     leave_all(std::move(option), std::move(leaving), left);
     for (auto& next : left) {
+      if (dominated && std::max(before, stay_floor) < next.lateness) {
+        next.lateness = std::max(before, stay_floor);
+        next.late_request = -1;  // a bound of two readings: no one step to name
+      }
       const auto k = static_cast<std::size_t>(extra_index(next, "u"));
       const auto pass_lo = next.zone.earliest(cursor_at), pass_hi = next.zone.latest(cursor_at);
       for (auto& waiter : next.queue) {
@@ -1132,7 +1204,11 @@ void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) c
     c.handled.erase(request);
     // Not applied yet, when leaving by now tells nothing more of the other
     // instants, only leaves it to apply and to leave later (finished).
-    dominated = std::any_of(left.begin(), left.end(), [&](const Config& gone) { return finished(c, gone); });
+    for (auto& gone : left) {
+      if (!finished(c, gone) || drops_heard_answer(c, gone, request)) continue;
+      stands_for(gone, c, request, latest_[request]);
+      dominated = true;
+    }
   }
   for (auto& after : left) pass_on_nobody(std::move(after), index, out);
   if (may_wait && !dominated) pass_on_nobody(std::move(c), index, out);
@@ -1197,8 +1273,8 @@ void ClusterFrontier::leave(Config c, std::size_t index, std::uint32_t by, std::
     drop_waiter(next, static_cast<std::size_t>(waiter_index(next, gone)), true);
   }
   // The ways it left that reach one configuration (by its Timeout or by a
-  // Close, between one pair of hand-offs or another) are one.
-  merge(left);
+  // Close) are one.
+  merge_same(left);
   for (auto& next : left) out.push_back(std::move(next));
 }
 
@@ -1594,6 +1670,8 @@ void ClusterFrontier::merge_boxes(Configs& configs) const {
   std::vector<bool> gone(configs.size(), false);
   bool any = false;
   constexpr std::size_t group_max = 64;  // pairs tried in one group, at most its square
+  // The exact test of a union costs the fourth power of the variables.
+  constexpr std::uint32_t hull_vars_max = 6;
   for (auto& [print, members] : groups) {
     if (members.size() < 2 || members.size() > group_max) continue;
     for (bool again = true; again;) {
@@ -1606,7 +1684,7 @@ void ClusterFrontier::merge_boxes(Configs& configs) const {
           const auto& other = configs[members[y]];
           if (other.zone.inside(kept.zone)) {
             keep_least_lateness(kept, other);
-          } else if (union_is_hull(kept.zone, other.zone)) {
+          } else if (kept.zone.size() <= hull_vars_max && union_is_hull(kept.zone, other.zone)) {
             kept.zone.hull(other.zone);
             keep_least_lateness(kept, other);
           } else {

@@ -247,6 +247,9 @@ void settle_least_lateness(const LatenessSearch& search, const KeyVerdicts& verd
 }
 
 std::string lateness_text(const KeyInput& input, const KeyVerdict& verdict, std::int64_t origin_us) {
+  if (verdict.late_request < 0) {
+    return fmt::format("key `{}`: it has no explanation with less lateness", input.key);
+  }
   const auto request = verdict.late_request >= 0 ? std::string(input.requests[static_cast<std::size_t>(verdict.late_request)].line)
                                                  : std::string("?");
   const char* what = verdict.late_what == 'e'   ? "the Expire of the grant to"

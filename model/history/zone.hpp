@@ -46,14 +46,21 @@ class Zone {
   // by one); returns it.
   std::uint32_t insert(std::uint32_t where) {
     LOCKSTEP_ASSERT(where >= 1 && where <= n_);
-    const std::uint32_t m = n_ + 1;
-    std::vector<std::int64_t> grown(static_cast<std::size_t>(m) * m, open);
-    for (std::uint32_t i = 0; i < n_; ++i) {
-      const auto to_i = i < where ? i : i + 1;
-      for (std::uint32_t j = 0; j < n_; ++j) grown[to_i * m + (j < where ? j : j + 1)] = at(i, j);
+    const std::uint32_t n = n_, m = n_ + 1;
+    d_.resize(static_cast<std::size_t>(m) * m);
+    // Moved in place from the last entry back, so that nothing is read
+    // after it was overwritten.
+    for (std::uint32_t i = m; i-- > 0;) {
+      for (std::uint32_t j = m; j-- > 0;) {
+        std::int64_t value = open;
+        if (i == where && j == where) {
+          value = 0;
+        } else if (i != where && j != where) {
+          value = d_[(i < where ? i : i - 1) * n + (j < where ? j : j - 1)];
+        }
+        d_[i * m + j] = value;
+      }
     }
-    grown[where * m + where] = 0;
-    d_ = std::move(grown);
     n_ = m;
     return where;
   }
@@ -62,17 +69,14 @@ class Zone {
   // Drops x_i: the constraints it implied between the others stay.
   void remove(std::uint32_t i) {
     LOCKSTEP_ASSERT(i >= 1 && i < n_);
-    const std::uint32_t m = n_ - 1;
-    std::vector<std::int64_t> shrunk(static_cast<std::size_t>(m) * m);
-    for (std::uint32_t a = 0, ra = 0; a < n_; ++a) {
-      if (a == i) continue;
-      for (std::uint32_t b = 0, rb = 0; b < n_; ++b) {
-        if (b == i) continue;
-        shrunk[ra * m + rb++] = at(a, b);
-      }
-      ++ra;
+    const std::uint32_t n = n_, m = n_ - 1;
+    // Moved in place from the first entry on: each is read before any write
+    // reaches it.
+    for (std::uint32_t a = 0; a < m; ++a) {
+      const auto from_a = a < i ? a : a + 1;
+      for (std::uint32_t b = 0; b < m; ++b) d_[a * m + b] = d_[from_a * n + (b < i ? b : b + 1)];
     }
-    d_ = std::move(shrunk);
+    d_.resize(static_cast<std::size_t>(m) * m);
     n_ = m;
   }
 
