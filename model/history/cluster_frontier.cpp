@@ -460,6 +460,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   static std::uint64_t bytes_of(const Config& c);
   // What came instead of a failure kept (fail, in frontier_search.hpp).
   void explain_failure(const Config& c) const;
+  std::string early_timeout(const Config& c, const KeyObservation& seen) const;
   std::int64_t next_instant(const Configs& frontier, std::int64_t at) const;
   bool is_final(const Config& c) const;
   std::string describe(const Config& c, std::int64_t at) const;
@@ -774,6 +775,10 @@ void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObserva
 // What came instead of a missing answer: the first unexplained answer of
 // the same class on one of the operation's connections.
 void ClusterFrontier::explain_failure(const Config& c) const {
+  if (failure_.kind == KeyFailure::Kind::unexplained && failure_.observation >= 0) {
+    failure_.instead = early_timeout(c, in_.observations[static_cast<std::size_t>(failure_.observation)]);
+    return;
+  }
   if (failure_.kind != KeyFailure::Kind::missing || failure_.request < 0) return;
   const auto request = static_cast<std::uint32_t>(failure_.request);
   for (const auto& copy : copies_[request]) {
@@ -785,6 +790,49 @@ void ClusterFrontier::explain_failure(const Config& c) const {
       break;
     }
   }
+}
+
+// Why a `T` nothing explains came too early, when its owner waits in `c`
+// on its connection: the `T` was caused before the wait could have ended.
+// When the `T` pins the waiter's queueing before the holder's grant, and
+// the waiter could not have timed out by that grant, the grant bypassed it
+// (it was queued after the holder only in this reading): said so, naming
+// both. Empty when the owner does not wait there.
+std::string ClusterFrontier::early_timeout(const Config& c, const KeyObservation& seen) const {
+  if (seen.kind != ResponseKind::timed_out) return {};
+  for (std::size_t j = 0; j < c.queue.size(); ++j) {
+    const auto request = c.queue[j].request;
+    const auto& asked = in_.requests[request];
+    if (asked.owner != seen.owner ||
+        std::none_of(copies_[request].begin(), copies_[request].end(), [&](const KeyCopy& copy) { return copy.conn == seen.conn; })) {
+      continue;
+    }
+    const auto wait = wait_of(request);
+    const auto queued_lo = c.zone.earliest(waiter_at(j));
+    const auto caused_by = latest_cause_ms(seen.received_us);
+    if (caused_by >= queued_lo + wait - allowance_) return {};
+    const auto& owner = in_.owners[asked.owner];
+    // The latest instant its queueing may have had, for that `T`.
+    const auto pinned = caused_by - wait + allowance_;
+    const auto sent = floor_ms(asked.sent_us);
+    if (c.held() && c.holder.request >= 0) {
+      const auto& holder = in_.requests[static_cast<std::uint32_t>(c.holder.request)];
+      const auto granted_lo = c.zone.earliest(holder_at), granted_hi = c.zone.latest(holder_at);
+      if (holder.owner != asked.owner && pinned >= sent && pinned < granted_lo && granted_hi < sent + wait - allowance_) {
+        return fmt::format("`{}` was queued before `{}` and had not timed out: the key was `{}`'s (its `T` was caused by "
+                           "{}, so it was queued by {}; `{}` was granted the key {}, before `{}`'s Timeout could come at "
+                           "{})",
+                           owner, in_.owners[holder.owner], owner, instant_text(caused_by), instant_text(pinned),
+                           in_.owners[holder.owner], span_text(granted_lo, granted_hi), owner,
+                           instant_text(sent + wait - allowance_));
+      }
+    }
+    return fmt::format("`T` before the wait could have ended: `{}` was queued {}, so its Timeout came no earlier than {} "
+                       "(the wait of {} ms less the clock allowance), and the `T` was caused by {}",
+                       owner, instant_range(c, waiter_at(j)), instant_text(queued_lo + wait - allowance_), wait,
+                       instant_text(caused_by));
+  }
+  return {};
 }
 
 // The operation's instant becomes the cursor, after the one before it (the

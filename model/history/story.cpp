@@ -133,8 +133,10 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
     case KeyFailure::Kind::unexplained: {
       const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
       if (!failure.instead.empty()) {
-        return fmt::format("`{}` on connection {} at {} has no explanation: in the furthest explanation {}",
-                           seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us), failure.instead);
+        // A cluster's reason is said outright (ClusterFrontier::early_timeout).
+        return fmt::format("`{}` on connection {} at {} has no explanation: {}{}", seen.line, conn_id(seen.conn),
+                           at_text(seen.received_us, origin_us), input.cluster.on ? "" : "in the furthest explanation ",
+                           failure.instead);
       }
       return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
                          seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us));
@@ -307,6 +309,15 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
                                       input.key, at_text(until_us, origin_us)));
   for (auto& line : timeline(input, origin_us, culprit, until_us, expected_us, std::move(expected))) {
     finding.story.push_back("  " + line);
+  }
+  // A key's check stops at its first violation (model/history/DESIGN.md,
+  // "Reports"): what was read of it later is not judged, and says so.
+  const auto unread = std::count_if(input.observations.begin(), input.observations.end(),
+                                    [&](const auto& seen) { return seen.received_us >= until_us; });
+  if (unread > 0) {
+    finding.story.push_back(fmt::format("the rest of key `{}` was not checked: a key's check stops at its first violation "
+                                        "({} later response(s) of it not judged).",
+                                        input.key, unread));
   }
   if (best.verdict) {
     finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",

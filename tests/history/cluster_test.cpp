@@ -326,6 +326,17 @@ TEST(ClusterReading, TimeoutEarlierThanTheAllowanceIsAViolation) {
     r.close(1, 600'000).close(2, 600'000);
     const auto result = r.check();
     EXPECT_EQ(result.verdict, t_ms == 50 ? Verdict::violation : Verdict::conforms) << t_ms << "\n" << verdict_text(result);
+    if (t_ms == 50 && !result.violations.empty()) {
+      // Said as what it is, a `T` too early, not as an answer expected.
+      const auto& summary = result.violations.front().summary;
+      EXPECT_NE(summary.find("`T bob k` on connection 2 at +50.000 ms has no explanation: `T` before the wait could have "
+                             "ended: `bob` was queued +2.000 ms..+"),
+                std::string::npos)
+          << summary;
+      EXPECT_NE(summary.find("so its Timeout came no earlier than +82.000 ms (the wait of 100 ms less the clock allowance)"),
+                std::string::npos)
+          << summary;
+    }
   }
 }
 
@@ -514,7 +525,13 @@ TEST(ClusterReading, AWaitersOwnTimeoutPinsItsQueueingForFifo) {
   r.recv(2, 2'025'000, "T b k");
   r.close(1, 3'000'000).close(2, 3'000'000).close(3, 3'000'000);
   const auto result = r.check();
-  EXPECT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+  ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+  // The bypassed waiter is named, with the one granted past it.
+  const auto& summary = result.violations.front().summary;
+  EXPECT_NE(summary.find("`b` was queued before `c` and had not timed out: the key was `b`'s (its `T` was caused by "
+                         "+2026.000 ms, so it was queued by +46.000 ms; `c` was granted the key +500.000 ms..+511.000 ms"),
+            std::string::npos)
+      << summary;
 }
 
 // Lateness counts until the answer arrives. `bob` (wait 100 ms) is queued
@@ -639,6 +656,40 @@ TEST(ClusterReading, AWaiterLeftByACloseDoesNotStandForOneLaterGranted) {
   r.send(3, 13'106'702, "A k bob 255 786 bob 34").recv(3, 13'893'988, "T bob k");
   const auto result = r.check();
   EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+}
+
+// A key's check stops at its first violation (model/history/DESIGN.md,
+// "Reports"), and the report says so: key `k`'s FIFO violation at 51 ms
+// leaves its later response (a second violation: a grant to dave while
+// carol holds) not judged, and counted. Key `j` is checked apart from it:
+// its own violation (a release nobody was granted) is found.
+TEST(ClusterReading, AKeysCheckStopsAtItsFirstViolationAndSaysSo) {
+  Recorder r;
+  r.connect(1, 0).connect(2, 0).connect(3, 0).connect(4, 0).connect(5, 0);
+  r.send(1, 1'000, "A k alice 5000 0").recv(1, 1'500, "A 7 alice k");
+  r.send(2, 2'000, "A k bob 5000 5000").send(2, 2'100, "R k 999").recv(2, 2'500, "N 999 k");
+  r.send(3, 10'000, "A k carol 5000 5000");
+  r.send(1, 50'000, "R k 7").recv(1, 50'500, "R 7 k");
+  r.recv(3, 51'000, "A 8 carol k");
+  r.send(4, 60'000, "A k dave 5000 0").recv(4, 60'500, "A 9 dave k");
+  r.send(5, 70'000, "R j 5").recv(5, 70'500, "R 5 j");
+  r.close(1, 600'000).close(2, 600'000).close(3, 600'000).close(4, 600'000).close(5, 600'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
+  ASSERT_EQ(result.violations.size(), 2u) << verdict_text(result);
+  bool k_said = false, j_checked = false;
+  for (const auto& violation : result.violations) {
+    std::string story;
+    for (const auto& line : violation.story) story += line + "\n";
+    if (story.find("key `k`") != std::string::npos && violation.summary.find("key `k`") != std::string::npos) {
+      k_said = story.find("the rest of key `k` was not checked: a key's check stops at its first violation "
+                          "(1 later response(s) of it not judged)") != std::string::npos;
+      EXPECT_TRUE(k_said) << story;
+    }
+    if (violation.summary.find("key `j`") != std::string::npos) j_checked = true;
+  }
+  EXPECT_TRUE(k_said) << verdict_text(result);
+  EXPECT_TRUE(j_checked) << verdict_text(result);
 }
 
 TEST(ClusterReading, HeaderRoundTrips) {
