@@ -118,21 +118,6 @@ std::variant<SessionRequest, Malformed> parse_session_request(std::string_view l
   return parse_any(line, limits, true);
 }
 
-Response Response::granted(Token token, std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::granted, token, std::string(owner), std::string(key), {}};
-}
-Response Response::timed_out(std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::timed_out, {}, std::string(owner), std::string(key), {}};
-}
-Response Response::busy(std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::busy, {}, std::string(owner), std::string(key), {}};
-}
-Response Response::released(Token token, std::string_view key) {
-  return Response{ResponseKind::released, token, {}, std::string(key), {}};
-}
-Response Response::not_held(Token token, std::string_view key) {
-  return Response{ResponseKind::not_held, token, {}, std::string(key), {}};
-}
 Response Response::error(std::string_view reason) {
   return Response{ResponseKind::error, {}, {}, {}, std::string(reason)};
 }
