@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -79,8 +80,10 @@ class SimpleServerNode {
   std::uint64_t steps() const { return steps_; }
 
  private:
-  void judge_step(TimeMs now, std::string_view input, const Outputs& out, std::size_t first,
-                  const Outputs& model_out);
+  // `input` describes the step, for a violation's message only: it is
+  // written when one is found, not on every step.
+  void judge_step(TimeMs now, const std::function<std::string()>& input, const Outputs& out,
+                  std::size_t first, const Outputs& model_out);
   void persist_before_send(TimeMs now, const Outputs& out, std::size_t first);
   void collect_protocol_violations();
 
