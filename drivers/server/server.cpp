@@ -216,13 +216,19 @@ void Server::read_from(Connection& c) {
 }
 
 void Server::handle_lines(Connection& c) {
+  // The lines of one turn arrived together: they are handled at one instant
+  // (the clock is read once), and their responses are appended to the
+  // connection's output once they are all handled, to go out in one send.
+  // Nothing is sent before dispatch() persisted the token mark.
+  const TimeMs at = now();
   for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
     const auto line = c.framer.next_line();
     ++lines_;
     if (config_.test_clock && handle_test_clock_line(c, *line)) continue;
-    if (engine_->on_line(c.id, *line, now(), out_) == LineOutcome::close_connection) end_input(c);
-    dispatch();
+    const TimeMs instant = config_.test_clock ? now() : at;
+    if (engine_->on_line(c.id, *line, instant, out_) == LineOutcome::close_connection) end_input(c);
   }
+  dispatch();
   if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
     // A line past the limit: E, then the connection closes (docs/protocol.md).
     out_.push_back({c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes))});
