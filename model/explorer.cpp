@@ -206,7 +206,6 @@ ExploreResult Explorer::run(std::optional<int> steps_max) {
     }
   }
   result.distinct_states = parents_.size();
-  result.store_bytes = states.bytes_used();
   return result;
 }
 

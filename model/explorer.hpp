@@ -41,7 +41,6 @@ struct ExploreResult {
   std::uint64_t states_generated = 0;  // the initial state and every successor computed
   int depth = 0;                       // as TLC counts it: states on the longest shortest path
   bool complete = true;                // false when stopped by a violation or the depth limit
-  std::size_t store_bytes = 0;         // the heap the distinct states took
   Coverage coverage;
   std::optional<PropertyFailure> failure;
   std::vector<std::uint32_t> counterexample;  // action indices from the initial state

@@ -51,9 +51,4 @@ void StateStore::grow() {
   }
 }
 
-std::size_t StateStore::bytes_used() const {
-  return arena_.capacity() + offsets_.capacity() * sizeof(std::uint64_t) +
-         table_.capacity() * sizeof(std::uint64_t);
-}
-
 }  // namespace lockstep

@@ -30,8 +30,6 @@ class StateStore {
     return {arena_.data() + begin, static_cast<std::size_t>(offsets_[index + 1] - begin)};
   }
   std::uint32_t size() const { return static_cast<std::uint32_t>(offsets_.size() - 1); }
-  // What the store holds on the heap, for the explorer's summary.
-  std::size_t bytes_used() const;
 
  private:
   static std::uint64_t hash_of(std::string_view bytes);
