@@ -87,9 +87,16 @@ LockCluster::~LockCluster() {
   folder_.reset();  // after every process that wrote into it
 }
 
+int LockCluster::etcd_member_of(int node) const {
+  return options_.etcd_member_per_node && etcd_ ? node % etcd_->size() : 0;
+}
+
 std::string LockCluster::command(int index) const {
   const auto& node = nodes_[static_cast<std::size_t>(index)];
-  const std::string endpoints = etcd_ ? etcd_->endpoints() : std::string();
+  std::string endpoints;
+  for (int i = 0; etcd_ && i < etcd_->size(); ++i) {
+    endpoints += (i == 0 ? "" : ",") + etcd_->endpoint((etcd_member_of(index) + i) % etcd_->size());
+  }
   if (options_.node_command.empty()) {
     return fmt::format(
         "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "

@@ -29,6 +29,11 @@ class LockCluster {
     int etcd_members = 3;
     std::int64_t leader_ttl_s = 2;
     std::string bug = "none";
+    // Node i lists etcd member i (modulo their number) first, and its etcd
+    // client talks to that member while it answers: a test cuts one node
+    // off from etcd by pausing its member. Otherwise every node lists the
+    // members in one order.
+    bool etcd_member_per_node = false;
     // More `serve` options for every node (limits, --snapshot-every ...).
     std::string extra_options;
     // Instead of `lockstep serve --cluster`: a shell command template per
@@ -50,6 +55,8 @@ class LockCluster {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   EtcdCluster& etcd() { return *etcd_; }
+  // The etcd member node `node` talks to (with etcd_member_per_node), else 0.
+  int etcd_member_of(int node) const;
   bool has_etcd() const { return etcd_ != nullptr; }
   // The command node `node` runs (the template filled in).
   std::string command(int node) const;

@@ -78,6 +78,7 @@ class ClusterServer {
   void handle_log_events();
   void on_log_event(LogEvent& event);
   void update_leadership();
+  void tell_leader_address();
   void handle(cluster::NodeOutputs& out);
   void print_status();
   TimeMs now();
@@ -100,6 +101,7 @@ class ClusterServer {
   // was not deposed since.
   std::uint64_t elected_ = 0;
   std::uint64_t seen_ = 0;
+  etcd::LeaderRecord seen_leader_;  // the record of epoch seen_
   std::uint64_t deposed_through_ = 0;
   std::uint64_t leading_ = 0;
   std::uint64_t restored_index_ = 0;  // the last snapshot restored, 0: none
@@ -340,13 +342,12 @@ void ClusterServer::on_log_event(LogEvent& event) {
     if (recent_keys_.size() > recent_keys_max) recent_keys_.pop_front();
   } else if (auto* seen = std::get_if<LeaderSeen>(&event)) {
     seen_ = seen->epoch;
-    // A record naming this node under another epoch is an earlier run of it:
-    // its address would send clients back here.
-    const bool stale_self = seen->leader.node_id == config_.node_id && seen->epoch != elected_;
-    node_->on_leader_address(stale_self ? "" : seen->leader.advertise);
+    seen_leader_ = seen->leader;
+    tell_leader_address();
   } else if (std::holds_alternative<LeaderGone>(event)) {
     seen_ = 0;
-    node_->on_leader_address("");
+    seen_leader_ = {};
+    tell_leader_address();
     log_->campaign_now();
   } else if (auto* elected = std::get_if<Elected>(&event)) {
     elected_ = std::max(elected_, elected->epoch);
@@ -364,6 +365,19 @@ void ClusterServer::on_log_event(LogEvent& event) {
   }
   handle(out);
   update_leadership();
+}
+
+// What this node's redirects name (docs/protocol.md, "Cluster nodes on the
+// wire"): the leader etcd shows, unless that is this node. While it leads
+// it redirects nothing; once it no longer leads, the record still naming it
+// (its lease lapsed while it was paused, or etcd lost its majority and
+// shows nothing new) would send clients back to a node that does not lead,
+// and a client on this very node would ask it again: it answers a bare
+// `E not-leader` until etcd shows another leader. A record of an earlier
+// run of this node is the same.
+void ClusterServer::tell_leader_address() {
+  const bool names_self = seen_leader_.node_id == config_.node_id || seen_leader_.advertise == config_.advertise;
+  node_->on_leader_address(seen_ == 0 || names_self ? std::string() : seen_leader_.advertise);
 }
 
 void ClusterServer::update_leadership() {
@@ -384,7 +398,6 @@ void ClusterServer::update_leadership() {
   if (should_lead && leading_ == 0) {
     leading_ = elected_;
     log_->begin_epoch(leading_);
-    node_->on_leader_address(config_.advertise);
     node_->on_leadership_gained(cluster::Epoch{leading_}, now(), out);
     handle(out);
     if (!config_.quiet) {
