@@ -126,6 +126,10 @@ std::string EtcdCluster::endpoint(int member) const {
   return fmt::format("127.0.0.1:{}", members_[static_cast<std::size_t>(member)].client_port);
 }
 
+std::string EtcdCluster::peer_endpoint(int member) const {
+  return fmt::format("127.0.0.1:{}", members_[static_cast<std::size_t>(member)].peer_port);
+}
+
 bool EtcdCluster::running(int member) {
   auto& process = members_[static_cast<std::size_t>(member)].process;
   return process && process->running();

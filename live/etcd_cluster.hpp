@@ -31,6 +31,8 @@ class EtcdCluster {
   // Every member's client address, comma-separated (for --etcd).
   std::string endpoints() const;
   std::string endpoint(int member) const;
+  // Its peer address, which clients must not be given.
+  std::string peer_endpoint(int member) const;
 
   bool running(int member);
   void kill(int member);  // SIGKILL: no chance to clean up

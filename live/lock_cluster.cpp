@@ -97,20 +97,26 @@ std::string LockCluster::command(int index) const {
   for (int i = 0; etcd_ && i < etcd_->size(); ++i) {
     endpoints += (i == 0 ? "" : ",") + etcd_->endpoint((etcd_member_of(index) + i) % etcd_->size());
   }
+  std::string peers, members;
+  for (const auto& other : nodes_) {
+    peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
+    members += fmt::format("{}{}=127.0.0.1:{}", members.empty() ? "" : ",", other.id, other.port);
+  }
   if (options_.node_command.empty()) {
+    // Every node creates the cluster if it is not there yet, with all of
+    // them as its members: the first one to start writes it.
     return fmt::format(
-        "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
-        "--leader-ttl-s {} --inject-bug {} {}",
-        options_.lockstep_binary, endpoints, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
+        "exec {} serve --cluster --etcd {} --init --members {} --node-id {} --advertise 127.0.0.1:{} --port {} "
+        "--prefix {} --leader-ttl-s {} --inject-bug {} {}",
+        options_.lockstep_binary, endpoints, members, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
         options_.bug, options_.extra_options);
   }
   auto values = template_values(node.port, options_.limits);
   values["node"] = node.id;
   values["etcd"] = endpoints;
   values["prefix"] = prefix_;
-  std::string peers;
-  for (const auto& other : nodes_) peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
   values["peers"] = peers;
+  values["members"] = members;
   return fill_template(options_.node_command, values);
 }
 

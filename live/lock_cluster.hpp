@@ -40,9 +40,10 @@ class LockCluster {
     // node, with `{node}` (n1, n2 ...), `{port}`, `{etcd}` (the members'
     // client addresses, comma-separated; empty without members),
     // `{prefix}` (etcd keys of its own for this cluster), `{peers}` (every
-    // node's 127.0.0.1:port, comma-separated) and the limits of
-    // docs/protocol.md (`{max_keys}` ...) filled in. 0 etcd members are
-    // then allowed: a service that needs none.
+    // node's 127.0.0.1:port, comma-separated), `{members}` (every node as
+    // `n1=127.0.0.1:port`, comma-separated, for `serve --cluster --init
+    // --members`) and the limits of docs/protocol.md (`{max_keys}` ...)
+    // filled in. 0 etcd members are then allowed: a service that needs none.
     std::string node_command;
     Limits limits;  // what the template's limits are filled with
   };

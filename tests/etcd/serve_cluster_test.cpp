@@ -63,7 +63,8 @@ TEST(ServeCluster, AnUnreachableEtcdIsOneLineAndExitTwoWithinItsTimeout) {
                                      *port));
   EXPECT_EQ(run.code, 2) << run.output;
   EXPECT_EQ(lines(run.output), 1u) << run.output;
-  EXPECT_NE(run.output.find("serve: cannot read the log from etcd at 127.0.0.1:"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("lockstep serve: cannot read the cluster from etcd at 127.0.0.1:"), std::string::npos)
+      << run.output;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
@@ -76,12 +77,15 @@ TEST(ServeCluster, BadOptionsAreOneLineAndExitTwo) {
         base + "--inject-bug lifo-handoff", std::string("--cluster --etcd 127.0.0.1:2379 --advertise 127.0.0.1:7001"),
         std::string("--cluster --etcd 127.0.0.1:2379 --node-id n1"), base + "--max-keys 0",
         std::string("--cluster --etcd https://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        std::string("--cluster --etcd http://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        base + "--members n1=127.0.0.1:7001", base + "--init --members n2=127.0.0.1:7002",
+        base + "--host 999.1.1.1",
         std::string("--etcd 127.0.0.1:2379"), std::string("--node-id n1")}) {
     const auto run = serve(options);
     EXPECT_EQ(run.code, 2) << options << "\n" << run.output;
     EXPECT_EQ(lines(run.output), 1u) << options << "\n" << run.output;
-    // Refused by the parser ("lockstep serve: ...") or at start ("serve: ...").
-    EXPECT_NE(run.output.find("serve: "), std::string::npos) << options << "\n" << run.output;
+    // Refused by the parser or at start, with one prefix.
+    EXPECT_TRUE(run.output.starts_with("lockstep serve: ")) << options << "\n" << run.output;
   }
 }
 
@@ -106,7 +110,7 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   const auto port = client::pick_free_port().value();
   const auto log = fmt::format("/tmp/lockstep-serve-cluster-{}.log", port);
   auto node = live::ServerProcess::start(
-      fmt::format("exec {} serve --cluster --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
+      fmt::format("exec {} serve --cluster --init --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
                   lockstep_binary(), etcd->endpoints(), port, port),
       log);
   ASSERT_TRUE(node);
