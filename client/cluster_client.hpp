@@ -70,7 +70,7 @@ class ClusterClient {
     // after a SIGKILL of the leader on an idle machine. 30 s outlasts that
     // several times over, on a loaded machine and across two failovers.
     std::chrono::milliseconds patience{30'000};
-    WireObserver on_wire;  // optional
+    WireObserver on_wire = {};  // optional
   };
 
   struct Result {

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -32,11 +33,16 @@ class Admin {
   int run() {
     etcd::ClusterState state;
     std::string error;
-    if (!etcd::read_cluster(client_, keys_, timeout_, state, error)) {
-      return refuse(error.starts_with("the cluster under")
-                        ? error
-                        : fmt::format("cannot read the cluster from etcd at {} within {} ms: {}", endpoints(),
-                                      request_.etcd_timeout_ms, error));
+    // etcd may be starting (a script that starts it and then this): asked
+    // again until the timeout.
+    const auto give_up = std::chrono::steady_clock::now() + timeout_;
+    while (!etcd::read_cluster(client_, keys_, timeout_, state, error)) {
+      if (error.starts_with("the cluster under")) return refuse(error);
+      if (std::chrono::steady_clock::now() >= give_up) {
+        return refuse(fmt::format("cannot read the cluster from etcd at {} within {} ms: {}", endpoints(),
+                                  request_.etcd_timeout_ms, error));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
     }
     if (auto refusal = etcd::peer_port_refusal(client_, target_, timeout_)) return refuse(*refusal);
     switch (request_.action) {

@@ -23,7 +23,8 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--exec-node", cluster.node_command,
                      "--mode cluster: start each node with this shell command: {node} (n1, n2 ...), {port}, {etcd}\n"
                      "(the members --etcd-members started), {prefix} (etcd keys of this run's own), {peers} (every\n"
-                     "node's 127.0.0.1:port) and the limits ({max_keys} ...) are filled in");
+                     "node's 127.0.0.1:port), {members} (every node as n1=127.0.0.1:port, for serve --cluster --init\n"
+                     "--members) and the limits ({max_keys} ...) are filled in");
   command.add_option("--nodes", cluster.nodes, "--mode cluster: nodes to start with --exec-node")
       ->check(whole(1, 7))
       ->capture_default_str();

@@ -129,10 +129,16 @@ Client::Client(const Target& target) : target_(target) {
   // (The minimum backoff stays gRPC's: it is also the connect timeout.)
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
-  // Keep-alive pings find a member that vanished without closing its socket.
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2'000);
+  // Keep-alive pings find a member that vanished without closing its socket
+  // (paused, cut off), while a call waits on it. Within what etcd allows by
+  // default (--grpc-keepalive-min-time 5 s, and no pings without a call in
+  // progress): pings more often, or on an idle connection, are answered
+  // with a GOAWAY "too_many_pings" that gRPC logs on stderr, which a
+  // cluster without etcd's majority (calls failing, watches ended) used to
+  // show on every node.
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 6'000);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2'000);
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Each client its own connection (gRPC shares one between equal channels
   // otherwise): a benchmark's callers must not all queue on one socket.

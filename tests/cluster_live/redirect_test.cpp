@@ -13,7 +13,8 @@
 //   clients asked it again on the same connection.)
 // - etcd's majority lost: two of three members paused; the leader stops
 //   leading when its lease can no longer be renewed, and answers bare; the
-//   others still name it (their last view), never themselves.
+//   others still name it (their last view), never themselves; and no node
+//   logs gRPC's complaint about its keep-alive pings (GOAWAY) meanwhile.
 // - deposed by etcd: the leader's lease revoked in etcd (what an operator,
 //   or a second process with its node id, would do); no node names itself
 //   while the others take over.
@@ -41,12 +42,13 @@ std::string lockstep_binary() {
   return path ? path : "lockstep";
 }
 
-std::unique_ptr<LockCluster> start_cluster(bool member_per_node) {
+// With the etcd timeout given (the nodes' default, 5 s, otherwise).
+std::unique_ptr<LockCluster> start_cluster(bool member_per_node, std::string extra = "--etcd-timeout-ms 1000") {
   LockCluster::Options options;
   options.lockstep_binary = lockstep_binary();
   options.leader_ttl_s = 2;
   options.etcd_member_per_node = member_per_node;
-  options.extra_options = "--etcd-timeout-ms 1000";
+  options.extra_options = std::move(extra);
   std::string error;
   auto cluster = LockCluster::start(options, error);
   EXPECT_TRUE(cluster) << error;
@@ -138,13 +140,15 @@ TEST(Redirects, APausedLeaderResumedAnswersBareNotLeader) {
 }
 
 TEST(Redirects, WithEtcdsMajorityLostTheLeaderAnswersBareNotLeader) {
-  auto cluster = start_cluster(false);
+  // The default etcd timeout: calls wait on etcd long enough for gRPC to ping.
+  auto cluster = start_cluster(false, "");
   ASSERT_TRUE(cluster);
   const int leader = cluster->leader();
   ASSERT_GE(leader, 0);
   auto& etcd = cluster->etcd();
   etcd.pause(1);
   etcd.pause(2);
+  const auto paused_at = Clock::now();
   ASSERT_TRUE(wait_for_log(*cluster, leader, "stops leading", 15s)) << cluster->log_tail(leader);
   for (int round = 0; round < 3; ++round) {
     for (int node = 0; node < cluster->size(); ++node) {
@@ -157,6 +161,13 @@ TEST(Redirects, WithEtcdsMajorityLostTheLeaderAnswersBareNotLeader) {
       }
     }
     std::this_thread::sleep_for(300ms);
+  }
+  // Nothing from gRPC meanwhile: its keep-alive pings, on calls that etcd
+  // cannot answer, stay within what etcd allows (at 2 s they drew a
+  // GOAWAY "too_many_pings", logged on every node, within 10 s).
+  std::this_thread::sleep_until(paused_at + 15s);
+  for (int node = 0; node < cluster->size(); ++node) {
+    EXPECT_EQ(cluster->log_tail(node).find("GOAWAY"), std::string::npos) << cluster->log_tail(node);
   }
   etcd.resume(1);
   etcd.resume(2);
