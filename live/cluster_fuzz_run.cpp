@@ -132,6 +132,16 @@ void print_run(const ClusterFuzzRun& run) {
              "{} connections lost; {} lines that answered no request; {} nemesis steps\n",
              s.requests, s.answered, s.indeterminate, s.attempts, s.redirects, s.reconnects, s.timeouts,
              s.connections_lost, run.unexpected_lines, run.nemesis_steps);
+  const auto faults = [](const std::map<std::string, std::uint64_t>& counts) {
+    std::string text;
+    for (const auto& [name, count] : counts) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", count, name);
+    return text.empty() ? std::string("none") : text;
+  };
+  if (run.nemesis_steps > 0) {
+    fmt::print("nemesis: faults on nodes: {}; on etcd members: {}\n", faults(run.faults_on_nodes),
+               faults(run.faults_on_etcd));
+  }
+  for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
   // As simple mode says it (tests read the line): a machine that did not
   // run the clients for this long did not run the nodes either.
   fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late; the slowest nemesis step took {:.1f} ms\n",

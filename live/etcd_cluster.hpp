@@ -35,6 +35,7 @@ class EtcdCluster {
   std::string peer_endpoint(int member) const;
 
   bool running(int member);
+  std::optional<pid_t> pid(int member) const;
   void kill(int member);  // SIGKILL: no chance to clean up
   void stop(int member);  // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int member);   // SIGSTOP

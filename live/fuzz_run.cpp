@@ -88,6 +88,7 @@ void print_run(const FuzzRun& run, std::int64_t tolerance_ms) {
              "waited as long, and --tolerance-ms {} must cover that\n",
              static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.tester_stall_at_us) / 1000.0,
              tolerance_ms);
+  for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
 }
 
 }  // namespace

@@ -143,6 +143,12 @@ client::NodeAddress LockCluster::address(int node) const {
   return {"127.0.0.1", nodes_[static_cast<std::size_t>(node)].port};
 }
 
+std::optional<pid_t> LockCluster::pid(int node) const {
+  const auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (!process) return std::nullopt;
+  return process->pid();
+}
+
 bool LockCluster::running(int node) {
   auto& process = nodes_[static_cast<std::size_t>(node)].process;
   return process && process->running();

@@ -66,6 +66,8 @@ class LockCluster {
   const std::string& prefix() const { return prefix_; }
 
   bool running(int node);
+  // The node's process (what its command exec'd), if it runs.
+  std::optional<pid_t> pid(int node) const;
   void kill(int node);    // SIGKILL
   void stop(int node);    // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int node);   // SIGSTOP

@@ -34,7 +34,8 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--nemesis", cluster.nemesis,
                      "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                      "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
-                     "once); one per period, drawn from --seed, on a node drawn from it or on the leader of the moment");
+                     "once), or all of them (all); one per period, drawn from --seed, on a node drawn from it or on\n"
+                     "the leader of the moment");
   command.add_option("--nemesis-every-s", cluster.nemesis_every_s, "the nemesis's period")
       ->check(decimal(0.5, 86'400))
       ->capture_default_str();
