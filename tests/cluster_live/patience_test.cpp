@@ -19,6 +19,7 @@
 
 #include "live/cluster_workload.hpp"
 #include "live/lock_cluster.hpp"
+#include "tests/live/server_process.hpp"
 #include "model/cluster_client_checker.hpp"
 
 namespace lockstep::live {
@@ -31,10 +32,7 @@ using std::chrono::milliseconds;
 constexpr int trials = 20;
 constexpr int clients_count = 4;
 
-std::string lockstep_binary() {
-  const char* path = std::getenv("LOCKSTEP_BINARY");
-  return path ? path : "lockstep";
-}
+using testing::lockstep_binary;
 
 // Clients that each acquire their own key (try-lock) and release it, over
 // and over, one request at a time.

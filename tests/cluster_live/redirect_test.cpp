@@ -30,6 +30,7 @@
 #include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
 #include "live/lock_cluster.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep::live {
 namespace {
@@ -37,10 +38,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::string lockstep_binary() {
-  const char* path = std::getenv("LOCKSTEP_BINARY");
-  return path ? path : "lockstep";
-}
+using testing::lockstep_binary;
 
 // With the etcd timeout given (the nodes' default, 5 s, otherwise).
 std::unique_ptr<LockCluster> start_cluster(bool member_per_node, std::string extra = "--etcd-timeout-ms 1000") {

@@ -28,6 +28,7 @@
 #include "client/line_socket.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep {
 namespace {
@@ -35,37 +36,15 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::string lockstep_binary() {
-  const char* path = std::getenv("LOCKSTEP_BINARY");
-  return path ? path : "lockstep";
-}
+using testing::lockstep_binary;
+using Run = testing::CommandRun;
 
-struct Run {
-  int code = -1;
-  std::string output;
-  double seconds = 0;
-};
-
-// Runs `lockstep ARGS` to its end (killed after 30 s: a hang fails).
-Run lockstep(const std::string& args) {
-  const auto started = Clock::now();
-  const auto command = "timeout -s KILL 30 " + lockstep_binary() + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Run run;
-  char buffer[4096];
-  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  return run;
-}
-
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+Run lockstep(const std::string& args) { return testing::run_lockstep(args); }
 
 // A refusal: exit 2, one line, saying `needle`.
 void expect_refused(const Run& run, const std::string& needle) {
   EXPECT_EQ(run.code, 2) << run.output;
-  EXPECT_EQ(lines(run.output), 1u) << run.output;
+  EXPECT_EQ(testing::count_lines(run.output), 1u) << run.output;
   EXPECT_NE(run.output.find(needle), std::string::npos) << "not said: " << needle << "\n" << run.output;
 }
 
@@ -100,6 +79,13 @@ class ClusterMembership : public ::testing::Test {
   std::optional<live::ServerProcess> start_node(const std::string& id, std::uint16_t port, const std::string& more = "") {
     return live::ServerProcess::start("exec " + lockstep_binary() + " " + node_options(id, port, more),
                                       fmt::format("/tmp/lockstep-membership-{}-{}-{}.log", getpid(), id, port));
+  }
+  // A cluster of n1 alone, at `port`, and n1 started: it must lead.
+  std::optional<live::ServerProcess> lone_leader(std::uint16_t port) {
+    EXPECT_EQ(lockstep(cluster("init", fmt::format("--members n1=127.0.0.1:{}", port))).code, 0);
+    auto node = start_node("n1", port);
+    EXPECT_TRUE(node && leads(port)) << (node ? node->log_tail() : "not started");
+    return node;
   }
   // Whether the node at `port` answers as leader within `patience`.
   static bool leads(std::uint16_t port, std::chrono::milliseconds patience = 20s) {
@@ -180,10 +166,8 @@ TEST_F(ClusterMembership, InitOnAnEmptyPrefixCreatesTheCluster) {
 
 TEST_F(ClusterMembership, ASecondProcessWithARunningNodesIdIsRefusedAndDeposesNothing) {
   const auto port = free_port();
-  ASSERT_EQ(lockstep(cluster("init", fmt::format("--members n1=127.0.0.1:{}", port))).code, 0);
-  auto first = start_node("n1", port);
+  auto first = lone_leader(port);
   ASSERT_TRUE(first);
-  ASSERT_TRUE(leads(port)) << first->log_tail();
   // The same id from another process (on another port, as a copied command
   // line would have it): refused once the claim outlived its TTL (2 s).
   const auto second = lockstep(node_options("n1", port, "", 0));
@@ -204,10 +188,8 @@ TEST_F(ClusterMembership, ASecondProcessWithARunningNodesIdIsRefusedAndDeposesNo
 
 TEST_F(ClusterMembership, APausedNodeClaimsItsIdAgainUnlessAnotherTookIt) {
   const auto port = free_port();
-  ASSERT_EQ(lockstep(cluster("init", fmt::format("--members n1=127.0.0.1:{}", port))).code, 0);
-  auto node = start_node("n1", port);
+  auto node = lone_leader(port);
   ASSERT_TRUE(node);
-  ASSERT_TRUE(leads(port)) << node->log_tail();
   // Paused past its claim's TTL, with no one else: it goes on.
   node->send_signal(SIGSTOP);
   std::this_thread::sleep_for(4s);
