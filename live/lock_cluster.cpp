@@ -209,21 +209,27 @@ int LockCluster::leader(std::chrono::milliseconds patience) {
 std::optional<LockCluster::Status> LockCluster::status(int index, std::chrono::milliseconds patience) {
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (!node.process || !node.process->running()) return std::nullopt;
-  const auto count_lines = [&] {
-    const auto text = read_file(node.log_path);
+  // Complete status lines in one reading of the log (counted and read from
+  // the same text: the node may be writing meanwhile).
+  const auto count_lines = [](const std::string& text) {
     std::size_t count = 0;
     for (std::size_t at = text.find("status node="); at != std::string::npos; at = text.find("status node=", at + 1)) {
-      ++count;
+      if (text.find('\n', at) != std::string::npos) ++count;
     }
     return count;
   };
-  const auto before = count_lines();
+  const auto before = count_lines(read_file(node.log_path));
   node.process->send_signal(SIGUSR1);
   const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
     const auto text = read_file(node.log_path);
-    if (count_lines() > before) {
-      const auto at = text.rfind("status node=");
+    if (count_lines(text) > before) {
+      // The last complete one.
+      std::size_t at = 0;
+      for (auto found = text.find("status node="); found != std::string::npos;
+           found = text.find("status node=", found + 1)) {
+        if (text.find('\n', found) != std::string::npos) at = found;
+      }
       const auto line = text.substr(at, text.find('\n', at) - at);
       Status status;
       status.line = line;
