@@ -87,10 +87,10 @@ void find_own_answers(ConnectionRecord& conn) {
 // pairing) takes one when there are more `E`s left than malformed lines.
 // A well-formed request with an answer of its class takes the next `E` all
 // the same when that `E` came before any later line was sent and before an
-// answer of its class: it can answer no other. (A client may send a request again on the connection
-// that answered it `E not-leader`, docs/protocol.md, "Cluster nodes on the
-// wire": the `E` answers the first sending, the answer of its class the
-// second.)
+// answer of its class: it can answer no other. (A client may send a request
+// again on the connection that answered it `E not-leader`, docs/protocol.md,
+// "Cluster nodes on the wire": the `E` answers the first sending, the
+// answer of its class the second.)
 void assign_errors(ConnectionRecord& conn) {
   std::vector<std::size_t> errors;
   for (std::size_t i = 0; i < conn.received.size(); ++i) {
