@@ -49,7 +49,7 @@ ClusterClient::ClusterClient(Options options) : options_(std::move(options)) {
   if (!is_valid_name(options_.client_id)) {
     throw std::invalid_argument("the client id must be 1 to 250 printable bytes without space");
   }
-  if (options_.attempts_max == 0) throw std::invalid_argument("attempts_max must be positive");
+  if (options_.patience.count() < 0) throw std::invalid_argument("patience must not be negative");
   // Clients spread over the nodes from the start, by their id.
   std::size_t hash = 0;
   for (const char c : options_.client_id) hash = hash * 31 + static_cast<unsigned char>(c);
@@ -138,8 +138,7 @@ void ClusterClient::advance(Clock::time_point now) {
   if (queue_.empty() || on_wire_ || now < resume_at_) return;
   if (fd_ < 0) {
     if (!connect_to(options_.nodes[node_])) {
-      // Counts as an attempt: a cluster with no reachable node must not
-      // keep a request forever.
+      // Counts as an attempt, and its time as the request's.
       auto& head = queue_.front();
       ++head.attempts;
       ++stats_.attempts;
@@ -178,19 +177,23 @@ void ClusterClient::advance(Clock::time_point now) {
 void ClusterClient::retry(Clock::time_point now, std::optional<NodeAddress> hint) {
   on_wire_ = false;
   auto& head = queue_.front();
-  if (head.attempts >= options_.attempts_max) {
+  const auto wait = milliseconds{head.acquire ? head.wait_ms : 0};
+  if (now >= head.first_sent + wait + options_.patience) {
     finish(Result::Kind::indeterminate, Response::error("no answer"), now);
     return;
   }
-  // Where next: the leader named, else the next node in the list.
+  // Where next: the leader named, else the next node in the list. A
+  // redirect that names the node it came from is read as a bare
+  // `E not-leader` (docs/protocol.md, "Cluster nodes on the wire"): that
+  // node does not lead, whatever it names.
   std::optional<std::size_t> named;
   if (hint) {
     for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
-      if (options_.nodes[i] == *hint) named = i;
+      if (options_.nodes[i] == *hint && i != node_) named = i;
     }
   }
   const std::size_t next = named ? *named : (node_ + 1) % options_.nodes.size();
-  const bool to_named_leader = named && *named != node_;
+  const bool to_named_leader = named.has_value();
   if (next != node_) {
     disconnect();
     node_ = next;

@@ -5,8 +5,8 @@
 // leader is named), and when a connection is lost or an answer does not come
 // in time it reconnects to the next node and sends the same request again,
 // with the same session, so the cluster applies it at most once. A request
-// that is still unanswered after `attempts_max` attempts is reported
-// indeterminate: it may have taken effect, or not.
+// that is still unanswered `patience` after its first attempt (beyond its
+// wait) is reported indeterminate: it may have taken effect, or not.
 //
 // One request is on the wire at a time: the next waits for the answer to the
 // one before it (a lock client waits for its lock anyway). So every line that
@@ -62,8 +62,15 @@ class ClusterClient {
     // Between attempts: doubling from min to max.
     std::chrono::milliseconds backoff_min{10};
     std::chrono::milliseconds backoff_max{500};
-    std::uint32_t attempts_max = 30;
-    WireObserver on_wire;  // optional
+    // How long a request is tried, counted from its first attempt, beyond
+    // its wait_ms, before it is reported indeterminate; an attempt on the
+    // wire then still runs to its answer_timeout. A failover takes the
+    // leader TTL (`serve --cluster --leader-ttl-s`, 5 s by default), a
+    // campaign (up to 1 s) and the new leader's catching up: 4 to 4.5 s
+    // after a SIGKILL of the leader on an idle machine. 30 s outlasts that
+    // several times over, on a loaded machine and across two failovers.
+    std::chrono::milliseconds patience{30'000};
+    WireObserver on_wire = {};  // optional
   };
 
   struct Result {

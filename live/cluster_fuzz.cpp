@@ -73,9 +73,23 @@ class Recorder {
   std::uint32_t next_conn_ = 1;
 };
 
+std::string process_name(const NemesisStep& step) {
+  return step.etcd ? fmt::format("etcd{}", step.index + 1) : fmt::format("n{}", step.index + 1);
+}
+
+std::optional<pid_t> process_of(LockCluster& cluster, const NemesisStep& step) {
+  if (!step.etcd) return cluster.pid(step.index);
+  return cluster.has_etcd() ? cluster.etcd().pid(step.index) : std::nullopt;
+}
+
 // Carries out one nemesis step on what was started: a node, or an etcd
 // member, each of which can be killed, started, paused, resumed and stopped.
-void apply(LockCluster& cluster, const NemesisStep& step) {
+// The resource watch reads a process before it goes and learns of the one
+// that replaces it.
+void apply(LockCluster& cluster, const NemesisStep& step, ResourceWatch& watch) {
+  const bool ends = step.kind == NemesisStep::Kind::kill || step.kind == NemesisStep::Kind::restart;
+  const bool begins = step.kind == NemesisStep::Kind::start || step.kind == NemesisStep::Kind::restart;
+  if (const auto pid = process_of(cluster, step); ends && pid) watch.stopping(*pid);
   const auto act = [&step](auto& processes) {
     switch (step.kind) {
       case NemesisStep::Kind::kill: processes.kill(step.index); break;
@@ -92,6 +106,28 @@ void apply(LockCluster& cluster, const NemesisStep& step) {
     act(cluster);
   } else if (cluster.has_etcd()) {
     act(cluster.etcd());
+  }
+  if (const auto pid = process_of(cluster, step); begins && pid) watch.started(process_name(step), *pid);
+}
+
+// The processes the cluster started, watched from the start.
+void watch_all(LockCluster& cluster, ResourceWatch& watch) {
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (const auto pid = cluster.pid(i)) watch.started(fmt::format("n{}", i + 1), *pid);
+  }
+  for (int i = 0; cluster.has_etcd() && i < cluster.etcd().size(); ++i) {
+    if (const auto pid = cluster.etcd().pid(i)) watch.started(fmt::format("etcd{}", i + 1), *pid);
+  }
+}
+
+// Their last readings, before the cluster is stopped.
+void read_all_last(LockCluster& cluster, ResourceWatch& watch) {
+  watch.sample(true);
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (const auto pid = cluster.pid(i)) watch.stopping(*pid);
+  }
+  for (int i = 0; cluster.has_etcd() && i < cluster.etcd().size(); ++i) {
+    if (const auto pid = cluster.etcd().pid(i)) watch.stopping(*pid);
   }
 }
 
@@ -129,6 +165,8 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     }
   }
 
+  ResourceWatch watch(std::chrono::seconds(static_cast<std::int64_t>(options.duration_s)));
+  if (cluster) watch_all(*cluster, watch);
   Recorder recorder(run.history);
   ClusterWorkloadOptions workload_options;
   workload_options.clients = static_cast<int>(options.clients);
@@ -168,23 +206,37 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     done[i] = step;
     // Recorded before it is done: the fault may act from this instant on.
     recorder.nemesis(step.what() + (step.leader ? " (the leader)" : ""));
+    if (step.heals < 0) {
+      const auto what = step.what();
+      ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[what.substr(0, what.find(' '))];
+    }
     const auto began = recorder.now_us();
-    apply(*cluster, step);
+    apply(*cluster, step, watch);
     run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
     ++run.nemesis_steps;
   };
   while (recorder.now_us() < end_us) {
     const auto until_us = next_step < plan.size() ? std::min(plan[next_step].at_us, end_us) : end_us;
-    const auto left_us = until_us - recorder.now_us();
+    // In slices of a second at most, between which the watch reads the
+    // processes.
+    const auto left_us = std::min<std::int64_t>(until_us - recorder.now_us(), 1'000'000);
     if (left_us > 0) workload.run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
+    watch.sample();
     while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) carry_out(next_step++);
   }
   // Every fault the plan opened is healed by the run's end (nemesis_plan);
   // the clients finish what they asked, then the connections close.
   while (next_step < plan.size()) carry_out(next_step++);
-  const auto patience = milliseconds{options.wait_max_ms + 30'000};
+  // A request may be tried for its client's patience after its wait, and
+  // an attempt on the wire then still runs to its answer timeout.
+  const auto patience = milliseconds{options.wait_max_ms} + workload_options.patience +
+                        workload_options.answer_timeout + milliseconds{5'000};
   if (!workload.drain(patience)) run.error = fmt::format("requests still pending {} ms after the run", patience.count());
   recorder.close_all();
+  if (cluster) read_all_last(*cluster, watch);
+  watch.sample(true);
+  run.processes = watch.processes();
+  run.tester = watch.tester();
   run.clients = workload.stats();
   run.unexpected_lines = workload.unexpected().size();
   run.tester_stall_us = workload.stall_us();

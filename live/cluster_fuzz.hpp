@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "client/cluster_client.hpp"
 #include "impl/limits.hpp"
 #include "live/nemesis.hpp"
+#include "live/resource_watch.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::live {
@@ -52,6 +54,13 @@ struct ClusterFuzzRun {
   std::int64_t tester_stall_us = 0;    // the longest the clients ran late
   std::int64_t nemesis_slowest_us = 0;  // the longest one nemesis step took (a restart waits for its port)
   std::vector<std::string> node_commands;  // what the started nodes run
+  // Faults the nemesis opened, by name (`kill`, `pause` ...), on nodes and
+  // on etcd members.
+  std::map<std::string, std::uint64_t> faults_on_nodes, faults_on_etcd;
+  // What the processes cost (live/resource_watch.hpp): the nodes and etcd
+  // members started, and the fuzzer.
+  std::vector<ProcessFigures> processes;
+  ProcessFigures tester;
 };
 
 ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options);

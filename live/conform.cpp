@@ -48,7 +48,7 @@ int run_conform(const ConformOptions& options) {
   const auto bug = bug_from_name(options.bug);  // a catalogue name: checked when parsed
   const auto files = expand(options.paths);
   if (files.empty()) {
-    fmt::print(stderr, "conform: no vector files found\n");
+    fmt::print(stderr, "lockstep conform: no vector files found\n");
     return 2;
   }
   const bool live = !options.exec.empty() || !options.exec_cluster.empty();
@@ -64,7 +64,7 @@ int run_conform(const ConformOptions& options) {
     std::string error;
     etcd = EtcdCluster::start(1, error);
     if (!etcd) {
-      fmt::print(stderr, "conform: cannot start etcd for the cluster vectors: {}\n", error);
+      fmt::print(stderr, "lockstep conform: cannot start etcd for the cluster vectors: {}\n", error);
       return 2;
     }
     live_options.etcd_endpoints = etcd->endpoints();
@@ -95,7 +95,7 @@ int run_conform(const ConformOptions& options) {
     std::ofstream out(options.junit_path);
     out << conform_junit(results, live ? live_against : options.against, live ? "none" : options.bug);
     if (!out) {
-      fmt::print(stderr, "conform: cannot write {}\n", options.junit_path);
+      fmt::print(stderr, "lockstep conform: cannot write {}\n", options.junit_path);
       return 2;
     }
     fmt::print("junit: {}\n", options.junit_path);

@@ -78,11 +78,18 @@ class Fuzzer {
       keep_connections();
       act();
       pump(next_wakeup_us());
+      watch_.sample();
     }
     drain();
     for (auto& conn : conns_) close_connection(*conn, history::EventKind::close);
     conns_.clear();
-    if (server_) server_->stop();
+    watch_.sample(true);
+    if (server_) {
+      watch_.stopping(server_->pid());
+      server_->stop();
+    }
+    run_.processes = watch_.processes();
+    run_.tester = watch_.tester();
     return std::move(run_);
   }
 
@@ -123,6 +130,7 @@ class Fuzzer {
       run_.error = "cannot start: " + command;
       return false;
     }
+    watch_.started("server", server_->pid());
     // Ready when it accepts a connection.
     auto probe = client::LineSocket::connect(options_.host, port_, std::chrono::seconds(10));
     if (!probe) {
@@ -138,6 +146,7 @@ class Fuzzer {
     // with the `down` (the target stopped, what it had not read it never
     // handled), not with an `eof` of their own.
     pump(now_us());
+    watch_.stopping(server_->pid());
     server_->stop();
     stopping_ = true;
     const auto until = now_us() + 200'000;
@@ -514,6 +523,7 @@ class Fuzzer {
   std::uint16_t port_ = 0;
   std::string state_file_, log_path_;
   std::optional<ServerProcess> server_;
+  ResourceWatch watch_{std::chrono::seconds(static_cast<std::int64_t>(options_.duration_s))};
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Held> stale_;
   std::uint32_t next_conn_id_ = 1;

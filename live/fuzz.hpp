@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "impl/limits.hpp"
+#include "live/resource_watch.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::live {
@@ -64,6 +66,11 @@ struct FuzzRun {
   // machine may have waited as long, and then answers late by as much
   // however correct it is; --tolerance-ms must cover it.
   std::int64_t tester_stall_us = 0, tester_stall_at_us = 0;
+  // What the target (`server`, each restart a run of it) and the fuzzer
+  // cost (live/resource_watch.hpp); none for a --target the fuzzer did not
+  // start.
+  std::vector<ProcessFigures> processes;
+  ProcessFigures tester;
 };
 
 FuzzRun run_fuzz(const FuzzOptions& options);

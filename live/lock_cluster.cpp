@@ -87,23 +87,36 @@ LockCluster::~LockCluster() {
   folder_.reset();  // after every process that wrote into it
 }
 
+int LockCluster::etcd_member_of(int node) const {
+  return options_.etcd_member_per_node && etcd_ ? node % etcd_->size() : 0;
+}
+
 std::string LockCluster::command(int index) const {
   const auto& node = nodes_[static_cast<std::size_t>(index)];
-  const std::string endpoints = etcd_ ? etcd_->endpoints() : std::string();
+  std::string endpoints;
+  for (int i = 0; etcd_ && i < etcd_->size(); ++i) {
+    endpoints += (i == 0 ? "" : ",") + etcd_->endpoint((etcd_member_of(index) + i) % etcd_->size());
+  }
+  std::string peers, members;
+  for (const auto& other : nodes_) {
+    peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
+    members += fmt::format("{}{}=127.0.0.1:{}", members.empty() ? "" : ",", other.id, other.port);
+  }
   if (options_.node_command.empty()) {
+    // Every node creates the cluster if it is not there yet, with all of
+    // them as its members: the first one to start writes it.
     return fmt::format(
-        "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
-        "--leader-ttl-s {} --inject-bug {} {}",
-        options_.lockstep_binary, endpoints, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
+        "exec {} serve --cluster --etcd {} --init --members {} --node-id {} --advertise 127.0.0.1:{} --port {} "
+        "--prefix {} --leader-ttl-s {} --inject-bug {} {}",
+        options_.lockstep_binary, endpoints, members, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
         options_.bug, options_.extra_options);
   }
   auto values = template_values(node.port, options_.limits);
   values["node"] = node.id;
   values["etcd"] = endpoints;
   values["prefix"] = prefix_;
-  std::string peers;
-  for (const auto& other : nodes_) peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
   values["peers"] = peers;
+  values["members"] = members;
   return fill_template(options_.node_command, values);
 }
 
@@ -128,6 +141,12 @@ std::vector<client::NodeAddress> LockCluster::addresses() const {
 
 client::NodeAddress LockCluster::address(int node) const {
   return {"127.0.0.1", nodes_[static_cast<std::size_t>(node)].port};
+}
+
+std::optional<pid_t> LockCluster::pid(int node) const {
+  const auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (!process) return std::nullopt;
+  return process->pid();
 }
 
 bool LockCluster::running(int node) {
@@ -190,21 +209,27 @@ int LockCluster::leader(std::chrono::milliseconds patience) {
 std::optional<LockCluster::Status> LockCluster::status(int index, std::chrono::milliseconds patience) {
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (!node.process || !node.process->running()) return std::nullopt;
-  const auto count_lines = [&] {
-    const auto text = read_file(node.log_path);
+  // Complete status lines in one reading of the log (counted and read from
+  // the same text: the node may be writing meanwhile).
+  const auto count_lines = [](const std::string& text) {
     std::size_t count = 0;
     for (std::size_t at = text.find("status node="); at != std::string::npos; at = text.find("status node=", at + 1)) {
-      ++count;
+      if (text.find('\n', at) != std::string::npos) ++count;
     }
     return count;
   };
-  const auto before = count_lines();
+  const auto before = count_lines(read_file(node.log_path));
   node.process->send_signal(SIGUSR1);
   const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
     const auto text = read_file(node.log_path);
-    if (count_lines() > before) {
-      const auto at = text.rfind("status node=");
+    if (count_lines(text) > before) {
+      // The last complete one.
+      std::size_t at = 0;
+      for (auto found = text.find("status node="); found != std::string::npos;
+           found = text.find("status node=", found + 1)) {
+        if (text.find('\n', found) != std::string::npos) at = found;
+      }
       const auto line = text.substr(at, text.find('\n', at) - at);
       Status status;
       status.line = line;

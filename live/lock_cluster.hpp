@@ -29,15 +29,21 @@ class LockCluster {
     int etcd_members = 3;
     std::int64_t leader_ttl_s = 2;
     std::string bug = "none";
+    // Node i lists etcd member i (modulo their number) first, and its etcd
+    // client talks to that member while it answers: a test cuts one node
+    // off from etcd by pausing its member. Otherwise every node lists the
+    // members in one order.
+    bool etcd_member_per_node = false;
     // More `serve` options for every node (limits, --snapshot-every ...).
     std::string extra_options;
     // Instead of `lockstep serve --cluster`: a shell command template per
     // node, with `{node}` (n1, n2 ...), `{port}`, `{etcd}` (the members'
     // client addresses, comma-separated; empty without members),
     // `{prefix}` (etcd keys of its own for this cluster), `{peers}` (every
-    // node's 127.0.0.1:port, comma-separated) and the limits of
-    // docs/protocol.md (`{max_keys}` ...) filled in. 0 etcd members are
-    // then allowed: a service that needs none.
+    // node's 127.0.0.1:port, comma-separated), `{members}` (every node as
+    // `n1=127.0.0.1:port`, comma-separated, for `serve --cluster --init
+    // --members`) and the limits of docs/protocol.md (`{max_keys}` ...)
+    // filled in. 0 etcd members are then allowed: a service that needs none.
     std::string node_command;
     Limits limits;  // what the template's limits are filled with
   };
@@ -50,6 +56,8 @@ class LockCluster {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   EtcdCluster& etcd() { return *etcd_; }
+  // The etcd member node `node` talks to (with etcd_member_per_node), else 0.
+  int etcd_member_of(int node) const;
   bool has_etcd() const { return etcd_ != nullptr; }
   // The command node `node` runs (the template filled in).
   std::string command(int node) const;
@@ -58,6 +66,8 @@ class LockCluster {
   const std::string& prefix() const { return prefix_; }
 
   bool running(int node);
+  // The node's process (what its command exec'd), if it runs.
+  std::optional<pid_t> pid(int node) const;
   void kill(int node);    // SIGKILL
   void stop(int node);    // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int node);   // SIGSTOP

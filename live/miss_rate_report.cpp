@@ -37,7 +37,7 @@ int run_miss_rate(const MissRateRequest& command) {
     for (const auto& name : command.bugs) {
       const auto found = std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; });
       if (found == all.end()) {
-        fmt::print(stderr, "miss-rate: --bug {} is not a bug of --mode {}\n", name, command.mode);
+        fmt::print(stderr, "lockstep miss-rate: --bug {} is not a bug of --mode {}\n", name, command.mode);
         return 2;
       }
       options.bugs.push_back(*found);

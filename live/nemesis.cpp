@@ -19,18 +19,26 @@ const char* nemesis_fault_name(NemesisFault fault) {
   return "?";
 }
 
+const std::vector<NemesisFault>& nemesis_faults_known() {
+  static const std::vector<NemesisFault> known{NemesisFault::kill, NemesisFault::pause, NemesisFault::restart};
+  return known;
+}
+
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error) {
+  if (text == "all") return nemesis_faults_known();
   std::vector<NemesisFault> faults;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const auto end = std::min(text.find(',', begin), text.size());
     const auto word = text.substr(begin, end - begin);
     std::optional<NemesisFault> fault;
-    for (const auto candidate : {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart}) {
+    std::string names;
+    for (const auto candidate : nemesis_faults_known()) {
       if (word == nemesis_fault_name(candidate)) fault = candidate;
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", nemesis_fault_name(candidate));
     }
     if (!fault) {
-      error = fmt::format("'{}' is not a fault: kill, pause or restart, comma-separated", word);
+      error = fmt::format("'{}' is not a fault: {} (comma-separated), or all", word, names);
       return std::nullopt;
     }
     if (std::find(faults.begin(), faults.end(), *fault) != faults.end()) {

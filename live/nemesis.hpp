@@ -26,8 +26,13 @@ namespace lockstep::live {
 
 enum class NemesisFault { kill, pause, restart };
 
-// "kill,pause,restart" (any non-empty subset, each once); nothing and
-// `error` set otherwise.
+// Every fault the nemesis knows, by name, in the order `all` lists them: a
+// new kind of fault is added here (with its steps in nemesis_plan and the
+// driver's apply), and `--nemesis all`, which the soak runs, includes it.
+const std::vector<NemesisFault>& nemesis_faults_known();
+
+// "kill,pause,restart" (any non-empty subset, each once), or "all" (every
+// fault known); nothing and `error` set otherwise.
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error);
 const char* nemesis_fault_name(NemesisFault fault);
 

@@ -48,14 +48,14 @@ int run_sim(SimRequest o) {
   if (o.validate_trace) {
     const auto lookup = tlc::find_tla2tools_jar();
     if (!lookup.jar) {
-      fmt::print(stderr, "sim: --validate-trace needs TLC: {}\n", lookup.problem);
+      fmt::print(stderr, "lockstep sim: --validate-trace needs TLC: {}\n", lookup.problem);
       return 2;
     }
     jar = *lookup.jar;
     if (trace.empty()) {
       auto made = live::TemporaryFolder::create("lockstep-trace");
       if (!made) {
-        fmt::print(stderr, "sim: --validate-trace: cannot create a temporary directory for the trace\n");
+        fmt::print(stderr, "lockstep sim: --validate-trace: cannot create a temporary directory for the trace\n");
         return 2;
       }
       trace_dir.emplace(std::move(*made));
@@ -74,7 +74,7 @@ int run_sim(SimRequest o) {
   try {
     verdict = tlc::validate_run_trace(trace, jar, outcome.violations, outcome.last_seed_first_violation_ms);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "sim: --validate-trace: {}\n", e.what());
+    fmt::print(stderr, "lockstep sim: --validate-trace: {}\n", e.what());
   }
   // 2 when the trace could not be checked; otherwise 1 on either verdict.
   if (verdict == tlc::TraceVerdict::Kind::error) return 2;

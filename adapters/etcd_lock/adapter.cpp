@@ -503,8 +503,8 @@ std::optional<std::string> validate(const AdapterConfig& config) {
   if (auto error = lockstep::validate(config.limits)) return error;
   std::string error;
   if (config.etcd_endpoints.empty()) return "--etcd is required: the endpoints of etcd, host:port[,host:port...]";
-  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return error;
-  if (!etcd::valid_prefix(config.prefix, error)) return error;
+  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return "--etcd: " + error;
+  if (!etcd::valid_prefix(config.prefix, error)) return "--prefix: " + error;
   in_addr address{};
   if (inet_pton(AF_INET, config.host.c_str(), &address) != 1) {
     return fmt::format("--host '{}' is not an IPv4 address", config.host);

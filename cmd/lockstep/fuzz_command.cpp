@@ -23,7 +23,8 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--exec-node", cluster.node_command,
                      "--mode cluster: start each node with this shell command: {node} (n1, n2 ...), {port}, {etcd}\n"
                      "(the members --etcd-members started), {prefix} (etcd keys of this run's own), {peers} (every\n"
-                     "node's 127.0.0.1:port) and the limits ({max_keys} ...) are filled in");
+                     "node's 127.0.0.1:port), {members} (every node as n1=127.0.0.1:port, for serve --cluster --init\n"
+                     "--members) and the limits ({max_keys} ...) are filled in");
   command.add_option("--nodes", cluster.nodes, "--mode cluster: nodes to start with --exec-node")
       ->check(whole(1, 7))
       ->capture_default_str();
@@ -33,7 +34,8 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--nemesis", cluster.nemesis,
                      "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                      "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
-                     "once); one per period, drawn from --seed, on a node drawn from it or on the leader of the moment");
+                     "once), or all of them (all); one per period, drawn from --seed, on a node drawn from it or on\n"
+                     "the leader of the moment");
   command.add_option("--nemesis-every-s", cluster.nemesis_every_s, "the nemesis's period")
       ->check(decimal(0.5, 86'400))
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/etcd_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/cluster/bugs.hpp"
@@ -41,13 +42,24 @@ void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::ve
     return option;
   };
   cluster_option(command.add_option("--etcd", k.etcd_endpoints,
-                                    "etcd endpoints, host:port separated by commas (IPv4, or one host name)"));
-  cluster_option(command.add_option("--node-id", k.node_id, "this node's name, unique in the cluster (1 to 64 bytes)"));
+                                    "etcd's client addresses, host:port separated by commas (IPv4, or one host name)")
+                     ->check(etcd_endpoints()));
+  cluster_option(command.add_option("--node-id", k.node_id,
+                                    "this node's id: a member of the cluster, run by one process at a time")
+                     ->check(node_id()));
   cluster_option(command.add_option("--advertise", k.advertise,
                                     "host:port where clients reach this node; followers redirect to the leader's")
                      ->check(host_and_port()));
-  cluster_option(command.add_option("--prefix", k.prefix, "the etcd key prefix of this cluster's log")
+  cluster_option(command.add_option("--prefix", k.prefix,
+                                    "the etcd key prefix of this cluster (its membership, log, election and snapshots)")
+                     ->check(etcd_prefix())
                      ->capture_default_str());
+  cluster_option(command.add_flag("--init", k.init,
+                                  "create the cluster under --prefix if it holds none (otherwise a prefix without a "
+                                  "cluster is refused; `lockstep cluster init` creates one too)"));
+  cluster_option(command.add_option("--members", k.members,
+                                    "with --init: the cluster's members, ID=HOST:PORT,... (default: this node alone)")
+                     ->check(cluster_members()));
   cluster_option(command.add_option("--leader-ttl-s", k.leader_ttl_s,
                                     "the leader's etcd lease: how soon a dead or paused leader is replaced")
                      ->check(whole_signed(1, 3'600))
@@ -87,7 +99,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       "(exit 0). A configuration it cannot run with is refused at start (exit 2). With --cluster,\n"
       "one node of a cluster on etcd; SIGUSR1 prints a status line with the applied index and\n"
       "the digest of the lock table.");
-  command->add_option("--host", c.host, "IPv4 address to listen on")->check(CLI::ValidIPV4)->capture_default_str();
+  command->add_option("--host", c.host, "IPv4 address to listen on")->check(ipv4_address())->capture_default_str();
   command->add_option("--port", c.port, "TCP port (0: any free port, printed at start)")
       ->check(whole(0, 65535))
       ->capture_default_str();

@@ -97,12 +97,12 @@ TimeMs Server::now() const {
 
 bool Server::start() {
   if (auto error = validate(config_.limits)) {
-    fmt::print(stderr, "serve: {}\n", *error);
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return false;
   }
   const auto first = tokens_.open(config_.state_file);
   if (!first) {
-    fmt::print(stderr, "serve: {}\n", tokens_.error());
+    fmt::print(stderr, "lockstep serve: {}\n", tokens_.error());
     return false;
   }
   engine_ = std::make_unique<Engine>(Engine::Config{config_.limits, *first, std::uint64_t{1} << 20, config_.bug});
@@ -123,12 +123,12 @@ bool Server::start() {
   address.sin_family = AF_INET;
   address.sin_port = htons(config_.port);
   if (inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr) != 1) {
-    fmt::print(stderr, "serve: '{}' is not an IPv4 address\n", config_.host);
+    fmt::print(stderr, "lockstep serve: '{}' is not an IPv4 address\n", config_.host);
     return false;
   }
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
     return false;
   }
   socklen_t length = sizeof address;
@@ -168,7 +168,7 @@ int Server::run() {
     const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now());
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
-      fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
+      fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;
     }
     if (!config_.test_clock) {
@@ -287,7 +287,7 @@ void Server::dispatch() {
   // A mark that cannot be persisted stops the server before anything of this
   // call is sent: a token the disk does not cover must never reach a client.
   if (!tokens_.persist(engine_->token_mark())) {
-    fmt::print(stderr, "serve: cannot persist the token mark, stopping: {}\n", tokens_.error());
+    fmt::print(stderr, "lockstep serve: cannot persist the token mark, stopping: {}\n", tokens_.error());
     failed_ = true;
     out_.clear();
     return;

@@ -85,6 +85,12 @@ void find_own_answers(ConnectionRecord& conn) {
 // answer: walking its lines in order, a malformed line takes the next `E`,
 // and a well-formed request with no answer of its class (bound_requests'
 // pairing) takes one when there are more `E`s left than malformed lines.
+// A well-formed request with an answer of its class takes the next `E` all
+// the same when that `E` came before any later line was sent and before an
+// answer of its class: it can answer no other. (A client may send a request
+// again on the connection that answered it `E not-leader`, docs/protocol.md,
+// "Cluster nodes on the wire": the `E` answers the first sending, the
+// answer of its class the second.)
 void assign_errors(ConnectionRecord& conn) {
   std::vector<std::size_t> errors;
   for (std::size_t i = 0; i < conn.received.size(); ++i) {
@@ -99,20 +105,28 @@ void assign_errors(ConnectionRecord& conn) {
   std::size_t malformed_left = 0;
   for (const auto& sent : conn.sent) malformed_left += sent.malformed ? 1 : 0;
   std::size_t next = 0;
-  for (auto& sent : conn.sent) {
+  for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    auto& sent = conn.sent[i];
     if (next >= errors.size()) break;
     if (sent.malformed) {
       --malformed_left;
       ++next;
       continue;
     }
-    auto& answered = answers[request_class(sent)];
-    if (answered > 0) {
+    auto& error = conn.received[errors[next]];
+    const auto name = request_class(sent);
+    const bool answered_first = std::any_of(conn.received.begin(), conn.received.end(), [&](const ReceivedLine& r) {
+      return r.parsed && r.response.kind != ResponseKind::error && r.received_us >= sent.sent_us &&
+             r.received_us < error.received_us && response_class(r.response) == name;
+    });
+    const bool only_this = !answered_first && error.received_us >= sent.sent_us &&
+                           (i + 1 == conn.sent.size() || conn.sent[i + 1].sent_us > error.received_us);
+    auto& answered = answers[name];
+    if (answered > 0 && !only_this) {
       --answered;
       continue;
     }
-    auto& error = conn.received[errors[next]];
-    if (errors.size() - next > malformed_left && error.received_us >= sent.sent_us) {
+    if (only_this || (errors.size() - next > malformed_left && error.received_us >= sent.sent_us)) {
       sent.errored = true;
       error.answers_request = true;
       ++next;

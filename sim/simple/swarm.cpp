@@ -70,7 +70,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
   std::ofstream file(path, std::ios::binary);
   write(file);
   if (file) return true;
-  fmt::print(stderr, "sim: cannot write {}\n", path);
+  fmt::print(stderr, "lockstep sim: cannot write {}\n", path);
   return false;
 }
 
@@ -137,7 +137,7 @@ SwarmOutcome run_simple_swarm(const SimpleSwarmOptions& o, const SwarmConfig& co
       trace->finish(end, result.violation_count, result.event_hash);
       trace_file.close();
       if (!trace_file) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.trace);
+        fmt::print(stderr, "lockstep sim: cannot write {}\n", o.trace);
         written = false;
       }
     }

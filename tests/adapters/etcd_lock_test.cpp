@@ -38,6 +38,7 @@
 #include "drivers/etcd/client.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep::etcd_lock {
 namespace {
@@ -400,20 +401,8 @@ TEST_F(EtcdLockAdapter, SigtermStopsItWithExitZeroAndTakesItsWaitersOutOfEtcd) {
   EXPECT_EQ(etcd_keys("k").size(), 1u);  // alice's grant stands until its lease ends
 }
 
-struct Run {
-  int code = -1;
-  std::string output;
-};
-
-Run run_adapter_command(const std::string& options) {
-  const auto command = fmt::format("timeout -s KILL 30 {} {} 2>&1", adapter_binary(), options);
-  FILE* pipe = popen(command.c_str(), "r");
-  Run run;
-  char buffer[4096];
-  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+testing::CommandRun run_adapter_command(const std::string& options) {
+  return testing::run_command(fmt::format("{} {}", adapter_binary(), options));
 }
 
 TEST(EtcdLockAdapterOptions, BadOptionsAreOneLineAndExitTwo) {

@@ -3,11 +3,13 @@
 // seen alone. Checked: a request carries the client's session and its
 // sequence number grows per request, not per attempt; `E not-leader
 // <host>:<port>` sends it to that node at once, `E not-leader` to the next
-// node; a connection lost or an answer that does not come in time sends the
-// same line again (same session) to the next node, so the cluster can apply
-// it at most once; after attempts_max attempts the request is reported
-// indeterminate and the next request goes on; a line that answers no
-// request is kept as unexpected; other `E` answers are answers.
+// node, and so does a redirect that names the node it came from; a
+// connection lost or an answer that does not come in time sends the same
+// line again (same session) to the next node, so the cluster can apply it
+// at most once; a request still unanswered `patience` after its first
+// attempt is reported indeterminate, no sooner, and the next request goes
+// on; a line that answers no request is kept as unexpected; other `E`
+// answers are answers.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -129,7 +131,7 @@ ClusterClient::Options options_for(std::vector<NodeAddress> nodes, std::string i
   options.answer_timeout = 300ms;
   options.backoff_min = 1ms;
   options.backoff_max = 5ms;
-  options.attempts_max = 5;
+  options.patience = 1s;
   return options;
 }
 
@@ -210,6 +212,30 @@ TEST(ClusterClient, NotLeaderWithoutAnAddressTriesTheNextNode) {
   FAIL() << "no id started on the node that knows no leader";
 }
 
+// A node that no longer leads and still names itself (what a paused leader
+// did once resumed) is not asked again on the same connection: the client
+// reads it as `E not-leader` and goes on to the next node.
+TEST(ClusterClient, ARedirectToTheNodeItCameFromTriesTheNextNode) {
+  std::uint16_t self_port = 0;
+  ScriptedNode deposed([&](const std::string&) { return Reply{{"E not-leader 127.0.0.1:" + std::to_string(self_port)}}; });
+  self_port = deposed.address().port;
+  ScriptedNode leader([](const std::string& line) { return grant(line); });
+  for (const std::string id : {"a", "b", "c", "d"}) {
+    ClusterClient client(options_for({deposed.address(), leader.address()}, id));
+    if (client.current_node() != deposed.address()) continue;
+    std::optional<ClusterClient::Result> result;
+    client.acquire("k", "bob", 500, 0, [&](const auto& r) { result = r; });
+    run(client);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->response.kind, ResponseKind::granted);
+    EXPECT_EQ(result->attempts, 2u);
+    EXPECT_EQ(deposed.lines().size(), 1u);
+    EXPECT_EQ(leader.lines().size(), 1u);
+    return;
+  }
+  FAIL() << "no id started on the deposed node";
+}
+
 TEST(ClusterClient, ALostConnectionResendsTheSameLineToTheNextNode) {
   ScriptedNode dies([](const std::string&) { return Reply{{}, true}; });
   ScriptedNode leader([](const std::string& line) { return grant(line); });
@@ -270,7 +296,10 @@ TEST(ClusterClient, UnansweredAfterEveryAttemptIsIndeterminateAndTheNextGoesOn) 
   run(client);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].kind, ClusterClient::Result::Kind::indeterminate);
-  EXPECT_EQ(results[0].attempts, 5u);
+  // Tried for its patience (1 s), however many attempts that took.
+  EXPECT_GE(results[0].finished - results[0].first_sent, 1s);
+  EXPECT_LT(results[0].finished - results[0].first_sent, 3s);
+  EXPECT_GT(results[0].attempts, 2u);
   EXPECT_EQ(results[1].kind, ClusterClient::Result::Kind::answered);
   EXPECT_EQ(results[1].sequence, 2u);
   EXPECT_EQ(client.stats().indeterminate, 1u);

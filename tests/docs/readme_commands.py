@@ -7,7 +7,11 @@ written. This reads README.md and:
 - runs every line of every fenced command block, with this build's lockstep
   for `build/default/lockstep`, a free port for 7878, files written under the
   work folder, fuzzing runs of at most 5 s, and `your-server` (the
-  placeholder for the reader's server) replaced by `lockstep serve`. A line
+  placeholder for the reader's server) replaced by `lockstep serve`. The
+  work folder starts empty, and the system folders a command names
+  (/var/lib/lockstep) are moved into a fresh root in it that holds nothing
+  either, as on a fresh machine: a command that needs a folder the README
+  does not make (with `mkdir -p`, which is run too) fails. A line
   ending in `&` is a server started for the lines after it; a server started
   in the foreground is checked to answer a request and to stop cleanly on
   SIGTERM. Every command must exit 0.
@@ -40,6 +44,9 @@ import time
 LOCKSTEP, SOURCE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 README = os.path.join(SOURCE, "README.md")
 FUZZ_SECONDS_MAX = 5
+# Where the system folders the README names are, for this test: nothing is
+# made in it but what the README's commands make.
+FRESH_ROOT = os.path.join(WORK, "fresh-root")
 failures = []
 ran = 0
 
@@ -108,7 +115,7 @@ def localize(command, port):
     command = command.replace("your-server", "build/default/lockstep serve --quiet")
     command = command.replace("build/default/lockstep", LOCKSTEP)
     command = command.replace("7878", str(port))
-    command = command.replace("/var/lib/lockstep/tokens", os.path.join(WORK, "tokens"))
+    command = command.replace("/var/lib/lockstep", FRESH_ROOT + "/var/lib/lockstep")
     command = re.sub(r"--duration-s (\d+)",
                      lambda m: f"--duration-s {min(int(m.group(1)), FUZZ_SECONDS_MAX)}", command)
     command = re.sub(r"(^|\s)tests/vectors", lambda m: m.group(1) + os.path.join(SOURCE, "tests/vectors"), command)
@@ -173,6 +180,9 @@ def run_block(lines, where_run, labels):
                     for label in re.findall(r"-L (\S+)", part):
                         if label not in labels:
                             fail(f"`{part}`: no test has the label {label}")
+                    continue
+                if part.startswith("mkdir -p "):
+                    subprocess.run(localize(part, port), shell=True, cwd=WORK, check=False)
                     continue
                 if not part.startswith("build/default/lockstep"):
                     fail(f"`{part}`: a command this test does not know how to run; run it here, or put "

@@ -24,35 +24,17 @@
 #include "drivers/etcd/log_format.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string lockstep_binary() {
-  const char* path = std::getenv("LOCKSTEP_BINARY");
-  return path ? path : "lockstep";
-}
+using testing::count_lines;
+using testing::lockstep_binary;
 
-struct Run {
-  int code = -1;
-  std::string output;
-};
-
-// Runs `lockstep serve ...` to its end (killed after 30 s: a hang fails).
-Run serve(const std::string& options) {
-  const auto command = "timeout -s KILL 30 " + lockstep_binary() + " serve " + options + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Run run;
-  char buffer[4096];
-  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+testing::CommandRun serve(const std::string& options) { return testing::run_lockstep("serve " + options); }
 
 TEST(ServeCluster, AnUnreachableEtcdIsOneLineAndExitTwoWithinItsTimeout) {
   const auto port = client::pick_free_port();
@@ -62,8 +44,9 @@ TEST(ServeCluster, AnUnreachableEtcdIsOneLineAndExitTwoWithinItsTimeout) {
                                      "--etcd-timeout-ms 1000",
                                      *port));
   EXPECT_EQ(run.code, 2) << run.output;
-  EXPECT_EQ(lines(run.output), 1u) << run.output;
-  EXPECT_NE(run.output.find("serve: cannot read the log from etcd at 127.0.0.1:"), std::string::npos) << run.output;
+  EXPECT_EQ(count_lines(run.output), 1u) << run.output;
+  EXPECT_NE(run.output.find("lockstep serve: cannot read the cluster from etcd at 127.0.0.1:"), std::string::npos)
+      << run.output;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
@@ -76,12 +59,15 @@ TEST(ServeCluster, BadOptionsAreOneLineAndExitTwo) {
         base + "--inject-bug lifo-handoff", std::string("--cluster --etcd 127.0.0.1:2379 --advertise 127.0.0.1:7001"),
         std::string("--cluster --etcd 127.0.0.1:2379 --node-id n1"), base + "--max-keys 0",
         std::string("--cluster --etcd https://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        std::string("--cluster --etcd http://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        base + "--members n1=127.0.0.1:7001", base + "--init --members n2=127.0.0.1:7002",
+        base + "--host 999.1.1.1",
         std::string("--etcd 127.0.0.1:2379"), std::string("--node-id n1")}) {
     const auto run = serve(options);
     EXPECT_EQ(run.code, 2) << options << "\n" << run.output;
-    EXPECT_EQ(lines(run.output), 1u) << options << "\n" << run.output;
-    // Refused by the parser ("lockstep serve: ...") or at start ("serve: ...").
-    EXPECT_NE(run.output.find("serve: "), std::string::npos) << options << "\n" << run.output;
+    EXPECT_EQ(count_lines(run.output), 1u) << options << "\n" << run.output;
+    // Refused by the parser or at start, with one prefix.
+    EXPECT_TRUE(run.output.starts_with("lockstep serve: ")) << options << "\n" << run.output;
   }
 }
 
@@ -106,7 +92,7 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   const auto port = client::pick_free_port().value();
   const auto log = fmt::format("/tmp/lockstep-serve-cluster-{}.log", port);
   auto node = live::ServerProcess::start(
-      fmt::format("exec {} serve --cluster --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
+      fmt::format("exec {} serve --cluster --init --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
                   lockstep_binary(), etcd->endpoints(), port, port),
       log);
   ASSERT_TRUE(node);

@@ -440,6 +440,29 @@ TEST(ClusterReading, NotLeaderAnswersARequestNeverApplied) {
   EXPECT_EQ(flagged.violations.front().check, "errors");
 }
 
+// A node that has just lost leadership answers `E not-leader`, and the
+// client may send the same request again on that connection (the soak's
+// false alarm: a paused leader, resumed, redirected two releases to itself,
+// whose clients asked it again and were answered `N`). The `E` came before
+// the second sending, so it answers the first; the `N` the second. Sent
+// once and answered both `E` and `N`, one of them answers nothing.
+TEST(ClusterReading, NotLeaderThenTheSameRequestOnTheSameConnection) {
+  const auto pattern = [](bool sent_again) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0);
+    r.send(1, 1'000, "A k10 w4 1000 0 w4 348").recv(1, 2'000, "A 2355 w4 k10");
+    r.send(2, 500'000, "R k10 2355 w4 349").recv(2, 2'000'000, "E not-leader 127.0.0.1:58047");
+    if (sent_again) r.send(2, 2'010'000, "R k10 2355 w4 349");
+    r.recv(2, 2'050'000, "N 2355 k10");
+    r.close(1, 600'000).close(2, 3'000'000);
+    return r.check();
+  };
+  const auto again = pattern(true);
+  EXPECT_EQ(again.verdict, Verdict::conforms) << verdict_text(again);
+  const auto once = pattern(false);
+  EXPECT_EQ(once.verdict, Verdict::violation) << verdict_text(once);
+}
+
 // Tokens increase across keys in the order issued: key b's grant, caused
 // by a request sent after key a's grant with token 10 arrived, cannot
 // carry token 9.

@@ -21,7 +21,7 @@ set -uo pipefail
 lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none}
 max_lateness_ms=8000
 source "$(dirname "$0")/machine_late.sh"
-template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
+template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
 run() {
   local started=$SECONDS
   out=$("$lockstep" fuzz --mode cluster --exec-node "$template" --nodes 3 --etcd-members 3 \

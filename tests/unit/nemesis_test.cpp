@@ -140,7 +140,12 @@ TEST(NemesisFaults, ParsedAsGiven) {
   const auto one = parse_nemesis_faults("pause", error);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->front(), NemesisFault::pause);
-  for (const char* bad : {"", "kill,", ",kill", "kill,kill", "boom", "kill pause"}) {
+  // `all`: every fault the nemesis knows, which is what the soak runs.
+  const auto every = parse_nemesis_faults("all", error);
+  ASSERT_TRUE(every);
+  EXPECT_EQ(*every, nemesis_faults_known());
+  EXPECT_EQ(every->size(), 3u);
+  for (const char* bad : {"", "kill,", ",kill", "kill,kill", "boom", "kill pause", "all,kill"}) {
     error.clear();
     EXPECT_FALSE(parse_nemesis_faults(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
