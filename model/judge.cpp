@@ -222,4 +222,35 @@ VectorError VectorJudge::unexpected(TimeMs instant, const std::vector<ObservedRe
                                             instant.value, fmt::join(lines, ", "))};
 }
 
+std::optional<VectorError> vector_problem(const Vector& vector) {
+  VectorJudge judge(vector);
+  if (judge.problem()) return judge.problem();
+  // Where each name is first bound: the earliest expect line that names it
+  // where a token stands (A, R and N carry one, second word).
+  std::map<std::string, TimeMs> bound_at;
+  for (const auto& step : vector.steps) {
+    if (step.kind != VectorStep::Kind::expect) continue;
+    const auto words = words_of(step.text);
+    if (words.size() < 2 || words[1].size() < 2 || words[1][0] != '$') continue;
+    const auto [where, added] = bound_at.emplace(words[1].substr(1), step.time);
+    if (!added) where->second = std::min(where->second, step.time);
+  }
+  for (const auto& step : vector.steps) {
+    if (step.kind != VectorStep::Kind::at) continue;
+    for (const auto& word : words_of(step.text)) {
+      if (word.size() < 2 || word[0] != '$') continue;
+      const auto found = bound_at.find(word.substr(1));
+      if (found == bound_at.end()) {
+        return VectorError{step.line, fmt::format("'{}' is bound by no expect line", word)};
+      }
+      if (found->second >= step.time) {
+        return VectorError{step.line, fmt::format("'{}' is bound only at {}: an at line may use a name bound at an "
+                                                  "earlier instant",
+                                                  word, found->second.value)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace lockstep

@@ -81,4 +81,10 @@ class VectorJudge {
   int last_line_ = 0;
 };
 
+// What is wrong with a vector as written, before any service runs it: an
+// expect line that is not a response, an `at` line that uses a `$name` no
+// expect line binds at an earlier instant. A runner refuses such a file as
+// bad input rather than report it as a failing service.
+std::optional<VectorError> vector_problem(const Vector& vector);
+
 }  // namespace lockstep
