@@ -74,7 +74,8 @@ void check_tokens(const Built& built, const KeyVerdicts& keys, CheckResult& resu
                       at_text(issue.before_us, origin)),
           {}, small.received_us, {}};
       finding.story.push_back(fmt::format(
-          "token {} arrived at {}; {}.", small.token, at_text(small.received_us, origin),
+          "token {} arrived at {} (times count from the history's first event); {}.", small.token,
+          at_text(small.received_us, origin),
           latest_start->from_cause
               ? "every explanation of its key issues it at its cause (the release, expiry or sweep that handed the "
                 "key over, or its request) no earlier than that"
