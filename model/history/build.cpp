@@ -238,6 +238,7 @@ Built build_inputs(const History& history, bool prefix) {
   const Limits& limits = history.header.limits;
   const bool cluster = history.header.mode == Mode::cluster;
   built.cluster = cluster;
+  built.sweep_ms = limits.sweep_ms.value;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
   built.incarnation_start_us = incarnation_origins_us(history);

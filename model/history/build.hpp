@@ -86,6 +86,7 @@ struct Built {
   std::vector<GrantSeen> grants;
   std::int64_t end_us = 0;
   bool cluster = false;  // read as a cluster's history (Header::mode)
+  std::int64_t sweep_ms = 0;  // the sweep period assumed (the header's limits)
   // Connections opened after a `down` and before its `up`, when the target
   // accepted nothing: not judged, and charged to no incarnation.
   std::uint64_t limbo_connections = 0;

@@ -275,6 +275,38 @@ TEST(HistoryChecker, AViolationSoonAfterARestartPointsAtTheRestart) {
   EXPECT_EQ(story.find("c4    closed"), std::string::npos) << story;
 }
 
+// One sweep hands expired keys over in the order their holders' tokens
+// were issued (docs/protocol.md, simple mode point 8). ka's holder has the
+// older token (10), kb's the newer (11); both leases end at about 301 ms,
+// and each key has a waiter whose probe shows it queued while the key was
+// held. Nothing releases them: only a sweep hands them over, and both
+// hand-offs arrive within a few ms, so one sweep made both. The waiter of
+// ka must get the smaller token; swapped, it is a `tokens` violation that
+// names the sweep.
+TEST(HistoryChecker, OneSweepHandsKeysOverInTheOrderOfTheirHoldersTokens) {
+  const auto record = [](std::uint64_t bob_token, std::uint64_t carol_token) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A ka alice 300 0").recv(1, 1'100, "A 10 alice ka");
+    r.send(1, 1'200, "A kb alice 300 0").recv(1, 1'300, "A 11 alice kb");
+    r.send(2, 5'000, "A ka bob 5000 3000").send(2, 5'010, "R ka 999").recv(2, 5'100, "N 999 ka");
+    r.send(3, 6'000, "A kb carol 5000 3000").send(3, 6'010, "R kb 999").recv(3, 6'100, "N 999 kb");
+    r.recv(2, 1'000'400, fmt::format("A {} bob ka", bob_token));
+    r.recv(3, 1'000'500, fmt::format("A {} carol kb", carol_token));
+    r.close(1, 9'000'000).close(2, 9'000'000).close(3, 9'000'000);
+    return r.check();
+  };
+  const auto in_order = record(12, 13);
+  EXPECT_EQ(in_order.verdict, Verdict::conforms) << summary_lines(in_order).back();
+  const auto swapped = record(13, 12);
+  ASSERT_EQ(swapped.verdict, Verdict::violation);
+  ASSERT_EQ(swapped.violations.size(), 1u);
+  EXPECT_EQ(swapped.violations.front().check, "tokens");
+  EXPECT_NE(swapped.violations.front().summary.find("a sweep visits expired keys in the order their holders' tokens"),
+            std::string::npos)
+      << swapped.violations.front().summary;
+}
+
 TEST(HistoryChecker, DuplicateTokensAreAViolation) {
   Recorder r;
   r.connect(1, 0);
