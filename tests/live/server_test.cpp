@@ -58,6 +58,42 @@ TEST(Server, XEndsTheConnectionAndDropsItsWaiters) {
   EXPECT_EQ(request(holder, "R z 1").substr(0, 1), "N");  // carol's acquire never ran
 }
 
+// `C` takes leading zeros; its marker is the instant written canonically
+// (docs/protocol.md, "Exact, with a test clock").
+TEST(Server, CWithLeadingZerosIsEchoedCanonically) {
+  TestServer server("--test-clock");
+  auto a = server.connect();
+  a.send_line("C 0010");
+  EXPECT_EQ(next_line(a), "C 10");
+  a.send_line("C 0");
+  EXPECT_EQ(next_line(a).substr(0, 2), "E ");  // below the clock: refused, nothing moves
+}
+
+// `X` closes only after the answers to the lines before it: they were
+// produced first, and go out first.
+TEST(Server, XClosesAfterTheAnswersAlreadyProduced) {
+  TestServer server("--test-clock");
+  auto a = server.connect();
+  a.send_bytes("A k alice 100 0\nA j alice 100 0\nX\nA z alice 100 0\n");
+  EXPECT_EQ(next_line(a).substr(0, 1), "A");
+  EXPECT_EQ(next_line(a).substr(0, 1), "A");
+  EXPECT_EQ(next_line(a), "<closed>");
+}
+
+// Bytes after the last newline when the client's input ends are no request:
+// they are not answered and change nothing.
+TEST(Server, AnUnfinishedLastLineIsNoRequest) {
+  TestServer server("");
+  auto a = server.connect();
+  a.send_bytes("A k alice 100000 0\nA j alice 100000 0");
+  a.shutdown_write();
+  EXPECT_EQ(next_line(a).substr(0, 1), "A");
+  EXPECT_EQ(next_line(a), "<closed>");
+  auto b = server.connect();
+  EXPECT_EQ(request(b, "A j bob 100 0"), "A");  // j was never acquired
+  EXPECT_EQ(request(b, "A k bob 100 0"), "T");  // k was
+}
+
 TEST(Server, WithoutTestClockCAndXAreMalformed) {
   TestServer server("");
   auto a = server.connect();
