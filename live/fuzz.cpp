@@ -154,7 +154,7 @@ class Fuzzer {
     server_->terminate();
     const auto grace_until = now_us() + 2'000'000;
     while (server_->group_alive() && now_us() < grace_until) pump(std::min(grace_until, now_us() + 5'000));
-    server_->stop();  // SIGKILL to what outlived the grace, and wait for it
+    server_->stop(std::chrono::milliseconds(0));  // SIGKILL to what outlived the grace, and wait for it
     for (auto& conn : conns_) {
       if (conn->fd >= 0) read_available(*conn);  // what it sent before it exited
       if (conn->fd >= 0) ::close(conn->fd);
