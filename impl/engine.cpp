@@ -216,32 +216,54 @@ void Engine::sweep(TimeMs instant, Outputs& out) {
   if (found == sweep_buckets_.end()) return;
   const Slot bucket = found->second;
   ++counters_.sweeps;
+  if (bug(InjectedBug::sweep_reverse_token_order) || bug(InjectedBug::sweep_by_key_name) ||
+      bug(InjectedBug::sweep_by_expiry)) {
+    sweep_out_of_order(buckets_[bucket].list, instant, out);
+    return;
+  }
   // Every key of this bucket expired in (instant - sweep_ms, instant]. Keys
   // entered the bucket when granted, so the list is in token order: the
   // order in which the contract's sweep visits expired keys.
   while (true) {
     const Slot key = buckets_[bucket].list.head;
     const bool last = key == buckets_[bucket].list.tail;
-    KeyRecord& record = keys_[key];
-    LOCKSTEP_ASSERT(record.expiry <= instant);
-    unlink_sweep_bucket(key);
-    if (!record.queue.empty() && bug(InjectedBug::sweep_drops_waiters)) {
-      while (!record.queue.empty()) {
-        const WaiterRecord& waiter = waiters_[record.queue.head];
-        out.push_back({waiter.connection, Response::timed_out(waiter.owner, record.key)});
-        remove_waiter(record.queue.head);
-      }
-    }
-    if (record.queue.empty()) {
-      // simple mode 8: an expired key without waiters is deleted.
-      ++counters_.sweep_deletions;
-      delete_key(key);
-    } else {
-      // simple mode 8: waiters acquire "through expiry": the head gets the key.
-      ++counters_.sweep_handoffs;
-      hand_to_waiter(key, record.queue.head, out);
-    }
+    sweep_key(key, instant, out);
     if (last) return;
+  }
+}
+
+void Engine::sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out) {
+  std::vector<Slot> order;
+  for (Slot key = bucket.head; key != no_slot; key = keys_[key].bucket_links.next) order.push_back(key);
+  if (bug(InjectedBug::sweep_reverse_token_order)) {
+    std::reverse(order.begin(), order.end());
+  } else if (bug(InjectedBug::sweep_by_key_name)) {
+    std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return keys_[a].key.view() < keys_[b].key.view(); });
+  } else {
+    std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return keys_[a].expiry < keys_[b].expiry; });
+  }
+  for (const Slot key : order) sweep_key(key, instant, out);
+}
+
+void Engine::sweep_key(Slot key, TimeMs instant, Outputs& out) {
+  KeyRecord& record = keys_[key];
+  LOCKSTEP_ASSERT(record.expiry <= instant);
+  unlink_sweep_bucket(key);
+  if (!record.queue.empty() && bug(InjectedBug::sweep_drops_waiters)) {
+    while (!record.queue.empty()) {
+      const WaiterRecord& waiter = waiters_[record.queue.head];
+      out.push_back({waiter.connection, Response::timed_out(waiter.owner, record.key)});
+      remove_waiter(record.queue.head);
+    }
+  }
+  if (record.queue.empty()) {
+    // simple mode 8: an expired key without waiters is deleted.
+    ++counters_.sweep_deletions;
+    delete_key(key);
+  } else {
+    // simple mode 8: waiters acquire "through expiry": the head gets the key.
+    ++counters_.sweep_handoffs;
+    hand_to_waiter(key, record.queue.head, out);
   }
 }
 

@@ -182,6 +182,11 @@ class Engine {
   void fire_instant(TimeMs instant, Outputs& out);
   void fire_timeouts(TimeMs instant, Outputs& out);
   void sweep(TimeMs instant, Outputs& out);
+  // One expired key of a sweep: deleted, or handed to its head waiter.
+  void sweep_key(Slot key, TimeMs instant, Outputs& out);
+  // The injected bugs that visit a sweep's keys in another order than
+  // their holders' tokens.
+  void sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out);
 
   Slot register_key(std::string_view key);
   void delete_key(Slot key);

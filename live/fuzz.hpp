@@ -55,6 +55,10 @@ void default_ranges(FuzzOptions& options);
 struct FuzzRun {
   history::History history;
   std::string error;  // why the run could not be made (then history is partial)
+  // The target was reached: started and accepting (--exec), or accepting
+  // (--target). When false, `error` says why and nothing was sent.
+  bool started = false;
+  std::string target_output;  // the tail of what a target that could not start printed
   std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
   std::uint64_t held_back = 0;  // turns the workload waited for a silent target
   // The longest a release waited for its answer (answered at once by a
@@ -73,6 +77,8 @@ struct FuzzRun {
   ProcessFigures tester;
 };
 
-FuzzRun run_fuzz(const FuzzOptions& options);
+// `on_started` runs once the target accepts connections, before the
+// workload begins (the plan is printed then, after any reason it could not).
+FuzzRun run_fuzz(const FuzzOptions& options, const std::function<void()>& on_started = {});
 
 }  // namespace lockstep::live

@@ -105,8 +105,14 @@ int run_fuzz_request(FuzzRequest& request) {
   }
   if (!read_ranges(request, f.limits, f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms)) return 2;
   default_ranges(f);
-  print_plan(f, limits_source);
-  const auto run = run_fuzz(f);
+  const auto run = run_fuzz(f, [&] { print_plan(f, limits_source); });
+  if (!run.started) {
+    // Nothing was sent: the reason comes first and alone, not after a
+    // run's statistics.
+    fmt::print(stderr, "fuzz: {}\n", run.error);
+    if (!run.target_output.empty()) fmt::print("the target's output:\n{}\n", run.target_output);
+    return 2;
+  }
   print_run(run, f.tolerance_ms);
   return finish_fuzz_run(run.history, run.error, request.outputs);
 }

@@ -266,12 +266,21 @@ std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
   std::vector<std::uint64_t> granted;  // tokens granted at the current instant
   bool literal = false;
   TimeMs last{0};
+  // Tokens granted at one instant come out in the order issued (a sweep's
+  // hand-offs among them): an `order` line says so, or a vector would
+  // accept them in any order.
+  const auto close_instant = [&] {
+    if (granted.size() >= 2) {
+      text += "order";
+      for (const auto token : granted) text += fmt::format(" $t{}", token);
+      text += '\n';
+    }
+    named.insert(named.end(), granted.begin(), granted.end());
+    granted.clear();
+  };
   replay(behaviour, [&](const Replayed& step) {
     if (step.action == nullptr) return;
-    if (step.at != last) {
-      named.insert(named.end(), granted.begin(), granted.end());
-      granted.clear();
-    }
+    if (step.at != last) close_instant();
     const auto& a = *step.action;
     const auto& conn = bounds_.conns[a.conn];
     if (a.kind == StepKind::acquire) {
@@ -291,6 +300,7 @@ std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
     }
     last = step.at;
   });
+  close_instant();
   text += fmt::format("end {}\n", last.value);
   if (literal) {
     text.insert(text.find('\n') + 1,

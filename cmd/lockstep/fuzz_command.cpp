@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/history_output_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
@@ -21,10 +23,11 @@ namespace {
 // the history is read.
 void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--exec-node", cluster.node_command,
-                     "--mode cluster: start each node with this shell command: {node} (n1, n2 ...), {port}, {etcd}\n"
-                     "(the members --etcd-members started), {prefix} (etcd keys of this run's own), {peers} (every\n"
-                     "node's 127.0.0.1:port), {members} (every node as n1=127.0.0.1:port, for serve --cluster --init\n"
-                     "--members) and the limits ({max_keys} ...) are filled in");
+                     fmt::format("--mode cluster: start each node with this shell command; filled in: {{node}} (n1, "
+                                 "n2 ...),\n{{port}}, {{etcd}} (the members --etcd-members started), {{prefix}} (etcd "
+                                 "keys of this run's\nown), {{peers}} (every node's 127.0.0.1:port), {{members}} (every "
+                                 "node as\nn1=127.0.0.1:port, for serve --cluster --init --members) and the limits\n{}",
+                                 limit_placeholders));
   command.add_option("--nodes", cluster.nodes, "--mode cluster: nodes to start with --exec-node")
       ->check(whole(1, 7))
       ->capture_default_str();
@@ -79,9 +82,10 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
       ->check(host_and_port_list());
   add_cluster_options(*fuzz, options->cluster);
   fuzz->add_option("--exec", options->fuzz.command,
-                   "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
-                   "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
-                   "{state_file} (where it keeps its token mark across restarts) are filled in");
+                   fmt::format("start the server with this shell command (`exec` it: docs/protocol.md, \"Running "
+                               "under the\ntools\"); filled in: {{port}}, {{state_file}} (where it keeps its token mark "
+                               "across restarts)\nand the limits\n{}",
+                               limit_placeholders));
   add_limit_options(*fuzz, options->fuzz.limits);
   fuzz->add_option("--lease-ms", options->lease_range,
                    "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"

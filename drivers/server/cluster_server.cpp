@@ -542,7 +542,7 @@ void ClusterServer::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool node_knows = c.node_knows;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
+  c.close_socket();
   connections_.erase(id);
   if (node_knows) {
     cluster::NodeOutputs out;

@@ -326,7 +326,7 @@ void Server::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool engine_closed = c.engine_closed;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
+  c.close_socket();
   connections_.erase(id);
   if (!engine_closed) engine_->on_close(id, now(), out_);
 }

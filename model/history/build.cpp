@@ -215,14 +215,47 @@ struct KeyBuilder {
 
 }  // namespace
 
+std::vector<std::int64_t> incarnation_origins_us(const History& history) {
+  std::vector<std::int64_t> origins{history.events.empty() ? 0 : history.events.front().t_us};
+  bool awaiting_up = false;
+  for (const auto& event : history.events) {
+    if (event.kind == EventKind::down) {
+      origins.push_back(event.t_us);
+      awaiting_up = true;
+    } else if (event.kind == EventKind::up && awaiting_up) {
+      origins.back() = event.t_us;
+      awaiting_up = false;
+    }
+  }
+  return origins;
+}
+
+std::string origin_text(const History& history, std::uint32_t incarnation) {
+  if (incarnation == 0) return "the history's first event";
+  const auto origins = incarnation_origins_us(history);
+  const auto first_us = history.events.empty() ? 0 : history.events.front().t_us;
+  std::int64_t down_us = 0;
+  std::uint32_t downs = 0;
+  for (const auto& event : history.events) {
+    if (event.kind == EventKind::down && ++downs == incarnation) {
+      down_us = event.t_us;
+      break;
+    }
+  }
+  const auto at = incarnation < origins.size() ? origins[incarnation] : down_us;
+  return fmt::format("the target's restart {} ({} at {:.3f} ms into the history)", incarnation,
+                     at == down_us ? "its `down`" : "the `up` after its `down`", (at - first_us) / 1000.0);
+}
+
 Built build_inputs(const History& history, bool prefix) {
   Built built;
   const Limits& limits = history.header.limits;
   const bool cluster = history.header.mode == Mode::cluster;
   built.cluster = cluster;
+  built.sweep_ms = limits.sweep_ms.value;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
-  built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
+  built.incarnation_start_us = incarnation_origins_us(history);
   const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false,
                             bool stopped = false) {
     auto& conn = built.conns[index];
@@ -244,6 +277,26 @@ Built build_inputs(const History& history, bool prefix) {
     }
     return built.conns[it->second];
   };
+  // A `down` followed by an `up`: until that `up` the target accepts
+  // nothing, so a connection first seen in between was accepted by no
+  // incarnation the tester knows of (the old server still dying, at best).
+  // It is not charged to the next incarnation, nor judged (a history
+  // whose `down` has no `up` after it keeps the older reading: what
+  // follows belongs to the next incarnation).
+  std::vector<bool> up_follows(history.events.size(), false);
+  {
+    bool up_seen = false;
+    for (std::size_t i = history.events.size(); i-- > 0;) {
+      const auto kind = history.events[i].kind;
+      if (kind == EventKind::up) up_seen = true;
+      if (kind == EventKind::down) {
+        up_follows[i] = up_seen;
+        up_seen = false;
+      }
+    }
+  }
+  bool awaiting_up = false;
+  std::set<std::uint32_t> limbo;  // connections opened while awaiting the `up`
   std::set<std::size_t> after_long_line;
   // Where each send and recv event went: (connection, index in its list),
   // so the second pass can visit them in the history's own order.
@@ -252,6 +305,13 @@ Built build_inputs(const History& history, bool prefix) {
   for (std::size_t number = 0; number < history.events.size(); ++number) {
     const auto& event = history.events[number];
     built.end_us = event.t_us;
+    if (event.kind != EventKind::down && event.kind != EventKind::up && event.kind != EventKind::nemesis &&
+        !open.contains(event.conn) &&
+        (limbo.contains(event.conn) || awaiting_up)) {
+      if (limbo.insert(event.conn).second) ++built.limbo_connections;
+      if (event.kind == EventKind::close || event.kind == EventKind::eof) limbo.erase(event.conn);
+      continue;
+    }
     switch (event.kind) {
       case EventKind::connect: conn_for(event); break;
       case EventKind::send: {
@@ -332,9 +392,12 @@ Built build_inputs(const History& history, bool prefix) {
         open.clear();
         built.incarnation_end_us.push_back(event.t_us);
         ++incarnation;
-        built.incarnation_start_us.push_back(event.t_us);
+        limbo.clear();  // they end with the target too
+        awaiting_up = up_follows[number];
         break;
       case EventKind::up:
+        awaiting_up = false;
+        break;
       case EventKind::nemesis: break;
     }
   }

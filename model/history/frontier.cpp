@@ -182,7 +182,7 @@ class Frontier : public FrontierSearch<Frontier, Config> {
 
   void emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token, std::int64_t at,
             Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request = -1,
-            bool optional = false) const;
+            bool optional = false, std::uint64_t swept_holder = 0) const;
   void grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
              std::int32_t cause_request = -1) const;
   void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
@@ -250,7 +250,7 @@ class Frontier : public FrontierSearch<Frontier, Config> {
 // match any observation not yet explained that arrived in time.
 void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
                     std::int64_t at, Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request,
-                    bool optional) const {
+                    bool optional, std::uint64_t swept_holder) const {
   const bool deferred = cause != Cause::request;
   const auto& list = in_.conns[conn].observations;
   const auto first = first_unexplained(c, conn);
@@ -272,7 +272,7 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
       if (kind == ResponseKind::granted) {
         matched.holder.token = seen.token;
         matched.last_token = seen.token;
-        note_grant(*it, at, at);
+        note_grant(*it, at, at, swept_holder);
       }
       record(matched, Step{at, static_cast<std::int32_t>(request), static_cast<std::int32_t>(*it), 'a'});
       out.push_back(std::move(matched));
@@ -330,9 +330,12 @@ void Frontier::explain_failure(const Config& c) const {
 
 void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
                      std::int32_t cause_request) const {
+  // A sweep's hand-off: the expired holder's token, for the order of one
+  // sweep across keys (tokens.cpp).
+  const std::uint64_t swept_holder = cause == Cause::sweep ? c.holder.token : 0;
   c.holder = Holder{static_cast<std::int32_t>(request), 0, at, at};
   emit(std::move(c), conn_of(request), ResponseKind::granted, in_.requests[request].owner, 0, at, cause, request, out,
-       cause_request);
+       cause_request, false, swept_holder);
 }
 
 void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {

@@ -159,6 +159,7 @@ class FrontierSearch {
     std::sort(grant_tokens_.begin(), grant_tokens_.end());
     grant_first_.assign(in_.observations.size(), unbounded_ms);
     grant_last_.assign(in_.observations.size(), -1);
+    grant_swept_.assign(in_.observations.size(), unnoted);
   }
 
   // Once the mode has narrowed latest_: the smallest of it from each index on.
@@ -212,9 +213,14 @@ class FrontierSearch {
 
   // A configuration matched observation `index` as a grant issued at an
   // instant of [lo, hi]: the window every explanation issues it in grows.
-  void note_grant(std::uint32_t index, std::int64_t lo, std::int64_t hi) const {
+  // `swept_holder`: the token of the expired holder a sweep handed the key
+  // over from, or 0 (another cause, or a holder whose token was not seen);
+  // kept only while every configuration that matched it agrees.
+  void note_grant(std::uint32_t index, std::int64_t lo, std::int64_t hi, std::uint64_t swept_holder = 0) const {
     grant_first_[index] = std::min(grant_first_[index], lo);
     grant_last_[index] = std::max(grant_last_[index], hi);
+    auto& swept = grant_swept_[index];
+    swept = swept == unnoted || swept == swept_holder ? swept_holder : 0;
   }
 
   // The failure of a configuration, kept when it is the furthest so far at
@@ -422,6 +428,8 @@ class FrontierSearch {
   // Per observation: the instants at which some configuration matched it
   // as a grant (a bound on when every explanation issued it).
   mutable std::vector<std::int64_t> grant_first_, grant_last_;
+  static constexpr std::uint64_t unnoted = ~std::uint64_t{0};
+  mutable std::vector<std::uint64_t> grant_swept_;
 
  private:
   Rules& self() { return static_cast<Rules&>(*this); }
@@ -519,7 +527,9 @@ KeyVerdict FrontierSearch<Rules, Config>::run() {
     if (self().is_final(c)) self().add_final(c, finals);
   }
   for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
-    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
+    if (grant_last_[i] >= 0) {
+      verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i], grant_swept_[i]});
+    }
   }
   if (finals.empty()) {
     verdict.outcome = KeyOutcome::unexplained;

@@ -317,6 +317,21 @@ expect 2 "--inject-bug" conform --inject-bug lifo-handoff --exec true "$vectors"
 expect 2 "--patience-ms" conform --patience-ms 0 --exec true "$vectors"
 expect 2 "$missing/j.xml" conform --junit "$missing/j.xml" "$vectors"
 expect 2 "no vector files" conform "$folder"
+# A vector that is not one is bad input, refused before anything runs; a
+# server that cannot start, or has no test clock, lets no vector run.
+printf 'at 0 c1 A k alice 100 0\nexpect 0 c1 Q alice k\n' >"$work/bad-expect.vec"
+expect 2 "$work/bad-expect.vec:2" conform "$work/bad-expect.vec"
+printf 'at 0 c1 A k alice 100 0\nexpect 0 c1 A $a alice k\norder $a $b\n' >"$work/bad-order.vec"
+expect 2 "$work/bad-order.vec:3" conform --exec true "$work/bad-order.vec"
+expect 2 "cannot start" conform --exec 'exit 3' "$vectors/contract-01-new-token-each-registration.vec"
+expect 2 "no test clock" conform --exec "exec $lockstep serve --quiet --port {port}" \
+  "$vectors/contract-01-new-token-each-registration.vec"
+expect 2 "cannot start" fuzz --exec 'exit 3' --duration-s 1
+expect 2 "nothing accepts connections on 127.0.0.1:1" fuzz --target 127.0.0.1:1 --duration-s 1
+# An option or a flag given twice is refused, named.
+expect 2 "--seed is given 2 times" sim --seed 1 --seed 2
+expect 2 "--swarm is given 2 times" sim --swarm --swarm
+expect 2 "--exec is given 2 times" conform --exec a --exec b "$vectors"
 
 # --- trace-to-tla and validate-trace
 expect 2 "$folder is a folder" trace-to-tla "$folder"
