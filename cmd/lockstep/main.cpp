@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/version.hpp"
 
 namespace {
 
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
       "the exit codes are in docs/protocol.md. Exit codes: 0 success or conforms, 1 a violation\n"
       "or a failed check, 2 bad usage, bad input or environment."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("lockstep {}", lockstep::build_version()),
+                       "print the version and the commit it was built from, and exit");
   std::function<int()> run;
   lockstep::cli::add_conform_command(app, run);
   lockstep::cli::add_bench_command(app, run);
@@ -114,6 +117,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     return refuse(app, error, argc, argv);
   }
