@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   lockstep::cli::add_fuzz_command(app, run);
   lockstep::cli::add_check_history_command(app, run);
   lockstep::cli::add_miss_rate_command(app, run);
+  lockstep::cli::add_merge_command(app, run);
   lockstep::cli::add_playground_command(app, run);
   try {
     app.parse(argc, argv);
