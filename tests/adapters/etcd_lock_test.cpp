@@ -35,6 +35,7 @@
 
 #include "adapters/etcd_lock/lock_keys.hpp"
 #include "client/line_socket.hpp"
+#include "tests/adapters/line_client.hpp"
 #include "drivers/etcd/client.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
@@ -50,19 +51,11 @@ std::string adapter_binary() {
   return path ? path : "lockstep-etcd-lock";
 }
 
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= line.size()) {
-    const auto space = line.find(' ', start);
-    out.push_back(line.substr(start, space == std::string::npos ? std::string::npos : space - start));
-    if (space == std::string::npos) break;
-    start = space + 1;
-  }
-  return out;
-}
-
-std::uint64_t token_of(const std::string& grant) { return std::stoull(fields(grant).at(1)); }
+using adapter_tests::ask;
+using adapter_tests::fields;
+using adapter_tests::next;
+using adapter_tests::silent;
+using adapter_tests::token_of;
 
 TEST(EtcdLockKeys, KeysAreEscapedSoThatNoKeysEtcdPrefixHoldsAnothers) {
   EXPECT_EQ(key_prefix("p", "printer"), "p/printer/");
@@ -130,27 +123,6 @@ class EtcdLockAdapter : public ::testing::Test {
     auto socket = client::LineSocket::connect("127.0.0.1", port_, 10s);
     EXPECT_TRUE(socket) << (adapter_ ? adapter_->log_tail() : "");
     return std::move(*socket);
-  }
-
-  static std::string ask(client::LineSocket& socket, const std::string& line, std::chrono::milliseconds patience = 10s) {
-    EXPECT_TRUE(socket.send_line(line));
-    return next(socket, patience);
-  }
-  static std::string next(client::LineSocket& socket, std::chrono::milliseconds patience = 10s) {
-    std::string answer;
-    switch (socket.read_line(answer, patience)) {
-      case client::LineSocket::Status::line:
-        return answer;
-      case client::LineSocket::Status::timeout:
-        return "(nothing)";
-      case client::LineSocket::Status::closed:
-        break;
-    }
-    return "(closed)";
-  }
-  static bool silent(client::LineSocket& socket, std::chrono::milliseconds patience) {
-    std::string answer;
-    return socket.read_line(answer, patience) == client::LineSocket::Status::timeout;
   }
 
   // The etcd keys under the lockstep key `key`, in create-revision order.
