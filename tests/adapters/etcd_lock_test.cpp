@@ -35,7 +35,7 @@
 
 #include "adapters/etcd_lock/lock_keys.hpp"
 #include "client/line_socket.hpp"
-#include "tests/adapters/line_client.hpp"
+#include "tests/adapters/adapter_fixture.hpp"
 #include "drivers/etcd/client.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
@@ -83,8 +83,10 @@ TEST(EtcdLockKeys, LeasesAreRoundedUpToWholeSeconds) {
   EXPECT_EQ(lease_ttl_s(86'400'000), 86'400);
 }
 
-class EtcdLockAdapter : public ::testing::Test {
+class EtcdLockAdapter : public adapter_tests::AdapterFixture {
  protected:
+  EtcdLockAdapter() : AdapterFixture("lockstep-etcd-lock") {}
+
   static void SetUpTestSuite() {
     std::string error;
     etcd_ = live::EtcdCluster::start(1, error).release();
@@ -96,33 +98,11 @@ class EtcdLockAdapter : public ::testing::Test {
     delete etcd_;
   }
 
-  void SetUp() override {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    prefix_ = fmt::format("test-{}", test->name());
-    log_path_ = fmt::format("{}/lockstep-etcd-lock-{}.log", ::testing::TempDir(), test->name());
-  }
-  // The adapter's log is kept for a failed test (its path is in the
-  // failure's message through log_tail) and removed after a passing one.
-  void TearDown() override {
-    if (adapter_) adapter_->stop();
-    if (!HasFailure()) std::remove(log_path_.c_str());
-  }
-
   void start_adapter(const std::string& options = "") {
-    const auto port = client::pick_free_port();
-    ASSERT_TRUE(port);
-    port_ = *port;
-    auto started = live::ServerProcess::start(fmt::format("exec {} --etcd {} --port {} --prefix {} {}", adapter_binary(),
-                                                          etcd_->endpoints(), port_, prefix_, options),
-                                              log_path_);
-    ASSERT_TRUE(started);
-    adapter_ = std::make_unique<live::ServerProcess>(std::move(*started));
-  }
-
-  client::LineSocket connect() {
-    auto socket = client::LineSocket::connect("127.0.0.1", port_, 10s);
-    EXPECT_TRUE(socket) << (adapter_ ? adapter_->log_tail() : "");
-    return std::move(*socket);
+    start_process([&] {
+      return fmt::format("exec {} --etcd {} --port {} --prefix {} {}", adapter_binary(), etcd_->endpoints(), port_,
+                         prefix_, options);
+    });
   }
 
   // The etcd keys under the lockstep key `key`, in create-revision order.
@@ -148,10 +128,6 @@ class EtcdLockAdapter : public ::testing::Test {
 
   static live::EtcdCluster* etcd_;
   static etcd::Client* client_;
-  std::string prefix_;
-  std::string log_path_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<live::ServerProcess> adapter_;
 };
 
 live::EtcdCluster* EtcdLockAdapter::etcd_ = nullptr;
@@ -161,10 +137,8 @@ TEST_F(EtcdLockAdapter, AGrantsTokenIsTheCreateRevisionOfItsEtcdKey) {
   start_adapter();
   auto alice = connect();
   const auto grant = ask(alice, "A printer alice 30000 0");
-  ASSERT_EQ(fields(grant).size(), 4u) << grant;
-  EXPECT_EQ(fields(grant)[0], "A");
-  EXPECT_EQ(fields(grant)[2], "alice");
-  EXPECT_EQ(fields(grant)[3], "printer");
+  adapter_tests::expect_grant(grant, "alice", "printer");
+  if (HasFatalFailure()) return;
   const auto keys = etcd_keys("printer");
   ASSERT_EQ(keys.size(), 1u);
   EXPECT_EQ(static_cast<std::uint64_t>(keys[0].create_revision()), token_of(grant));

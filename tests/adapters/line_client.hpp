@@ -30,6 +30,15 @@ inline std::vector<std::string> fields(const std::string& line) {
 
 inline std::uint64_t token_of(const std::string& grant) { return std::stoull(fields(grant).at(1)); }
 
+// `A <token> <owner> <key>`, a grant to `owner` of `key`.
+inline void expect_grant(const std::string& line, const std::string& owner, const std::string& key) {
+  const auto words = fields(line);
+  ASSERT_EQ(words.size(), 4u) << line;
+  EXPECT_EQ(words[0], "A") << line;
+  EXPECT_EQ(words[2], owner) << line;
+  EXPECT_EQ(words[3], key) << line;
+}
+
 // The next line, or "(nothing)" when none came within `patience`, or
 // "(closed)" when the adapter closed the connection.
 inline std::string next(client::LineSocket& socket, std::chrono::milliseconds patience = 10s) {

@@ -38,7 +38,7 @@
 #include "adapters/redis_lock/redis_lock.hpp"
 #include "client/line_socket.hpp"
 #include "live/process.hpp"
-#include "tests/adapters/line_client.hpp"
+#include "tests/adapters/adapter_fixture.hpp"
 
 namespace lockstep::redis_lock {
 namespace {
@@ -62,8 +62,10 @@ TEST(RedisLockKeys, AKeyIsThePrefixAndTheKeyAndTheCounterIsOutsideEveryKey) {
   EXPECT_FALSE(counter_key("p").starts_with("p:"));  // no lockstep key maps to it
 }
 
-class RedisLockAdapter : public ::testing::Test {
+class RedisLockAdapter : public adapter_tests::AdapterFixture {
  protected:
+  RedisLockAdapter() : AdapterFixture("lockstep-redis-lock") {}
+
   static void SetUpTestSuite() {
     const auto port = client::pick_free_port();
     ASSERT_TRUE(port);
@@ -88,32 +90,12 @@ class RedisLockAdapter : public ::testing::Test {
     delete redis_;
   }
 
-  void SetUp() override {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    prefix_ = fmt::format("test-{}", test->name());
-    log_path_ = fmt::format("{}/lockstep-redis-lock-{}.log", ::testing::TempDir(), test->name());
-  }
-  void TearDown() override {
-    if (adapter_) adapter_->stop();
-    if (!HasFailure()) std::remove(log_path_.c_str());
-  }
-
   std::string command(const std::string& options) const {
     return fmt::format("exec {} --redis 127.0.0.1:{} --port {} --prefix {} {}", adapter_binary(), redis_port_, port_,
                        prefix_, options);
   }
   void start_adapter(const std::string& options = "") {
-    const auto port = client::pick_free_port();
-    ASSERT_TRUE(port);
-    port_ = *port;
-    auto started = live::ServerProcess::start(command(options), log_path_);
-    ASSERT_TRUE(started);
-    adapter_ = std::make_unique<live::ServerProcess>(std::move(*started));
-  }
-  client::LineSocket connect() {
-    auto socket = client::LineSocket::connect("127.0.0.1", port_, 10s);
-    EXPECT_TRUE(socket) << (adapter_ ? adapter_->log_tail() : "");
-    return std::move(*socket);
+    start_process([&] { return command(options); });
   }
 
   // A Redis command of the test's own, its reply as text ("(nil)" for none).
@@ -152,10 +134,6 @@ class RedisLockAdapter : public ::testing::Test {
   static std::uint16_t redis_port_;
   static live::ServerProcess* redis_;
   static redisContext* client_;
-  std::string prefix_;
-  std::string log_path_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<live::ServerProcess> adapter_;
 };
 
 std::uint16_t RedisLockAdapter::redis_port_ = 0;
@@ -166,10 +144,8 @@ TEST_F(RedisLockAdapter, AGrantIsSetNxPxAndItsTokenIsTheValueSet) {
   start_adapter();
   auto alice = connect();
   const auto grant = ask(alice, "A printer alice 30000 0");
-  ASSERT_EQ(fields(grant).size(), 4u) << grant;
-  EXPECT_EQ(fields(grant)[0], "A");
-  EXPECT_EQ(fields(grant)[2], "alice");
-  EXPECT_EQ(fields(grant)[3], "printer");
+  adapter_tests::expect_grant(grant, "alice", "printer");
+  if (HasFatalFailure()) return;
   EXPECT_EQ(held("printer"), std::to_string(token_of(grant)));
   // The lease is the key's expiry, in milliseconds.
   const auto left_ms = std::stoll(redis(fmt::format("PTTL {}", redis_key(prefix_, "printer"))));
