@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/version.hpp"
 
 namespace {
 
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
       "the exit codes are in docs/protocol.md. Exit codes: 0 success or conforms, 1 a violation\n"
       "or a failed check, 2 bad usage, bad input or environment."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("lockstep {}", lockstep::build_version()),
+                       "print the version and the commit it was built from, and exit");
   std::function<int()> run;
   lockstep::cli::add_conform_command(app, run);
   lockstep::cli::add_bench_command(app, run);
@@ -131,6 +134,7 @@ int main(int argc, char** argv) {
   lockstep::cli::add_fuzz_command(app, run);
   lockstep::cli::add_check_history_command(app, run);
   lockstep::cli::add_miss_rate_command(app, run);
+  lockstep::cli::add_merge_command(app, run);
   lockstep::cli::add_playground_command(app, run);
   lockstep::cli::add_cluster_command(app, run);
   refuse_repeated_flags(app);
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     return refuse(app, error, argc, argv);
   }

@@ -134,9 +134,10 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
     for (const auto& counter : cluster_lock_counters) seed_outcome.counters.emplace_back(counter.label, r.lock.*counter.field);
     return seed_outcome;
   };
-  const auto totals = run_swarm(config, mode);
-  outcome.violations = totals.violations;
-  outcome.exit_code = !written ? 2 : totals.violations > 0 ? 1 : 0;
+  outcome.totals = run_swarm(config, mode);
+  outcome.summary_title = mode.summary_title;
+  outcome.violations = outcome.totals.violations;
+  outcome.exit_code = !written ? 2 : outcome.violations > 0 ? 1 : 0;
   return outcome;
 }
 

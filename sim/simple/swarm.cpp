@@ -156,9 +156,10 @@ SwarmOutcome run_simple_swarm(const SimpleSwarmOptions& o, const SwarmConfig& co
     return SeedOutcome{result.stats.events, result.event_hash,     end, result.violation_count,
                        result.violations,   describe(result.params), rows_of(result.stats)};
   };
-  const auto totals = run_swarm(config, mode);
-  outcome.violations = totals.violations;
-  outcome.exit_code = !written ? 2 : totals.violations > 0 ? 1 : 0;
+  outcome.totals = run_swarm(config, mode);
+  outcome.summary_title = mode.summary_title;
+  outcome.violations = outcome.totals.violations;
+  outcome.exit_code = !written ? 2 : outcome.violations > 0 ? 1 : 0;
   return outcome;
 }
 

@@ -290,6 +290,17 @@ expect 2 "--seeds" miss-rate --seeds 5..1
 expect 2 "--seeds" miss-rate --seeds 1..200000
 expect 2 "--bug" miss-rate --bug no-such-bug
 expect 2 "--budget-states" miss-rate --budget-states 0
+# Shards and their merge (docs/ci-fuzzing.md, "Shards").
+expect 2 "--shard" sim --shard 0/4
+expect 2 "--shard" sim --shard 5/4
+expect 2 "--shard" sim --shard 1/x
+expect 2 "--shard" sim --seeds 1..3 --shard 1/4
+expect 2 "--shard" sim --seed 7 --shard 1/2
+expect 2 "--shard" miss-rate --seeds 1..2 --shard 3/3
+expect 2 "--summary-json" sim --seeds 1..2 --summary-json /nonexistent/summary.json
+expect 2 "files" merge
+expect 2 "/nonexistent/summary.json" merge /nonexistent/summary.json
+expect 2 "not JSON" merge "$source_dir/README.md"
 expect 2 "--history" sim --seeds 1..2 --history "$work/h.ndjson"
 expect 2 "$missing/h.ndjson" sim --seed 1 --history "$missing/h.ndjson"
 expect 2 "$folder is a folder" check-history "$folder"
