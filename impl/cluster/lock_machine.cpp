@@ -250,8 +250,10 @@ void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_
     const Waiter& head = newest_first ? state.queue.rbegin()->second : state.queue.begin()->second;
     const WaiterId id = head.id;
     // Detached by a leader change: nobody would hear the grant (a ghost
-    // grant, which the bug makes); it leaves as if its connection closed.
-    if (head.detached_at && !bug(ClusterBug::ghost_grant)) {
+    // grant, which the bug makes of one it could grant); it leaves as if its
+    // connection closed.
+    const bool grantable = head.deadline > clock_ && !tokens_exhausted();
+    if (head.detached_at && !(bug(ClusterBug::ghost_grant) && grantable)) {
       drop_detached(state, key, id);
       continue;
     }
