@@ -410,9 +410,14 @@ void Adapter::handle_line(Connection& c, std::string_view line) {
   std::optional<cluster::Session> session;
   if (request.session) {
     session = cluster::Session{std::string(request.session->client), request.session->sequence};
-    switch (sessions_.standing(*session)) {
+    switch (sessions_.standing(*session, cluster::request_digest(request.request))) {
       case cluster::SessionTable::Standing::stale:
         answer(c.id, Response::error("stale request"));
+        return;
+      case cluster::SessionTable::Standing::reused:
+        // Another request under a number already taken: refused, never told
+        // the other's outcome (docs/protocol.md, "Cluster nodes on the wire").
+        answer(c.id, Response::error(cluster::reused_reason));
         return;
       case cluster::SessionTable::Standing::retry: {
         // Taken before: never again. Its outcome, or its answer to come.
@@ -443,7 +448,9 @@ void Adapter::handle_line(Connection& c, std::string_view line) {
     return;
   }
   if (session) {
-    sessions_.record(*session, cluster::Outcome{cluster::Outcome::Kind::queued, {}, cluster::WaiterId{next_request_}},
+    sessions_.record(*session,
+                     cluster::Outcome{cluster::Outcome::Kind::queued, {}, cluster::WaiterId{next_request_},
+                                      cluster::request_digest(request.request)},
                      ++session_uses_);
   }
   dispatch(c, request);

@@ -10,6 +10,7 @@
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/cluster/bugs.hpp"
+#include "impl/cluster/lock_machine.hpp"
 #include "impl/protocol.hpp"
 #include "live/serve.hpp"
 
@@ -75,6 +76,11 @@ void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::ve
   cluster_option(command.add_option("--session-clients-max", k.sessions.clients_max,
                                     "clients whose sessions are kept, the least recent evicted")
                      ->check(whole(1, 10'000'000))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--waiter-grace-ms", k.waiter_grace_ms,
+                                    "how long a waiter whose leader changed is kept for its client's retry before it "
+                                    "is dropped (docs/protocol.md, \"Waiters and leader changes\")")
+                     ->check(whole_signed(0, cluster::waiter_grace_max.value))
                      ->capture_default_str());
   cluster_option(command.add_option("--max-in-flight", k.in_flight_max,
                                     "requests proposed and not yet applied; past it E")

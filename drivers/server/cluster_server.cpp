@@ -162,6 +162,7 @@ int ClusterServer::start() {
   cluster::NodeConfig node_config;
   node_config.limits = config_.limits;
   node_config.sessions = config_.sessions;
+  node_config.waiter_grace_ms = DurationMs{config_.waiter_grace_ms};
   node_config.bug = config_.bug;
   node_config.test_clock = config_.test_clock;
   node_config.in_flight_max = config_.in_flight_max;
@@ -258,12 +259,13 @@ int ClusterServer::start() {
                "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}' (cluster {}{}, members "
                "{}), leader TTL {} s "
                "(max_keys={} max_waiters_per_key={} max_waiters={} max_lease_ms={} max_wait_ms={} "
-               "max_line_bytes={} max_connections={} session_window={} session_clients_max={}{}{}), applied {}{}\n",
+               "max_line_bytes={} max_connections={} session_window={} session_clients_max={} waiter_grace_ms={}{}{}), "
+               "applied {}{}\n",
                config_.node_id, config_.host, config_.port, config_.advertise, config_.etcd_endpoints, config_.prefix,
                claim_->membership().cluster_id, claim_->created() ? " created now" : "",
                member_ids(claim_->membership()), config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
                l.max_wait_ms.value, l.max_line_bytes, config_.max_connections, config_.sessions.window,
-               config_.sessions.clients_max, config_.test_clock ? ", test clock" : "",
+               config_.sessions.clients_max, config_.waiter_grace_ms, config_.test_clock ? ", test clock" : "",
                config_.bug == cluster::ClusterBug::none
                    ? ""
                    : fmt::format(", injected bug {}", cluster::cluster_bug_name(config_.bug)),
@@ -596,6 +598,9 @@ std::optional<std::string> validate(const ClusterServerConfig& config) {
   if (config.sessions.window < 1 || config.sessions.window > 1'024) return "--session-window must be in 1..1024";
   if (config.sessions.clients_max < 1 || config.sessions.clients_max > 10'000'000) {
     return "--session-clients-max must be in 1..10000000";
+  }
+  if (config.waiter_grace_ms < 0 || config.waiter_grace_ms > cluster::waiter_grace_max.value) {
+    return fmt::format("--waiter-grace-ms must be in 0..{}", cluster::waiter_grace_max.value);
   }
   if (config.in_flight_max < 1 || config.in_flight_max > 10'000'000) return "--max-in-flight must be in 1..10000000";
   if (config.snapshot_every > 1'000'000'000) return "--snapshot-every must be in 0..1000000000";

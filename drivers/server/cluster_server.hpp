@@ -59,6 +59,9 @@ struct ClusterServerConfig {
   std::int64_t etcd_timeout_ms = 5'000;
   Limits limits;
   cluster::SessionLimits sessions;
+  // How long a waiter a leader change detached is kept for its client's
+  // retry (docs/protocol.md, "Waiters and leader changes").
+  std::int64_t waiter_grace_ms = 5'000;
   std::uint64_t in_flight_max = 65'536;
   std::uint64_t snapshot_every = 10'000;
   std::uint64_t max_connections = 1'024;

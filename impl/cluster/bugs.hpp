@@ -25,6 +25,8 @@ enum class ClusterBug {
   restore_forgets_sessions,    // a snapshot is restored without its session table
   answer_before_commit,        // the leader answers an Acquire of a free key before it commits (the node's
                                // request handling, impl/cluster/node.cpp)
+  ghost_grant,                 // a hand-off grants a waiter detached by a leader change
+  session_ignores_request,     // a request reusing an applied (client, seq) hears that other request's outcome
 };
 
 // Each entry also says which checker of sim/cluster/checker must report it

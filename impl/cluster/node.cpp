@@ -40,6 +40,9 @@ std::optional<std::string> validate(const NodeConfig& config) {
   if (config.held_lines_max < 1 || config.held_lines_max > held_lines_limit) {
     return fmt::format("held_lines_max must be in 1..{}", held_lines_limit);
   }
+  if (config.waiter_grace_ms.value < 0 || config.waiter_grace_ms > waiter_grace_max) {
+    return fmt::format("waiter_grace_ms must be in 0..{}", waiter_grace_max.value);
+  }
   return std::nullopt;
 }
 
@@ -53,7 +56,7 @@ namespace {
 
 MachineConfig machine_config(const NodeConfig& config) {
   if (auto error = validate(config)) throw std::invalid_argument(*error);
-  return MachineConfig{config.limits, config.sessions, config.first_token, config.bug};
+  return MachineConfig{config.limits, config.sessions, config.first_token, config.bug, config.waiter_grace_ms};
 }
 
 }  // namespace
@@ -403,6 +406,17 @@ void Node::lose_leadership(NodeOutputs& out) {
   closes_owed_.clear();
   for (const ConnectionId connection : unknown) {
     ++stats_.connections_closed_unknown;
+    close_now(connection, out);
+  }
+  // A waiter waits on the leader: the next leadership detaches it, and only
+  // its client's retry there attaches it again (docs/protocol.md, "Waiters
+  // and leader changes"). Its connection here would hear nothing more.
+  std::vector<ConnectionId> waiting;
+  for (const auto& [connection, state] : connections_) {
+    if (machine_.has_waiters(connection)) waiting.push_back(connection);
+  }
+  for (const ConnectionId connection : waiting) {
+    ++stats_.connections_closed_waiting;
     close_now(connection, out);
   }
 }

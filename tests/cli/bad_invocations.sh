@@ -137,6 +137,9 @@ node=(serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise 127.0.0.1:7001
 expect 2 "--leader-ttl-s" "${node[@]}" --leader-ttl-s 0
 expect 2 "--etcd-timeout-ms" "${node[@]}" --etcd-timeout-ms 50
 expect 2 "--session-window" "${node[@]}" --session-window 0
+expect 2 "--waiter-grace-ms" "${node[@]}" --waiter-grace-ms -1
+expect 2 "--waiter-grace-ms" "${node[@]}" --waiter-grace-ms 86400001
+expect 2 "--waiter-grace-ms" serve --waiter-grace-ms 100
 expect 2 "--snapshot-every" "${node[@]}" --snapshot-every -1
 expect 2 "--max-in-flight" "${node[@]}" --max-in-flight 0
 expect 2 "--advertise" serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise nowhere

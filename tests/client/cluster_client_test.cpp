@@ -9,7 +9,8 @@
 // at most once; a request still unanswered `patience` after its first
 // attempt is reported indeterminate, no sooner, and the next request goes
 // on; a line that answers no request is kept as unexpected; other `E`
-// answers are answers.
+// answers are answers; without an id each client makes up its own, and an
+// id kept in a file comes with the numbers used, so that no run reuses one.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -18,10 +19,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <mutex>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "client/cluster_client.hpp"
 
@@ -339,6 +344,76 @@ TEST(ClusterClient, RefusesWhatCannotWork) {
   EXPECT_FALSE(parse_node_address("localhost:7000"));
   EXPECT_FALSE(parse_node_address("127.0.0.1:0"));
   EXPECT_EQ(parse_node_address("127.0.0.1:7001"), (NodeAddress{"127.0.0.1", 7001}));
+}
+
+// Without an id the client makes one up, another for each client: two
+// programs run with the defaults never share a session (docs/protocol.md,
+// "Cluster nodes on the wire": a number reused for another request is
+// refused).
+TEST(ClusterClient, WithoutAnIdEachClientMakesUpItsOwn) {
+  ScriptedNode node([](const std::string& line) { return grant(line); });
+  ClusterClient first(options_for({node.address()}, ""));
+  ClusterClient second(options_for({node.address()}, ""));
+  EXPECT_NE(first.client_id(), second.client_id());
+  for (const auto* client : {&first, &second}) {
+    EXPECT_TRUE(is_valid_name(client->client_id())) << client->client_id();
+    EXPECT_NE(client->client_id().find(fmt::format("-{}-", ::getpid())), std::string::npos) << client->client_id();
+  }
+  std::optional<ClusterClient::Result> result;
+  first.acquire("k", "hana", 500, 0, [&](const auto& r) { result = r; });
+  run(first);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(node.lines(), std::vector<std::string>{"A k hana 500 0 " + first.client_id() + " 1"});
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// An id kept in a file: the same id on every run, and each run numbers its
+// requests above every number an earlier one may have used, so that a
+// request of the second run is never taken for a retry of the first's.
+TEST(ClusterClient, AnIdFileKeepsTheIdAndEachRunStartsAboveTheNumbersUsed) {
+  const std::string path = ::testing::TempDir() + fmt::format("cluster-client-id-{}", ::getpid());
+  std::remove(path.c_str());
+  ScriptedNode node([](const std::string& line) { return grant(line); });
+  auto options = options_for({node.address()}, "");
+  options.client_id_file = path;
+  std::string id;
+  {
+    ClusterClient run1(options);
+    id = run1.client_id();
+    EXPECT_EQ(file_text(path), id + " 1\n");  // created at once
+    run1.acquire("k", "ines", 500, 0, [](const auto&) {});
+    run1.acquire("j", "ines", 500, 0, [](const auto&) {});
+    run(run1);
+    EXPECT_EQ(file_text(path), fmt::format("{} {}\n", id, 1 + id_file_block));
+  }
+  ClusterClient run2(options);
+  EXPECT_EQ(run2.client_id(), id);
+  run2.acquire("k", "ines", 500, 0, [](const auto&) {});
+  run(run2);
+  EXPECT_EQ(node.lines(), (std::vector<std::string>{"A k ines 500 0 " + id + " 1", "A j ines 500 0 " + id + " 2",
+                                                    fmt::format("A k ines 500 0 {} {}", id, 1 + id_file_block)}));
+  EXPECT_EQ(file_text(path), fmt::format("{} {}\n", id, 1 + 2 * id_file_block));
+  std::remove(path.c_str());
+}
+
+TEST(ClusterClient, RefusesABadIdFileAndAnIdWithAFile) {
+  const std::string path = ::testing::TempDir() + fmt::format("cluster-client-bad-id-{}", ::getpid());
+  auto options = options_for({{"127.0.0.1", 1}}, "");
+  options.client_id_file = path;
+  for (const std::string text : {"", "one-id\n", "two words 5\n", "id 0\n", "id 5 6\n", "id x\n"}) {
+    std::ofstream(path) << text;
+    EXPECT_THROW(ClusterClient{options}, std::runtime_error) << text;
+  }
+  std::remove(path.c_str());
+  options.client_id = "kim";
+  EXPECT_THROW(ClusterClient{options}, std::invalid_argument);
+  options.client_id.clear();
+  options.client_id_file = "/nonexistent-folder/id";
+  EXPECT_THROW(ClusterClient{options}, std::runtime_error);
 }
 
 }  // namespace

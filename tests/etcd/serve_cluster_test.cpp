@@ -4,9 +4,11 @@
 // other mode; an unknown cluster bug. And, on a one-member etcd started by
 // the test, what one node does: a request with a session is answered after
 // its command comes back from etcd, a retry with the same session on a new
-// connection is answered from the session and applied once, SIGUSR1 prints
-// the status line, SIGTERM stops it with exit 0 and resigns (the election
-// key is gone at once).
+// connection is answered from the session and applied once, another request
+// under that session is refused E (never told the first one's outcome: a
+// program run twice with one client id, through ClusterClient too, whose
+// made-up ids never collide), SIGUSR1 prints the status line, SIGTERM stops
+// it with exit 0 and resigns (the election key is gone at once).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -19,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "client/cluster_client.hpp"
 #include "client/line_socket.hpp"
 #include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
@@ -55,6 +58,7 @@ TEST(ServeCluster, BadOptionsAreOneLineAndExitTwo) {
   for (const std::string& options :
        {std::string("--cluster --node-id n1 --advertise 127.0.0.1:7001"), base + "--leader-ttl-s 0",
         base + "--leader-ttl-s 3601", base + "--etcd-timeout-ms 50", base + "--session-window 0",
+        base + "--waiter-grace-ms 86400001",
         base + "--max-in-flight 0", base + "--prefix 'a b'", base + "--state-file /tmp/x", base + "--sweep-ms 100",
         base + "--inject-bug lifo-handoff", std::string("--cluster --etcd 127.0.0.1:2379 --advertise 127.0.0.1:7001"),
         std::string("--cluster --etcd 127.0.0.1:2379 --node-id n1"), base + "--max-keys 0",
@@ -112,6 +116,26 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   ASSERT_TRUE(again);
   EXPECT_EQ(answer(*again, "A k alice 60000 0 c1 1"), first);
   EXPECT_EQ(answer(*again, "A k bob 60000 0 c2 1"), "T bob k");
+  // Another request under c1's number 1: refused, nothing changes.
+  EXPECT_EQ(answer(*again, "A j alice 60000 0 c1 1"), "E session reused for another request");
+  EXPECT_EQ(answer(*again, "A j carol 60000 0"), "A 2 carol j");  // j was not taken by the refused one
+  // The trial that found it: a program run twice with one literal client id
+  // sent number 1 for `scanner` after its first run's `printer`, and was
+  // told the printer's grant. Now it hears E; with the ids ClusterClient
+  // makes up, the second run is another client and is granted.
+  const auto run_once = [&](const std::string& id, const std::string& key) {
+    client::ClusterClient::Options options;
+    options.nodes = {{"127.0.0.1", port}};
+    options.client_id = id;
+    client::ClusterClient program(options);
+    std::optional<client::ClusterClient::Result> result;
+    program.acquire(key, "spooler", 60'000, 0, [&](const auto& r) { result = r; });
+    while (!result) program.poll(100ms);
+    return format_response(result->response);
+  };
+  EXPECT_TRUE(run_once("printer-spooler-1", "printer").starts_with("A "));
+  EXPECT_EQ(run_once("printer-spooler-1", "scanner"), "E session reused for another request");
+  EXPECT_TRUE(run_once("", "scanner").starts_with("A "));
   EXPECT_TRUE(answer(*again, "A k alice 60000 0 c1 0").starts_with("E seq must be")) << "sequence number 0";
   // Status on SIGUSR1.
   node->send_signal(SIGUSR1);
