@@ -1,0 +1,1093 @@
+// The reference checker (reference.hpp). Every rule it applies cites the
+// numbered rule of docs/protocol.md ("How lockstep reads these rules") it
+// implements: S1.. for simple mode, C1.. for a cluster.
+#include "model/history/reference.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "impl/cluster/sessions.hpp"
+#include "impl/protocol.hpp"
+#include "model/cluster_model.hpp"
+#include "model/model.hpp"
+
+namespace lockstep::history {
+namespace {
+
+constexpr std::int64_t none_ms = INT64_MAX / 4;
+
+std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
+
+// ---- the history as the reference reads it ----------------------------------
+
+struct Send {
+  std::uint32_t conn = 0;  // slot in Reading::conns
+  std::int64_t us = 0;
+  std::string line;
+  bool malformed = false;
+  bool acquire = false;
+  std::string key, owner;
+  std::int64_t lease_ms = 0, wait_ms = 0;
+  std::uint64_t token = 0;
+  std::int32_t op = -1;   // cluster: the operation it sends (C4)
+  bool errored = false;   // cluster: answered E, never applied (C3)
+};
+
+struct Seen {
+  std::uint32_t conn = 0;
+  std::int64_t read_us = 0, from_us = 0;
+  std::optional<Response> response;  // nothing: not a response line
+};
+
+struct Conn {
+  std::uint32_t id = 0;
+  std::int64_t open_us = 0;
+  std::int64_t end_us = 0;  // the end of its observation (S12, C13)
+  enum class End { open, tester, server } end = End::open;
+  std::vector<std::uint32_t> sends, seen;  // in order
+};
+
+struct Op {  // cluster: one operation (C4)
+  std::vector<std::uint32_t> sends;
+  std::string key;
+};
+
+struct Reading {
+  Header header;
+  bool cluster = false;
+  std::vector<Conn> conns;
+  std::vector<Send> sends;
+  std::vector<Seen> seen;
+  std::vector<Op> ops;
+  std::int64_t first_ms = 0, end_us = 0;
+  std::string violation;  // found while reading (an E nothing answers, C3)
+};
+
+Reading read(const History& history) {
+  Reading r;
+  r.header = history.header;
+  r.cluster = history.header.mode == Mode::cluster;
+  std::map<std::uint32_t, std::uint32_t> slot;
+  const auto conn_of = [&](const Event& e) {
+    auto [it, fresh] = slot.emplace(e.conn, static_cast<std::uint32_t>(r.conns.size()));
+    if (fresh) {
+      Conn c;
+      c.id = e.conn;
+      c.open_us = e.t_us;
+      r.conns.push_back(c);
+    }
+    return it->second;
+  };
+  for (const auto& e : history.events) {
+    if (e.kind == EventKind::nemesis) continue;
+    if (e.kind == EventKind::connect) conn_of(e);
+    if (e.kind == EventKind::send) {
+      Send s;
+      s.conn = conn_of(e);
+      s.us = e.t_us;
+      s.line = e.line;
+      if (r.cluster) {
+        auto parsed = parse_session_request(e.line, r.header.limits);
+        if (const auto* ok = std::get_if<SessionRequest>(&parsed)) {
+          std::visit(
+              [&](const auto& q) {
+                using Q = std::decay_t<decltype(q)>;
+                s.key = std::string(q.key);
+                if constexpr (std::is_same_v<Q, AcquireRequest>) {
+                  s.acquire = true;
+                  s.owner = std::string(q.owner);
+                  s.lease_ms = q.lease_ms.value;
+                  s.wait_ms = q.wait_ms.value;
+                } else {
+                  s.token = q.token.value;
+                }
+              },
+              ok->request);
+        } else {
+          s.malformed = true;
+        }
+      } else {
+        auto parsed = parse_request(e.line, r.header.limits);
+        if (const auto* ok = std::get_if<Request>(&parsed)) {
+          std::visit(
+              [&](const auto& q) {
+                using Q = std::decay_t<decltype(q)>;
+                s.key = std::string(q.key);
+                if constexpr (std::is_same_v<Q, AcquireRequest>) {
+                  s.acquire = true;
+                  s.owner = std::string(q.owner);
+                  s.lease_ms = q.lease_ms.value;
+                  s.wait_ms = q.wait_ms.value;
+                } else {
+                  s.token = q.token.value;
+                }
+              },
+              *ok);
+        } else {
+          s.malformed = true;
+        }
+      }
+      r.conns[s.conn].sends.push_back(static_cast<std::uint32_t>(r.sends.size()));
+      r.sends.push_back(std::move(s));
+    }
+    if (e.kind == EventKind::recv) {
+      Seen o;
+      o.conn = conn_of(e);
+      o.read_us = e.t_us;
+      o.from_us = e.arrived_from_us();
+      o.response = parse_response(e.line);
+      r.conns[o.conn].seen.push_back(static_cast<std::uint32_t>(r.seen.size()));
+      r.seen.push_back(std::move(o));
+    }
+    if (e.kind == EventKind::close || e.kind == EventKind::eof) {
+      auto& c = r.conns[conn_of(e)];
+      if (c.end == Conn::End::open) {
+        c.end = e.kind == EventKind::close ? Conn::End::tester : Conn::End::server;
+        c.end_us = e.t_us;
+      }
+    }
+  }
+  if (!history.events.empty()) {
+    r.first_ms = floor_ms(history.events.front().t_us);
+    r.end_us = history.events.back().t_us;
+  }
+  for (auto& c : r.conns) {
+    if (c.end == Conn::End::open) c.end_us = r.end_us;  // watched until the history's end (S12, C13)
+  }
+  if (!r.cluster) return r;
+  // C3: a connection's `E`s answer its well-formed sends in order, each one
+  // that has no other answer of its class on the connection, while `E`s are
+  // left; such a send was never applied. An `E` left over answers nothing.
+  for (const auto& c : r.conns) {
+    std::size_t errors = 0;
+    for (const auto o : c.seen) errors += r.seen[o].response && r.seen[o].response->kind == ResponseKind::error;
+    for (const auto i : c.sends) {
+      if (errors == 0) break;
+      auto& s = r.sends[i];
+      const bool answered = std::any_of(c.seen.begin(), c.seen.end(), [&](std::uint32_t o) {
+        const auto& resp = r.seen[o].response;
+        if (!resp || resp->key != s.key) return false;
+        if (s.acquire) {
+          return (resp->kind == ResponseKind::granted || resp->kind == ResponseKind::timed_out ||
+                  resp->kind == ResponseKind::busy) &&
+                 resp->owner == s.owner;
+        }
+        return (resp->kind == ResponseKind::released || resp->kind == ResponseKind::not_held) &&
+               resp->token.value == s.token;
+      });
+      if (answered) continue;
+      s.errored = true;
+      --errors;
+    }
+    if (errors > 0) r.violation = fmt::format("an E on connection {} answers no request (rule C3)", c.id);
+  }
+  // C4: the sends of one line with session fields (client, seq) are one
+  // operation; a send without them is an operation of its own.
+  std::map<std::string, std::int32_t> by_line;
+  for (std::uint32_t i = 0; i < r.sends.size(); ++i) {
+    auto& s = r.sends[i];
+    const auto fields = std::count(s.line.begin(), s.line.end(), ' ');
+    const bool session = (s.acquire && fields == 6) || (!s.acquire && fields == 4);
+    auto found = session ? by_line.find(s.line) : by_line.end();
+    if (found == by_line.end()) {
+      s.op = static_cast<std::int32_t>(r.ops.size());
+      r.ops.push_back(Op{{}, s.key});
+      if (session) by_line.emplace(s.line, s.op);
+    } else {
+      s.op = found->second;
+    }
+    r.ops[static_cast<std::size_t>(s.op)].sends.push_back(i);
+  }
+  return r;
+}
+
+// ---- states -------------------------------------------------------------------
+
+// What the model's queues do not say: which send each waiter came from.
+struct WaiterOf {
+  std::uint64_t id = 0;  // simple: queued_order; cluster: waiter id
+  std::uint32_t send = 0;
+};
+
+struct State {
+  std::optional<Model> simple;
+  std::optional<model::ClusterModel> cluster;
+  std::vector<std::uint8_t> done;       // per send: handled (simple) or applied (cluster)
+  std::vector<std::uint8_t> explained;  // per observation
+  std::vector<std::uint8_t> closed;     // simple: per connection, its close took effect
+  std::vector<std::uint64_t> bound;     // per model token (value - 1): the history's token, 0 unbound (S13)
+  std::vector<WaiterOf> waiters;
+  std::vector<std::string> outcome;     // cluster, per op: what it came to, for its retries (C4)
+  std::int64_t lateness_ms = 0;         // cluster (C10..C13)
+};
+
+// What decides a state's future: everything but its lateness.
+std::string key_of(const State& s) {
+  std::string k;
+  if (s.simple) {
+    const auto& m = *s.simple;
+    k += fmt::format("n{} t{}|", m.now().value, m.next_token().value);
+    for (const auto& [key, st] : m.keys()) {
+      k += fmt::format("{} {} {} {} {}:", key, st.holder, st.token.value, st.granted_at.value, st.expiry.value);
+      for (const auto& w : st.queue) {
+        k += fmt::format("{},{},{},{},{};", w.owner, w.lease_ms.value, w.deadline.value, w.connection.value,
+                         w.queued_order);
+      }
+      k += '|';
+    }
+  } else {
+    const auto& m = *s.cluster;
+    k += fmt::format("c{} t{}|", m.clock().value, m.next_token().value);
+    k += m.canonical();
+    for (const auto& o : s.outcome) k += o + '|';
+  }
+  k.append(s.done.begin(), s.done.end());
+  k.append(s.explained.begin(), s.explained.end());
+  k.append(s.closed.begin(), s.closed.end());
+  for (const auto b : s.bound) k += fmt::format("{},", b);
+  for (const auto& w : s.waiters) k += fmt::format("{}>{},", w.id, w.send);
+  return k;
+}
+
+// ---- the search ---------------------------------------------------------------
+
+class Search {
+ public:
+  Search(const Reading& r, const ReferenceOptions& options) : r_(r), options_(options) {
+    tol_ = r.header.tolerance_ms;
+    allowance_ = r.cluster ? r.header.clock_allowance_ms : 0;
+    hw_ = r.header.handled_within_ms;
+    for (const auto& o : r.seen) {
+      if (o.response) seen_keys_.insert(o.response->key);
+    }
+  }
+
+  ReferenceResult run() {
+    ReferenceResult result;
+    if (!r_.violation.empty()) {
+      result.verdict = ReferenceResult::Verdict::violation;
+      result.reason = r_.violation;
+      return result;
+    }
+    const std::int64_t end_ms = floor_ms(r_.end_us);
+    // S14, C9: nothing can be caused after the last observation's latest
+    // cause; S7 and S12 look a tolerance further.
+    horizon_ = end_ms + 2 + tol_ + allowance_;
+    if (r_.cluster) {
+      explore(initial(), r_.first_ms, result);
+    } else {
+      // S6: one phase for the run; every phase whose first sweep falls
+      // past the horizon behaves alike, so one of them stands for all.
+      const std::int64_t sweep = r_.header.limits.sweep_ms.value;
+      const std::int64_t span = horizon_ - r_.first_ms + 1;
+      const std::int64_t phases = std::min(sweep, span + 1);
+      for (std::int64_t p = 0; p < phases; ++p) {
+        phase_ = p;
+        explore(initial(), r_.first_ms, result);
+        if (result.verdict == ReferenceResult::Verdict::conforms || states_ > options_.states_max) break;
+      }
+    }
+    result.states = states_;
+    if (states_ > options_.states_max) {
+      result.verdict = ReferenceResult::Verdict::unknown;
+      result.reason = "the reference's budget of states ran out";
+      return result;
+    }
+    if (best_lateness_ < none_ms) {
+      result.least_lateness_ms = r_.cluster ? best_lateness_ : -1;
+      const auto max = r_.header.max_lateness_ms;
+      const bool within = !r_.cluster || max < 0 || best_lateness_ <= max;
+      result.verdict = within ? ReferenceResult::Verdict::conforms : ReferenceResult::Verdict::violation;
+      if (!within) result.reason = fmt::format("least lateness {} ms is past the maximum {} ms (rule C14)", best_lateness_, max);
+    } else {
+      result.verdict = ReferenceResult::Verdict::violation;
+      result.reason = furthest_.empty() ? "no explanation" : furthest_;
+    }
+    return result;
+  }
+
+ private:
+  State initial() const {
+    State s;
+    Limits limits = r_.header.limits;
+    if (r_.cluster) {
+      s.cluster.emplace(limits, Token{1}, cluster::SessionLimits{});
+      s.outcome.assign(r_.ops.size(), "");
+    } else {
+      s.simple.emplace(limits, Token{1});
+    }
+    s.done.assign(r_.sends.size(), 0);
+    s.explained.assign(r_.seen.size(), 0);
+    s.closed.assign(r_.conns.size(), 0);
+    return s;
+  }
+
+  // S6: the model sweeps at multiples of sweep_ms of its own clock; instant
+  // t of the history is that clock shifted so that the sweeps fall at
+  // first_ms + phase + k * sweep_ms.
+  TimeMs model_time(std::int64_t t) const {
+    return TimeMs{t - r_.first_ms + r_.header.limits.sweep_ms.value - phase_};
+  }
+  std::int64_t instant_of(TimeMs model) const {
+    return model.value + r_.first_ms - r_.header.limits.sweep_ms.value + phase_;
+  }
+
+  using Frontier = std::map<std::string, State>;
+
+  void explore(State start, std::int64_t from, ReferenceResult&) {
+    Frontier frontier;
+    frontier.emplace(key_of(start), std::move(start));
+    for (std::int64_t t = from; t <= horizon_ && !frontier.empty(); ++t) {
+      Frontier next;
+      for (auto& [k, s] : frontier) {
+        if (++states_ > options_.states_max) return;
+        if (!r_.cluster) {
+          // S4: at an instant, what is due first (the model fires the
+          // timeouts, then the sweep when the phase puts one there).
+          std::vector<State> due;
+          fire_due(s, t, due);
+          for (auto& d : due) close_instant(std::move(d), t, next);
+        } else {
+          close_instant(s, t, next);
+        }
+      }
+      // Monotone pruning: what can no longer be explained dies (S14, S15, C9).
+      frontier.clear();
+      for (auto& [k, s] : next) {
+        if (alive(s, t)) frontier.emplace(k, std::move(s));
+      }
+      if (frontier.empty() && furthest_.empty()) {
+        furthest_ = fmt::format("no explanation reaches +{} ms", t - r_.first_ms);
+      }
+    }
+    for (auto& [k, s] : frontier) {
+      std::int64_t late = s.lateness_ms;
+      if (final(s, late)) {
+        best_lateness_ = std::min(best_lateness_, late);
+        if (std::getenv("LOCKSTEP_REFERENCE_TRACE")) fmt::print(stderr, "final (phase {}): {}\n", phase_, k);
+      }
+    }
+  }
+
+  // Every order of every subset of the steps available at t, from s; the
+  // states reached (equal ones once, with the least lateness) go to `out`.
+  void close_instant(State s, std::int64_t t, Frontier& out) {
+    Frontier here;
+    std::vector<std::string> work;
+    const auto add = [&](State n) {
+      auto k = key_of(n);
+      auto found = here.find(k);
+      if (found == here.end()) {
+        here.emplace(k, std::move(n));
+        work.push_back(std::move(k));
+      } else if (n.lateness_ms < found->second.lateness_ms) {
+        found->second.lateness_ms = n.lateness_ms;
+        work.push_back(std::move(k));  // its successors are less late too
+      }
+    };
+    add(std::move(s));
+    while (!work.empty()) {
+      const auto k = work.back();
+      work.pop_back();
+      if (++states_ > options_.states_max) return;
+      const State current = here.at(k);
+      std::vector<State> next;
+      if (r_.cluster) {
+        cluster_steps(current, t, next);
+      } else {
+        simple_steps(current, t, next);
+      }
+      for (auto& n : next) add(std::move(n));
+    }
+    for (auto& [k, n] : here) {
+      auto found = out.find(k);
+      if (found == out.end()) {
+        out.emplace(k, std::move(n));
+      } else if (n.lateness_ms < found->second.lateness_ms) {
+        found->second.lateness_ms = n.lateness_ms;
+      }
+    }
+  }
+
+  // ---- tokens (S13, C15) ----------------------------------------------------------
+
+  // Binds the model's token `m` to the history's `h`: one token per grant,
+  // and bound tokens increase in the order the model issued them.
+  static bool bind(State& s, std::uint64_t m, std::uint64_t h) {
+    if (s.bound.size() < m) s.bound.resize(m, 0);
+    if (s.bound[m - 1] != 0) return s.bound[m - 1] == h;
+    for (std::size_t i = 0; i < s.bound.size(); ++i) {
+      const auto b = s.bound[i];
+      if (b == 0) continue;
+      if (b == h) return false;
+      if ((i + 1 < m) != (b < h)) return false;
+    }
+    s.bound[m - 1] = h;
+    return true;
+  }
+
+  // S13, C15: the model tokens a release carrying the history's token `h`
+  // may name: the grant bound to it; or else any grant not seen (which it
+  // then binds), or a token no grant carried.
+  struct Named {
+    State state;
+    std::uint64_t model_token;
+  };
+  std::vector<Named> name_token(const State& s, std::uint64_t h, std::uint32_t send) const {
+    std::vector<Named> out;
+    for (std::size_t i = 0; i < s.bound.size(); ++i) {
+      if (s.bound[i] == h) return {Named{s, i + 1}};
+    }
+    const std::uint64_t issued = (r_.cluster ? s.cluster->next_token().value : s.simple->next_token().value) - 1;
+    for (std::uint64_t m = 1; m <= issued; ++m) {
+      if (m <= s.bound.size() && s.bound[m - 1] != 0) continue;
+      State n = s;
+      if (bind(n, m, h)) out.push_back(Named{std::move(n), m});
+    }
+    out.push_back(Named{s, (std::uint64_t{1} << 62) + send});  // never issued
+    return out;
+  }
+
+  // ---- matching (S9..S12, C8, C12, C13) ---------------------------------------------
+
+  struct Produced {
+    Response response;  // as the model gave it
+    std::uint32_t conn = 0;  // slot
+    std::int64_t at = 0;     // the instant it was produced
+    bool deferred = false;
+    std::int32_t send = -1;       // the send it answers (its request), or -1
+    std::uint64_t echo = 0;       // R/N: the history's token the request carried
+    enum class Cause { request, deadline, other } cause = Cause::request;
+    std::int64_t due_ms = 0;      // cluster: its cause's on-time instant (C12)
+  };
+
+  std::uint32_t slot_of(ConnectionId id) const {
+    for (std::uint32_t i = 0; i < r_.conns.size(); ++i) {
+      if (r_.conns[i].id == id.value) return i;
+    }
+    return 0;
+  }
+
+  // Whether observation `o` is the response `p` (tokens as bound), binding
+  // a grant's token.
+  static bool same(State& s, const Produced& p, const Response& o) {
+    const auto& a = p.response;
+    if (a.kind != o.kind) return false;
+    switch (a.kind) {
+      case ResponseKind::error:
+        return true;
+      case ResponseKind::timed_out:
+      case ResponseKind::busy:
+        return a.owner == o.owner && a.key == o.key;
+      case ResponseKind::released:
+      case ResponseKind::not_held:
+        return a.key == o.key && p.echo == o.token.value;
+      case ResponseKind::granted:
+        return a.owner == o.owner && a.key == o.key && bind(s, a.token.value, o.token.value);
+    }
+    return false;
+  }
+
+  // S12: the tester stopped watching the connection before `p` was owed.
+  bool may_be_unseen_simple(const Produced& p) const {
+    const auto& c = r_.conns[p.conn];
+    std::int64_t at = p.at;
+    if (p.send >= 0) {
+      const auto& s = r_.sends[static_cast<std::size_t>(p.send)];
+      const std::int64_t read_by = floor_ms(s.us) + (hw_ >= 0 ? hw_ + 1 : 0);
+      if (!p.deferred) at = std::min(at, read_by);
+      // A waiter's answer, its `T` or a hand-off's `A`, is owed by its
+      // wait's end counted from when it was read.
+      if (p.deferred && s.acquire) at = std::min(at, read_by + s.wait_ms);
+    }
+    return (at + 1 + tol_) * 1000 > c.end_us;
+  }
+
+  bool of_key(const Seen& o, const Produced& p) const {
+    return o.response && o.response->kind != ResponseKind::error && o.response->key == p.response.key;
+  }
+
+  void match(const State& s, const Produced& p, std::vector<State>& out) const {
+    const auto& c = r_.conns[p.conn];
+    const bool error = p.response.kind == ResponseKind::error;
+    if (r_.cluster) {
+      // C8: read no earlier than a millisecond and the allowance before it
+      // was produced; any unexplained observation on its connection.
+      for (const auto o : c.seen) {
+        const auto& seen = r_.seen[o];
+        if (s.explained[o] || !seen.response || seen.read_us < (p.at - allowance_ - 1) * 1000) continue;
+        State n = s;
+        if (!same(n, p, *seen.response)) continue;
+        n.explained[o] = 1;
+        if (p.deferred) {
+          // C12: heard past its cause's on-time instant and the tolerance.
+          const std::int64_t late_us = seen.from_us - (p.due_ms + 1 + tol_) * 1000;
+          if (late_us > 0) n.lateness_ms = std::max(n.lateness_ms, (late_us + 999) / 1000);
+        }
+        out.push_back(std::move(n));
+      }
+      // C8: any answer may go unheard; C13: a deferred answer to an
+      // operation sent once, on a connection the tester watched, is late by
+      // that watch.
+      State n = s;
+      if (p.deferred && p.send >= 0 && owed_on(p.send, p.conn)) {
+        const std::int64_t late_us = c.end_us - (p.due_ms + 1 + tol_) * 1000;
+        if (late_us > 0) n.lateness_ms = std::max(n.lateness_ms, (late_us + 999) / 1000);
+      }
+      out.push_back(std::move(n));
+      return;
+    }
+    // Simple mode. S11: an E matches any unexplained E of its connection.
+    // S9: an answer given at once is the first unexplained observation of
+    // its key on the connection, or one read in the same millisecond. S10:
+    // a deferred answer, any that arrived within the tolerance.
+    std::int64_t first_ms = -1;
+    bool any_left = false;
+    for (const auto o : c.seen) {
+      const auto& seen = r_.seen[o];
+      if (s.explained[o]) continue;
+      if (error) {
+        if (!seen.response || seen.response->kind != ResponseKind::error) continue;
+      } else {
+        if (!of_key(seen, p)) continue;
+        any_left = true;
+        if (first_ms < 0) first_ms = floor_ms(seen.read_us);
+        if (p.deferred && seen.from_us > (p.at + 1 + tol_) * 1000) break;
+        if (!p.deferred && floor_ms(seen.read_us) != first_ms) break;
+      }
+      if (seen.read_us < (p.at - 1) * 1000) continue;  // S9, S10: the grid's millisecond
+      State n = s;
+      if (!same(n, p, *seen.response)) continue;
+      n.explained[o] = 1;
+      out.push_back(std::move(n));
+    }
+    // S12: unseen only when not owed; an answer given at once only when no
+    // observation of its key is left behind it on the connection.
+    if (may_be_unseen_simple(p) && (p.deferred || error || !any_left)) out.push_back(s);
+  }
+
+  // C13: the tester watched this connection for an answer to this send.
+  bool owed_on(std::int32_t send, std::uint32_t conn) const {
+    const auto& s = r_.sends[static_cast<std::size_t>(send)];
+    if (r_.ops[static_cast<std::size_t>(s.op)].sends.size() != 1) return false;
+    if (s.conn != conn) return false;
+    return r_.conns[conn].end != Conn::End::server;
+  }
+
+  // Applies `produced` one after the other to every state of `states`.
+  void match_all(std::vector<State> states, const std::vector<Produced>& produced, std::vector<State>& out) const {
+    for (const auto& p : produced) {
+      std::vector<State> next;
+      for (const auto& s : states) match(s, p, next);
+      states = std::move(next);
+      if (states.empty()) return;
+    }
+    for (auto& s : states) out.push_back(std::move(s));
+  }
+
+  // ---- simple mode ------------------------------------------------------------------
+
+  // The send a queued waiter came from, and forget it.
+  static std::int32_t take_waiter(State& s, std::uint64_t id) {
+    for (auto it = s.waiters.begin(); it != s.waiters.end(); ++it) {
+      if (it->id == id) {
+        const auto send = static_cast<std::int32_t>(it->send);
+        s.waiters.erase(it);
+        return send;
+      }
+    }
+    return -1;
+  }
+
+  struct Left {  // a waiter that left its queue during a call of the model
+    std::uint64_t id;
+    std::string key, owner;
+    std::uint64_t conn;
+    std::int64_t deadline;
+  };
+  static std::vector<Left> simple_queues(const Model& m) {
+    std::vector<Left> out;
+    for (const auto& [key, st] : m.keys()) {
+      for (const auto& w : st.queue) out.push_back(Left{w.queued_order, key, w.owner, w.connection.value, w.deadline.value});
+    }
+    return out;
+  }
+  // The deferred answers of one call, each tied to the waiter it answers
+  // (the first waiter of its owner on its connection that left).
+  std::vector<Produced> deferred_simple(State& s, const std::vector<Left>& before, const Outputs& outputs,
+                                        std::size_t from, std::int64_t t, Produced::Cause grant_cause) const {
+    std::vector<Produced> out;
+    auto after = simple_queues(*s.simple);
+    std::vector<Left> left;
+    for (const auto& w : before) {
+      if (std::none_of(after.begin(), after.end(), [&](const Left& a) { return a.id == w.id; })) left.push_back(w);
+    }
+    for (std::size_t i = from; i < outputs.size(); ++i) {
+      Produced p;
+      p.response = outputs[i].response;
+      p.conn = slot_of(outputs[i].connection);
+      p.at = t;
+      p.deferred = true;
+      p.cause = p.response.kind == ResponseKind::timed_out ? Produced::Cause::deadline : grant_cause;
+      for (auto it = left.begin(); it != left.end(); ++it) {
+        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value) {
+          p.send = take_waiter(s, it->id);
+          left.erase(it);
+          break;
+        }
+      }
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  // S4, S6: what is due at t: the model's timeouts, then its sweep.
+  void fire_due(const State& s, std::int64_t t, std::vector<State>& out) const {
+    State n = s;
+    const auto before = simple_queues(*n.simple);
+    Outputs outputs;
+    n.simple->advance(model_time(t), outputs);
+    auto produced = deferred_simple(n, before, outputs, 0, t, Produced::Cause::other);
+    match_all({std::move(n)}, produced, out);
+  }
+
+  bool available_simple(const State& s, std::uint32_t i, std::int64_t t) const {
+    const auto& send = r_.sends[i];
+    if (s.done[i] || s.closed[send.conn]) return false;
+    if (floor_ms(send.us) > t) return false;  // S3
+    const auto& c = r_.conns[send.conn];
+    for (const auto j : c.sends) {  // S4: in the order sent
+      if (j == i) break;
+      if (!s.done[j]) return false;
+    }
+    return true;
+  }
+
+  // S7: when the server drops a closed connection's waiters.
+  std::pair<std::int64_t, std::int64_t> close_window(const Conn& c) const {
+    if (c.end == Conn::End::tester) return {floor_ms(c.end_us), floor_ms(c.end_us) + 1 + tol_};
+    return {floor_ms(c.open_us), floor_ms(c.end_us + 1000)};
+  }
+
+  void simple_steps(const State& s, std::int64_t t, std::vector<State>& out) const {
+    for (std::uint32_t i = 0; i < r_.sends.size(); ++i) {
+      if (!available_simple(s, i, t)) continue;
+      const auto& send = r_.sends[i];
+      std::vector<Named> names;
+      if (!send.malformed && !send.acquire) {
+        names = name_token(s, send.token, i);  // S13
+      } else {
+        names.push_back(Named{s, 0});
+      }
+      for (auto& [named, model_token] : names) {
+        State n = std::move(named);
+        n.done[i] = 1;
+        std::string line = send.line;
+        if (!send.malformed && !send.acquire) line = fmt::format("R {} {}", send.key, model_token);
+        const auto before = simple_queues(*n.simple);
+        Outputs outputs;
+        n.simple->on_line(ConnectionId{r_.conns[send.conn].id}, line, model_time(t), outputs);
+        std::vector<Produced> produced;
+        std::size_t from = 0;
+        if (send.acquire && outputs.empty()) {
+          // Queued (simple mode point 4): remember whose waiter it is.
+          const auto after = simple_queues(*n.simple);
+          for (const auto& w : after) {
+            if (std::none_of(before.begin(), before.end(), [&](const Left& b) { return b.id == w.id; })) {
+              n.waiters.push_back(WaiterOf{w.id, i});
+            }
+          }
+        } else if (!outputs.empty()) {
+          Produced own;
+          own.response = outputs[0].response;
+          own.conn = send.conn;
+          own.at = t;
+          own.send = static_cast<std::int32_t>(i);
+          own.echo = send.token;
+          produced.push_back(std::move(own));
+          from = 1;
+        }
+        auto handed = deferred_simple(n, before, outputs, from, t, Produced::Cause::other);
+        produced.insert(produced.end(), handed.begin(), handed.end());
+        match_all({std::move(n)}, produced, out);
+      }
+    }
+    // S7, S8: a close takes effect after its connection's requests.
+    for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
+      const auto& conn = r_.conns[c];
+      if (conn.end == Conn::End::open || s.closed[c]) continue;
+      const auto [lo, hi] = close_window(conn);
+      if (t < lo || t > hi) continue;
+      if (std::any_of(conn.sends.begin(), conn.sends.end(), [&](std::uint32_t i) { return !s.done[i]; })) continue;
+      State n = s;
+      n.closed[c] = 1;
+      bool may = true;
+      for (const auto& [key, st] : n.simple->keys()) {
+        for (const auto& w : st.queue) {
+          if (w.connection.value != conn.id) continue;
+          if (!may_drop(n, w.queued_order, instant_of(w.deadline), t)) may = false;
+        }
+      }
+      if (!may) continue;
+      Outputs ignored;
+      n.simple->on_close(ConnectionId{conn.id}, model_time(t), ignored);
+      std::erase_if(n.waiters, [&](const WaiterOf& w) {
+        return r_.sends[w.send].conn == c &&
+               std::none_of(n.simple->keys().begin(), n.simple->keys().end(), [&](const auto& entry) {
+                 return std::any_of(entry.second.queue.begin(), entry.second.queue.end(),
+                                    [&](const Model::Waiter& q) { return q.queued_order == w.id; });
+               });
+      });
+      out.push_back(std::move(n));
+    }
+  }
+
+  // S8: a close at `at` drops a waiter only before its `T` was owed.
+  bool may_drop(const State& s, std::uint64_t id, std::int64_t deadline, std::int64_t at) const {
+    for (const auto& w : s.waiters) {
+      if (w.id != id) continue;
+      const auto& send = r_.sends[w.send];
+      const std::int64_t queued = deadline - send.wait_ms;
+      const std::int64_t read_by = floor_ms(send.us) + (hw_ >= 0 ? hw_ + 1 : 0);
+      return std::min(queued, read_by) + send.wait_ms + 1 + tol_ > at;
+    }
+    return true;
+  }
+
+  // ---- cluster mode ---------------------------------------------------------------
+
+  struct Queued {
+    std::uint64_t id;
+    std::string key, owner;
+    std::uint64_t conn;
+    std::int64_t deadline;
+  };
+  static std::vector<Queued> cluster_queues(const model::ClusterModel& m) {
+    std::vector<Queued> out;
+    for (const auto& [key, st] : m.keys()) {
+      for (const auto& w : st.queue) out.push_back(Queued{w.id, key, w.owner, w.connection.value, w.deadline.value});
+    }
+    return out;
+  }
+
+  // C11: a step on `key` at t while its holder or a waiter is past due.
+  void found_late(State& s, const std::string& key, std::int64_t t) const {
+    const auto found = s.cluster->keys().find(key);
+    if (found == s.cluster->keys().end()) return;
+    const auto& st = found->second;
+    s.lateness_ms = std::max(s.lateness_ms, t - allowance_ - st.expiry.value);
+    for (const auto& w : st.queue) s.lateness_ms = std::max(s.lateness_ms, t - allowance_ - w.deadline.value);
+  }
+
+  // Applies one command, ties its outputs to their causes and matches them.
+  void apply(State n, const cluster::Command& command, const std::string& key, std::int64_t t, std::int32_t send,
+             std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out) const {
+    found_late(n, key, t);
+    const auto before = cluster_queues(*n.cluster);
+    const auto outputs = n.cluster->apply(command);
+    const auto after = cluster_queues(*n.cluster);
+    std::vector<Queued> left;
+    for (const auto& w : before) {
+      if (std::none_of(after.begin(), after.end(), [&](const Queued& a) { return a.id == w.id; })) left.push_back(w);
+    }
+    std::vector<Produced> produced;
+    std::size_t from = 0;
+    const bool request = std::holds_alternative<cluster::Acquire>(command) || std::holds_alternative<cluster::Release>(command);
+    if (request) {
+      if (!outputs.empty() && slot_of(outputs[0].connection) == r_.sends[static_cast<std::size_t>(send)].conn) {
+        Produced own;
+        own.response = outputs[0].response;
+        own.conn = r_.sends[static_cast<std::size_t>(send)].conn;
+        own.at = t;
+        own.send = send;
+        own.echo = echo;
+        produced.push_back(std::move(own));
+        from = 1;
+      }
+      if (std::holds_alternative<cluster::Acquire>(command) && outputs.empty()) {
+        for (const auto& w : after) {
+          if (std::none_of(before.begin(), before.end(), [&](const Queued& b) { return b.id == w.id; })) {
+            n.waiters.push_back(WaiterOf{w.id, static_cast<std::uint32_t>(send)});
+          }
+        }
+      }
+    }
+    for (std::size_t i = from; i < outputs.size(); ++i) {
+      Produced p;
+      p.response = outputs[i].response;
+      p.conn = slot_of(outputs[i].connection);
+      p.at = t;
+      p.deferred = true;
+      p.due_ms = hand_off_due;  // C12: a hand-off's cause
+      for (auto it = left.begin(); it != left.end(); ++it) {
+        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value) {
+          if (p.response.kind == ResponseKind::timed_out) p.due_ms = it->deadline;  // C12: a T's, its deadline
+          p.send = take_waiter(n, it->id);
+          left.erase(it);
+          break;
+        }
+      }
+      produced.push_back(std::move(p));
+    }
+    for (const auto& w : left) take_waiter(n, w.id);  // dropped by a Close
+    match_all({std::move(n)}, produced, out);
+  }
+
+  bool available_cluster(const State& s, std::uint32_t i, std::int64_t t) const {
+    const auto& send = r_.sends[i];
+    if (s.done[i] || send.errored || send.malformed) return false;  // C3
+    if (floor_ms(send.us) > t) return false;                         // C2
+    // C5: operations sent once, on one connection, in the order sent.
+    if (r_.ops[static_cast<std::size_t>(send.op)].sends.size() == 1) {
+      for (const auto j : r_.conns[send.conn].sends) {
+        if (j == i) break;
+        const auto& earlier = r_.sends[j];
+        if (earlier.errored || earlier.malformed || r_.ops[static_cast<std::size_t>(earlier.op)].sends.size() != 1) {
+          continue;
+        }
+        if (!s.done[j]) return false;
+      }
+    }
+    return true;
+  }
+
+  void cluster_steps(const State& s, std::int64_t t, std::vector<State>& out) const {
+    const TimeMs now{t};
+    // C2, C4: a send applied; the first of its operation applies it, a
+    // later one is a retry the model answers from the session.
+    for (std::uint32_t i = 0; i < r_.sends.size(); ++i) {
+      if (!available_cluster(s, i, t)) continue;
+      const auto& send = r_.sends[i];
+      const auto op = static_cast<std::size_t>(send.op);
+      const auto conn = ConnectionId{r_.conns[send.conn].id};
+      auto session = session_of(send);
+      if (send.acquire) {
+        State n = s;
+        n.done[i] = 1;
+        const bool first = n.outcome[op].empty();
+        if (n.outcome[op] == "B") {
+          // C16: a retry of an acquire answered B by the relaxation.
+          found_late(n, send.key, t);
+          Produced own{Response::busy(send.owner, send.key), send.conn, t, false, static_cast<std::int32_t>(i)};
+          match_all({std::move(n)}, {own}, out);
+          continue;
+        }
+        if (first) n.outcome[op] = "applied";
+        // C16 (a relaxation): a waiting acquire that finds its key held may
+        // be answered B, whatever the queue's size.
+        const auto held = n.cluster->keys().find(send.key);
+        if (first && send.wait_ms > 0 && held != n.cluster->keys().end()) {
+          State b = n;
+          b.outcome[op] = "B";
+          found_late(b, send.key, t);
+          Produced own{Response::busy(send.owner, send.key), send.conn, t, false, static_cast<std::int32_t>(i)};
+          match_all({std::move(b)}, {own}, out);
+        }
+        apply(std::move(n),
+              cluster::Acquire{session, conn, send.key, send.owner, DurationMs{send.lease_ms}, DurationMs{send.wait_ms},
+                               now},
+              send.key, t, static_cast<std::int32_t>(i), 0, t, out);
+      } else {
+        for (auto& [named, model_token] : name_token(s, send.token, i)) {
+          State n = std::move(named);
+          n.done[i] = 1;
+          if (n.outcome[op].empty()) n.outcome[op] = "applied";
+          // C12: a release's hand-off is due at the release's own instant.
+          apply(std::move(n), cluster::Release{session, conn, send.key, Token{model_token}, now}, send.key, t,
+                static_cast<std::int32_t>(i), send.token, t, out);
+        }
+      }
+    }
+    // C6: the Expire of a holder whose lease has run out on the table's
+    // clock; the Timeout of a waiter whose deadline has come.
+    for (const auto& [key, st] : s.cluster->keys()) {
+      if (st.expiry.value <= t) {
+        State n = s;
+        // C10: late past its due instant and the allowance.
+        n.lateness_ms = std::max(n.lateness_ms, t - allowance_ - st.expiry.value);
+        apply(std::move(n), cluster::Expire{key, st.token, now}, key, t, -1, 0, st.expiry.value, out);
+      }
+      for (const auto& w : st.queue) {
+        if (w.deadline.value > t) continue;
+        State n = s;
+        n.lateness_ms = std::max(n.lateness_ms, t - allowance_ - w.deadline.value);  // C10
+        apply(std::move(n), cluster::Timeout{key, cluster::WaiterId{w.id}, now}, key, t, -1, 0, w.deadline.value, out);
+      }
+    }
+    // C7: a connection that ended may have its waiters dropped.
+    for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
+      const auto& conn = r_.conns[c];
+      if (conn.end == Conn::End::open) continue;
+      const std::int64_t lo = conn.end == Conn::End::tester ? floor_ms(conn.end_us) : floor_ms(conn.open_us);
+      if (t < lo) continue;
+      bool has = false;
+      for (const auto& [key, st] : s.cluster->keys()) {
+        for (const auto& w : st.queue) has = has || w.connection.value == conn.id;
+      }
+      if (!has) continue;
+      apply(s, cluster::Close{ConnectionId{conn.id}, now}, "", t, -1, 0, t, out);
+    }
+  }
+
+  static cluster::Session session_of(const Send& send) {
+    // The fields after the request's own, when there are two more.
+    std::vector<std::string> f;
+    std::string cur;
+    for (const char ch : send.line) {
+      if (ch == ' ') {
+        f.push_back(cur);
+        cur.clear();
+      } else {
+        cur += ch;
+      }
+    }
+    f.push_back(cur);
+    const std::size_t own = send.acquire ? 5 : 3;
+    if (f.size() != own + 2) return {};
+    return cluster::Session{f[own], std::stoull(f[own + 1])};
+  }
+
+  // ---- life and the end ---------------------------------------------------------------
+
+  // After instant t: a state dies when an observation can no longer be
+  // caused (S14, C9), or (simple) a request or a close passed its latest
+  // instant (S5, S7); with a maximum lateness, past it (C14).
+  bool alive(const State& s, std::int64_t t) const {
+    for (std::size_t o = 0; o < r_.seen.size(); ++o) {
+      if (!s.explained[o] && floor_ms(r_.seen[o].read_us) + 1 + allowance_ <= t) return false;
+    }
+    if (r_.cluster) {
+      const auto max = r_.header.max_lateness_ms;
+      return max < 0 || s.lateness_ms <= max;
+    }
+    if (hw_ >= 0) {
+      for (std::size_t i = 0; i < r_.sends.size(); ++i) {
+        if (!s.done[i] && floor_ms(r_.sends[i].us) + hw_ + 1 <= t) return false;
+      }
+    }
+    for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
+      if (r_.conns[c].end != Conn::End::open && !s.closed[c] && close_window(r_.conns[c]).second <= t) return false;
+    }
+    return true;
+  }
+
+  // At the horizon (S15, C13): whether the state explains the history, and
+  // its lateness with what the end adds.
+  bool final(const State& s, std::int64_t& late) const {
+    if (std::find(s.explained.begin(), s.explained.end(), 0) != s.explained.end()) return false;
+    if (r_.cluster) {
+      // C13: a waiter still queued, owed on a connection the tester watched.
+      for (const auto& w : s.waiters) {
+        const auto& send = r_.sends[w.send];
+        for (const auto& [key, st] : s.cluster->keys()) {
+          for (const auto& q : st.queue) {
+            if (q.id != w.id) continue;
+            const auto conn = slot_of(q.connection);
+            if (!owed_on(static_cast<std::int32_t>(w.send), conn)) continue;
+            const std::int64_t late_us = r_.conns[conn].end_us - (q.deadline.value + 1 + tol_) * 1000;
+            if (late_us > 0) late = std::max(late, (late_us + 999) / 1000);
+          }
+        }
+        (void)send;
+      }
+      return true;
+    }
+    // S15: a request never handled, handled after the end, may have its
+    // answer unseen; a waiter still queued, its `T`, or it may be dropped.
+    for (std::uint32_t i = 0; i < r_.sends.size(); ++i) {
+      if (s.done[i]) continue;
+      const auto& send = r_.sends[i];
+      const auto& c = r_.conns[send.conn];
+      const std::int64_t read_by = floor_ms(send.us) + (hw_ >= 0 ? hw_ + 1 : 0);
+      if ((read_by + 1 + tol_) * 1000 > c.end_us) continue;
+      if (send.acquire && send.wait_ms > 0) {
+        if ((read_by + send.wait_ms + 1 + tol_) * 1000 > c.end_us) continue;
+        if (c.end != Conn::End::open && close_window(c).first < read_by + send.wait_ms + 1 + tol_) continue;
+      }
+      return false;
+    }
+    for (const auto& [key, st] : s.simple->keys()) {
+      for (const auto& q : st.queue) {
+        for (const auto& w : s.waiters) {
+          if (w.id != q.queued_order) continue;
+          Produced p;
+          p.conn = r_.sends[w.send].conn;
+          p.at = instant_of(q.deadline);
+          p.deferred = true;
+          p.send = static_cast<std::int32_t>(w.send);
+          p.cause = Produced::Cause::deadline;
+          if (may_be_unseen_simple(p)) continue;
+          const auto& c = r_.conns[p.conn];
+          if (c.end != Conn::End::open && may_drop(s, w.id, instant_of(q.deadline), close_window(c).first)) continue;
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  const Reading& r_;
+  ReferenceOptions options_;
+  std::int64_t tol_ = 0, allowance_ = 0, hw_ = -1;
+  std::int64_t horizon_ = 0, phase_ = 0;
+  std::uint64_t states_ = 0;
+  std::int64_t best_lateness_ = none_ms;
+  std::string furthest_;
+  std::set<std::string> seen_keys_;
+};
+
+}  // namespace
+
+std::optional<std::string> reference_refusal(const History& history) {
+  std::set<std::uint32_t> conns;
+  std::set<std::string> keys;
+  std::size_t requests = 0;
+  for (const auto& e : history.events) {
+    if (e.kind == EventKind::down || e.kind == EventKind::up) {
+      return std::string("the reference reads no restart of the target (down, up)");
+    }
+    if (e.kind == EventKind::connect || e.kind == EventKind::send || e.kind == EventKind::recv) conns.insert(e.conn);
+    if (e.kind != EventKind::send) continue;
+    ++requests;
+    if (e.line.size() > history.header.limits.max_line_bytes) {
+      return std::string("the reference reads no line over max_line_bytes");
+    }
+    const auto space = e.line.find(' ');
+    if (space == std::string::npos) continue;
+    const auto next = e.line.find(' ', space + 1);
+    keys.insert(e.line.substr(space + 1, next == std::string::npos ? std::string::npos : next - space - 1));
+  }
+  if (conns.size() > reference_connections_max) {
+    return fmt::format("the reference reads at most {} connections, the history has {}", reference_connections_max,
+                       conns.size());
+  }
+  if (keys.size() > reference_keys_max) {
+    return fmt::format("the reference reads at most {} keys, the history has {}", reference_keys_max, keys.size());
+  }
+  if (requests > reference_requests_max) {
+    return fmt::format("the reference reads at most {} requests, the history has {}", reference_requests_max,
+                       requests);
+  }
+  if (!history.events.empty()) {
+    const auto span = floor_ms(history.events.back().t_us) - floor_ms(history.events.front().t_us);
+    if (span > reference_span_ms_max) {
+      return fmt::format("the reference reads a history of at most {} ms, this one lasts {} ms",
+                         reference_span_ms_max, span);
+    }
+  }
+  return std::nullopt;
+}
+
+ReferenceResult check_reference(const History& history, const ReferenceOptions& options) {
+  const Reading reading = read(history);
+  Search search(reading, options);
+  return search.run();
+}
+
+}  // namespace lockstep::history
