@@ -4,6 +4,7 @@
 #include "model/history/reference.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -225,33 +226,58 @@ struct State {
   std::vector<WaiterOf> waiters;
   std::vector<std::string> outcome;     // cluster, per op: what it came to, for its retries (C4)
   std::int64_t lateness_ms = 0;         // cluster (C10..C13)
+  std::string path;                     // what it did, kept for LOCKSTEP_REFERENCE_TRACE only
 };
 
 // What decides a state's future: everything but its lateness.
+void put(std::string& k, std::int64_t v) {
+  char buffer[24];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  k.append(buffer, end);
+  k += ',';
+}
+void put(std::string& k, std::uint64_t v) { put(k, static_cast<std::int64_t>(v)); }
+
 std::string key_of(const State& s) {
   std::string k;
+  k.reserve(256);
   if (s.simple) {
     const auto& m = *s.simple;
-    k += fmt::format("n{} t{}|", m.now().value, m.next_token().value);
+    put(k, m.now().value);
+    put(k, m.next_token().value);
     for (const auto& [key, st] : m.keys()) {
-      k += fmt::format("{} {} {} {} {}:", key, st.holder, st.token.value, st.granted_at.value, st.expiry.value);
+      k += key;
+      k += st.holder;
+      k += ' ';
+      put(k, st.token.value);
+      put(k, st.granted_at.value);
+      put(k, st.expiry.value);
       for (const auto& w : st.queue) {
-        k += fmt::format("{},{},{},{},{};", w.owner, w.lease_ms.value, w.deadline.value, w.connection.value,
-                         w.queued_order);
+        k += w.owner;
+        k += ' ';
+        put(k, w.lease_ms.value);
+        put(k, w.deadline.value);
+        put(k, w.connection.value);
+        put(k, w.queued_order);
       }
       k += '|';
     }
   } else {
     const auto& m = *s.cluster;
-    k += fmt::format("c{} t{}|", m.clock().value, m.next_token().value);
+    put(k, m.clock().value);
+    put(k, m.next_token().value);
     k += m.canonical();
     for (const auto& o : s.outcome) k += o + '|';
   }
   k.append(s.done.begin(), s.done.end());
   k.append(s.explained.begin(), s.explained.end());
   k.append(s.closed.begin(), s.closed.end());
-  for (const auto b : s.bound) k += fmt::format("{},", b);
-  for (const auto& w : s.waiters) k += fmt::format("{}>{},", w.id, w.send);
+  for (const auto b : s.bound) put(k, b);
+  k += '|';
+  for (const auto& w : s.waiters) {
+    put(k, w.id);
+    put(k, static_cast<std::uint64_t>(w.send));
+  }
   return k;
 }
 
@@ -370,7 +396,7 @@ class Search {
       std::int64_t late = s.lateness_ms;
       if (final(s, late)) {
         best_lateness_ = std::min(best_lateness_, late);
-        if (std::getenv("LOCKSTEP_REFERENCE_TRACE")) fmt::print(stderr, "final (phase {}): {}\n", phase_, k);
+        if (trace_) fmt::print(stderr, "explained (phase {}, lateness {}): {}\n", phase_, late, s.path);
       }
     }
   }
@@ -530,6 +556,7 @@ class Search {
           const std::int64_t late_us = seen.from_us - (p.due_ms + 1 + tol_) * 1000;
           if (late_us > 0) n.lateness_ms = std::max(n.lateness_ms, (late_us + 999) / 1000);
         }
+        if (trace_) n.path += fmt::format(" [{} @{} = obs {}]", format_response(p.response), p.at, o);
         out.push_back(std::move(n));
       }
       // C8: any answer may go unheard; C13: a deferred answer to an
@@ -540,6 +567,7 @@ class Search {
         const std::int64_t late_us = c.end_us - (p.due_ms + 1 + tol_) * 1000;
         if (late_us > 0) n.lateness_ms = std::max(n.lateness_ms, (late_us + 999) / 1000);
       }
+      if (trace_) n.path += fmt::format(" [{} @{} unheard]", format_response(p.response), p.at);
       out.push_back(std::move(n));
       return;
     }
@@ -565,11 +593,15 @@ class Search {
       State n = s;
       if (!same(n, p, *seen.response)) continue;
       n.explained[o] = 1;
+      if (trace_) n.path += fmt::format(" [{} @{} = obs {}]", format_response(p.response), p.at, o);
       out.push_back(std::move(n));
     }
     // S12: unseen only when not owed; an answer given at once only when no
     // observation of its key is left behind it on the connection.
-    if (may_be_unseen_simple(p) && (p.deferred || error || !any_left)) out.push_back(s);
+    if (may_be_unseen_simple(p) && (p.deferred || error || !any_left)) {
+      out.push_back(s);
+      if (trace_) out.back().path += fmt::format(" [{} @{} unseen]", format_response(p.response), p.at);
+    }
   }
 
   // C13: the tester watched this connection for an answer to this send.
@@ -636,7 +668,11 @@ class Search {
       p.deferred = true;
       p.cause = p.response.kind == ResponseKind::timed_out ? Produced::Cause::deadline : grant_cause;
       for (auto it = left.begin(); it != left.end(); ++it) {
-        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value) {
+        // A `T` answers a waiter whose deadline has come, an `A` one whose
+        // deadline is still ahead (the model's own rule).
+        const bool timed_out = it->deadline <= s.simple->now().value;
+        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value &&
+            timed_out == (p.response.kind == ResponseKind::timed_out)) {
           p.send = take_waiter(s, it->id);
           left.erase(it);
           break;
@@ -688,6 +724,7 @@ class Search {
       for (auto& [named, model_token] : names) {
         State n = std::move(named);
         n.done[i] = 1;
+        if (trace_) n.path += fmt::format(" {}:send{}", t, i);
         std::string line = send.line;
         if (!send.malformed && !send.acquire) line = fmt::format("R {} {}", send.key, model_token);
         const auto before = simple_queues(*n.simple);
@@ -727,6 +764,7 @@ class Search {
       if (std::any_of(conn.sends.begin(), conn.sends.end(), [&](std::uint32_t i) { return !s.done[i]; })) continue;
       State n = s;
       n.closed[c] = 1;
+      if (trace_) n.path += fmt::format(" {}:close{}", t, c);
       bool may = true;
       for (const auto& [key, st] : n.simple->keys()) {
         for (const auto& w : st.queue) {
@@ -788,6 +826,7 @@ class Search {
   // Applies one command, ties its outputs to their causes and matches them.
   void apply(State n, const cluster::Command& command, const std::string& key, std::int64_t t, std::int32_t send,
              std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out) const {
+    if (trace_) n.path += fmt::format(" {}:{}{}", t, "ARETC"[command.index()], send);
     found_late(n, key, t);
     const auto before = cluster_queues(*n.cluster);
     const auto outputs = n.cluster->apply(command);
@@ -826,7 +865,9 @@ class Search {
       p.deferred = true;
       p.due_ms = hand_off_due;  // C12: a hand-off's cause
       for (auto it = left.begin(); it != left.end(); ++it) {
-        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value) {
+        const bool timed_out = it->deadline <= n.cluster->clock().value;
+        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value &&
+            timed_out == (p.response.kind == ResponseKind::timed_out)) {
           if (p.response.kind == ResponseKind::timed_out) p.due_ms = it->deadline;  // C12: a T's, its deadline
           p.send = take_waiter(n, it->id);
           left.erase(it);
@@ -1034,6 +1075,7 @@ class Search {
 
   const Reading& r_;
   ReferenceOptions options_;
+  bool trace_ = std::getenv("LOCKSTEP_REFERENCE_TRACE") != nullptr;
   std::int64_t tol_ = 0, allowance_ = 0, hw_ = -1;
   std::int64_t horizon_ = 0, phase_ = 0;
   std::uint64_t states_ = 0;
