@@ -68,6 +68,7 @@ struct Reading {
   std::vector<Op> ops;
   std::int64_t first_ms = 0, end_us = 0;
   std::string violation;  // found while reading (an E nothing answers, C3)
+  std::vector<std::uint32_t> errors_taken;  // the `E`s C3 gives to sends
 };
 
 Reading read(const History& history) {
@@ -166,8 +167,11 @@ Reading read(const History& history) {
   // that has no other answer of its class on the connection, while `E`s are
   // left; such a send was never applied. An `E` left over answers nothing.
   for (const auto& c : r.conns) {
-    std::size_t errors = 0;
-    for (const auto o : c.seen) errors += r.seen[o].response && r.seen[o].response->kind == ResponseKind::error;
+    std::vector<std::uint32_t> error_list;
+    for (const auto o : c.seen) {
+      if (r.seen[o].response && r.seen[o].response->kind == ResponseKind::error) error_list.push_back(o);
+    }
+    std::size_t errors = error_list.size();
     for (const auto i : c.sends) {
       if (errors == 0) break;
       auto& s = r.sends[i];
@@ -184,6 +188,7 @@ Reading read(const History& history) {
       });
       if (answered) continue;
       s.errored = true;
+      r.errors_taken.push_back(error_list[error_list.size() - errors]);
       --errors;
     }
     if (errors > 0) r.violation = fmt::format("an E on connection {} answers no request (rule C3)", c.id);
@@ -350,6 +355,7 @@ class Search {
     }
     s.done.assign(r_.sends.size(), 0);
     s.explained.assign(r_.seen.size(), 0);
+    for (const auto o : r_.errors_taken) s.explained[o] = 1;  // C3
     s.closed.assign(r_.conns.size(), 0);
     return s;
   }
@@ -491,6 +497,7 @@ class Search {
     std::uint64_t echo = 0;       // R/N: the history's token the request carried
     enum class Cause { request, deadline, other } cause = Cause::request;
     std::int64_t due_ms = 0;      // cluster: its cause's on-time instant (C12)
+    std::int64_t not_before_us = 0;  // S9, C8: the send of its request, or of the release that caused it
   };
 
   std::uint32_t slot_of(ConnectionId id) const {
@@ -548,6 +555,7 @@ class Search {
       for (const auto o : c.seen) {
         const auto& seen = r_.seen[o];
         if (s.explained[o] || !seen.response || seen.read_us < (p.at - allowance_ - 1) * 1000) continue;
+        if (seen.read_us < p.not_before_us) continue;  // C8: never before the send it answers
         State n = s;
         if (!same(n, p, *seen.response)) continue;
         n.explained[o] = 1;
@@ -590,6 +598,7 @@ class Search {
         if (!p.deferred && floor_ms(seen.read_us) != first_ms) break;
       }
       if (seen.read_us < (p.at - 1) * 1000) continue;  // S9, S10: the grid's millisecond
+      if (seen.read_us < p.not_before_us) continue;     // S9: never before its request was sent
       State n = s;
       if (!same(n, p, *seen.response)) continue;
       n.explained[o] = 1;
@@ -747,10 +756,12 @@ class Search {
           own.at = t;
           own.send = static_cast<std::int32_t>(i);
           own.echo = send.token;
+          own.not_before_us = send.us;
           produced.push_back(std::move(own));
           from = 1;
         }
         auto handed = deferred_simple(n, before, outputs, from, t, Produced::Cause::other);
+        for (auto& p : handed) p.not_before_us = send.us;
         produced.insert(produced.end(), handed.begin(), handed.end());
         match_all({std::move(n)}, produced, out);
       }
@@ -846,6 +857,7 @@ class Search {
         own.at = t;
         own.send = send;
         own.echo = echo;
+        own.not_before_us = r_.sends[static_cast<std::size_t>(send)].us;
         produced.push_back(std::move(own));
         from = 1;
       }
@@ -864,6 +876,7 @@ class Search {
       p.at = t;
       p.deferred = true;
       p.due_ms = hand_off_due;  // C12: a hand-off's cause
+      if (request) p.not_before_us = r_.sends[static_cast<std::size_t>(send)].us;
       for (auto it = left.begin(); it != left.end(); ++it) {
         const bool timed_out = it->deadline <= n.cluster->clock().value;
         if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value &&
