@@ -254,7 +254,10 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
   const bool deferred = cause != Cause::request;
   const auto& list = in_.conns[conn].observations;
   const auto first = first_unexplained(c, conn);
-  const std::int64_t from_us = at * 1000 - grid_slack_us;
+  // Read no earlier than the grid's slack before its instant, and never
+  // before the request it answers, or the release that caused it, was sent.
+  std::int64_t from_us = std::max(at * 1000 - grid_slack_us, in_.requests[request].sent_us);
+  if (cause_request >= 0) from_us = std::max(from_us, in_.requests[static_cast<std::uint32_t>(cause_request)].sent_us);
   const std::int64_t until_us = deferred ? (at + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
   bool any = false;
   if (first != list.end()) {
