@@ -4,10 +4,13 @@
 #include "model/history/reference.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -71,6 +74,37 @@ struct Reading {
   std::vector<std::uint32_t> errors_taken;  // the `E`s C3 gives to sends
 };
 
+// The fields of a well-formed request.
+void take_request(Send& s, const Request& request) {
+  std::visit(
+      [&](const auto& q) {
+        using Q = std::decay_t<decltype(q)>;
+        s.key = std::string(q.key);
+        if constexpr (std::is_same_v<Q, AcquireRequest>) {
+          s.acquire = true;
+          s.owner = std::string(q.owner);
+          s.lease_ms = q.lease_ms.value;
+          s.wait_ms = q.wait_ms.value;
+        } else {
+          s.token = q.token.value;
+        }
+      },
+      request);
+}
+
+// Whether `response` is of the class that answers `s` (C3): an `A`, `T` or
+// `B` of its owner and key, an `R` or `N` of its token and key.
+bool answers(const Send& s, const Response& response) {
+  if (response.key != s.key) return false;
+  if (s.acquire) {
+    return (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||
+            response.kind == ResponseKind::busy) &&
+           response.owner == s.owner;
+  }
+  return (response.kind == ResponseKind::released || response.kind == ResponseKind::not_held) &&
+         response.token.value == s.token;
+}
+
 Reading read(const History& history) {
   Reading r;
   r.header = history.header;
@@ -97,40 +131,14 @@ Reading read(const History& history) {
       if (r.cluster) {
         auto parsed = parse_session_request(e.line, r.header.limits);
         if (const auto* ok = std::get_if<SessionRequest>(&parsed)) {
-          std::visit(
-              [&](const auto& q) {
-                using Q = std::decay_t<decltype(q)>;
-                s.key = std::string(q.key);
-                if constexpr (std::is_same_v<Q, AcquireRequest>) {
-                  s.acquire = true;
-                  s.owner = std::string(q.owner);
-                  s.lease_ms = q.lease_ms.value;
-                  s.wait_ms = q.wait_ms.value;
-                } else {
-                  s.token = q.token.value;
-                }
-              },
-              ok->request);
+          take_request(s, ok->request);
         } else {
           s.malformed = true;
         }
       } else {
         auto parsed = parse_request(e.line, r.header.limits);
         if (const auto* ok = std::get_if<Request>(&parsed)) {
-          std::visit(
-              [&](const auto& q) {
-                using Q = std::decay_t<decltype(q)>;
-                s.key = std::string(q.key);
-                if constexpr (std::is_same_v<Q, AcquireRequest>) {
-                  s.acquire = true;
-                  s.owner = std::string(q.owner);
-                  s.lease_ms = q.lease_ms.value;
-                  s.wait_ms = q.wait_ms.value;
-                } else {
-                  s.token = q.token.value;
-                }
-              },
-              *ok);
+          take_request(s, *ok);
         } else {
           s.malformed = true;
         }
@@ -176,15 +184,7 @@ Reading read(const History& history) {
       if (errors == 0) break;
       auto& s = r.sends[i];
       const bool answered = std::any_of(c.seen.begin(), c.seen.end(), [&](std::uint32_t o) {
-        const auto& resp = r.seen[o].response;
-        if (!resp || resp->key != s.key) return false;
-        if (s.acquire) {
-          return (resp->kind == ResponseKind::granted || resp->kind == ResponseKind::timed_out ||
-                  resp->kind == ResponseKind::busy) &&
-                 resp->owner == s.owner;
-        }
-        return (resp->kind == ResponseKind::released || resp->kind == ResponseKind::not_held) &&
-               resp->token.value == s.token;
+        return r.seen[o].response && answers(s, *r.seen[o].response);
       });
       if (answered) continue;
       s.errored = true;
@@ -199,7 +199,7 @@ Reading read(const History& history) {
   for (std::uint32_t i = 0; i < r.sends.size(); ++i) {
     auto& s = r.sends[i];
     const auto fields = std::count(s.line.begin(), s.line.end(), ' ');
-    const bool session = (s.acquire && fields == 6) || (!s.acquire && fields == 4);
+    const bool session = !s.malformed && ((s.acquire && fields == 6) || (!s.acquire && fields == 4));
     auto found = session ? by_line.find(s.line) : by_line.end();
     if (found == by_line.end()) {
       s.op = static_cast<std::int32_t>(r.ops.size());
@@ -215,76 +215,166 @@ Reading read(const History& history) {
 
 // ---- states -------------------------------------------------------------------
 
+// A model and the text of everything in it that decides its future (its
+// key) with the key's hash, computed once. States share a model until a
+// step changes it: a step that does makes its own copy first (own_simple,
+// own_cluster).
+struct SimpleBox {
+  Model model;
+  mutable std::string key;  // empty until asked
+  mutable std::size_t hash = 0;
+};
+struct ClusterBox {
+  model::ClusterModel model;
+  mutable std::string key;
+  mutable std::size_t hash = 0;
+};
+
 // What the model's queues do not say: which send each waiter came from.
 struct WaiterOf {
   std::uint64_t id = 0;  // simple: queued_order; cluster: waiter id
   std::uint32_t send = 0;
+  friend bool operator==(const WaiterOf&, const WaiterOf&) = default;
 };
+
+constexpr std::size_t tokens_max = reference_requests_max;  // a request makes at most one grant
 
 struct State {
-  std::optional<Model> simple;
-  std::optional<model::ClusterModel> cluster;
-  std::vector<std::uint8_t> done;       // per send: handled (simple) or applied (cluster)
-  std::vector<std::uint8_t> explained;  // per observation
-  std::vector<std::uint8_t> closed;     // simple: per connection, its close took effect
-  std::vector<std::uint64_t> bound;     // per model token (value - 1): the history's token, 0 unbound (S13)
+  std::shared_ptr<const SimpleBox> simple;
+  std::shared_ptr<const ClusterBox> cluster;
+  std::uint32_t done = 0;       // per send, a bit: handled (simple) or applied (cluster)
+  std::uint64_t explained = 0;  // per observation, a bit
+  std::uint32_t closed = 0;     // simple: per connection, a bit: its close took effect
+  // Per model token (value - 1): the history's token, 0 unbound (S13).
+  std::array<std::uint64_t, tokens_max> bound{};
   std::vector<WaiterOf> waiters;
-  std::vector<std::string> outcome;     // cluster, per op: what it came to, for its retries (C4)
-  std::int64_t lateness_ms = 0;         // cluster (C10..C13)
-  std::string path;                     // what it did, kept for LOCKSTEP_REFERENCE_TRACE only
+  // Cluster, per op: what it came to, for its retries (C4, C16).
+  enum Outcome : std::uint8_t { not_applied, applied, busy };
+  std::array<Outcome, reference_requests_max> outcome{};
+  std::int64_t lateness_ms = 0;  // cluster (C10..C13)
+  std::string path;              // what it did, kept for LOCKSTEP_REFERENCE_TRACE only
 };
 
-// What decides a state's future: everything but its lateness.
-void put(std::string& k, std::int64_t v) {
-  char buffer[24];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  k.append(buffer, end);
-  k += ',';
-}
-void put(std::string& k, std::uint64_t v) { put(k, static_cast<std::int64_t>(v)); }
+bool has(std::uint64_t bits, std::size_t i) { return ((bits >> i) & 1U) != 0; }
 
-std::string key_of(const State& s) {
-  std::string k;
-  k.reserve(256);
-  if (s.simple) {
-    const auto& m = *s.simple;
-    put(k, m.now().value);
-    put(k, m.next_token().value);
-    for (const auto& [key, st] : m.keys()) {
-      k += key;
-      k += st.holder;
-      k += ' ';
-      put(k, st.token.value);
-      put(k, st.granted_at.value);
-      put(k, st.expiry.value);
-      for (const auto& w : st.queue) {
-        k += w.owner;
-        k += ' ';
-        put(k, w.lease_ms.value);
-        put(k, w.deadline.value);
-        put(k, w.connection.value);
-        put(k, w.queued_order);
-      }
-      k += '|';
+Model& own_simple(State& s) {
+  auto box = std::make_shared<SimpleBox>(SimpleBox{s.simple->model, {}, 0});
+  Model& model = box->model;
+  s.simple = std::move(box);
+  return model;
+}
+model::ClusterModel& own_cluster(State& s) {
+  auto box = std::make_shared<ClusterBox>(ClusterBox{s.cluster->model, {}, 0});
+  auto& model = box->model;
+  s.cluster = std::move(box);
+  return model;
+}
+
+void put(std::string& k, std::uint64_t v) {
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  k.append(bytes, sizeof v);
+}
+void put(std::string& k, std::int64_t v) { put(k, static_cast<std::uint64_t>(v)); }
+void put(std::string& k, const std::string& text) {
+  put(k, static_cast<std::uint64_t>(text.size()));
+  k += text;
+}
+
+// The model's part of a state's key. Its clock is left out: every state at
+// instant t has fired what was due up to t (or had nothing due), and every
+// later call moves the clock to a later instant first, so two models equal
+// but for their clocks answer everything after t alike.
+const std::string& model_key(const SimpleBox& box) {
+  if (!box.key.empty()) return box.key;
+  const auto& m = box.model;
+  auto& k = box.key;
+  put(k, m.next_token().value);
+  for (const auto& [key, st] : m.keys()) {
+    put(k, key);
+    put(k, st.holder);
+    put(k, st.token.value);
+    put(k, st.expiry.value);  // (granted_at decides nothing)
+    put(k, static_cast<std::uint64_t>(st.queue.size()));
+    for (const auto& w : st.queue) {
+      put(k, w.owner);
+      put(k, w.lease_ms.value);
+      put(k, w.deadline.value);
+      put(k, w.connection.value);
+      put(k, w.queued_order);
     }
-  } else {
-    const auto& m = *s.cluster;
-    put(k, m.clock().value);
-    put(k, m.next_token().value);
-    k += m.canonical();
-    for (const auto& o : s.outcome) k += o + '|';
   }
-  k.append(s.done.begin(), s.done.end());
-  k.append(s.explained.begin(), s.explained.end());
-  k.append(s.closed.begin(), s.closed.end());
-  for (const auto b : s.bound) put(k, b);
-  k += '|';
-  for (const auto& w : s.waiters) {
-    put(k, w.id);
-    put(k, static_cast<std::uint64_t>(w.send));
-  }
+  box.hash = std::hash<std::string>{}(k);
   return k;
 }
+const std::string& model_key(const ClusterBox& box) {
+  if (!box.key.empty()) return box.key;
+  const auto& m = box.model;
+  box.key = fmt::format("{}\n{}{}", m.next_token().value, m.canonical(), m.canonical_sessions());
+  box.hash = std::hash<std::string>{}(box.key);
+  return box.key;
+}
+
+// Two states with the same future: equal in everything but their lateness
+// (and path).
+bool same_future(const State& a, const State& b) {
+  if (a.simple ? a.simple != b.simple && model_key(*a.simple) != model_key(*b.simple)
+               : a.cluster != b.cluster && model_key(*a.cluster) != model_key(*b.cluster)) {
+    return false;
+  }
+  return a.done == b.done && a.explained == b.explained && a.closed == b.closed && a.bound == b.bound &&
+         a.waiters == b.waiters && a.outcome == b.outcome;
+}
+
+std::size_t hash_of(const State& s) {
+  std::size_t h = 0;
+  if (s.simple) {
+    model_key(*s.simple);
+    h = s.simple->hash;
+  } else {
+    model_key(*s.cluster);
+    h = s.cluster->hash;
+  }
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ULL + (h >> 29); };
+  mix(s.done);
+  mix(s.explained);
+  mix(s.closed);
+  for (const auto b : s.bound) mix(b);
+  for (const auto& w : s.waiters) mix(w.id * 31 + w.send);
+  for (const auto o : s.outcome) mix(o);
+  return h;
+}
+
+// States kept once each (same future: the least lateness), in the order
+// first reached.
+class Layer {
+ public:
+  // Adds `s`; returns its index when it is new, or when a state with the
+  // same future was there and `s` is less late (then that one takes its
+  // lateness), so that its successors are reached (again).
+  std::optional<std::uint32_t> add(State s) {
+    const auto h = hash_of(s);
+    const auto [from, to] = index_.equal_range(h);
+    for (auto it = from; it != to; ++it) {
+      auto& kept = states[it->second];
+      if (!same_future(kept, s)) continue;
+      if (s.lateness_ms >= kept.lateness_ms) return std::nullopt;
+      kept.lateness_ms = s.lateness_ms;
+      kept.path = std::move(s.path);
+      return it->second;
+    }
+    const auto i = static_cast<std::uint32_t>(states.size());
+    index_.emplace(h, i);
+    states.push_back(std::move(s));
+    return i;
+  }
+  bool empty() const { return states.empty(); }
+
+  std::vector<State> states;
+
+ private:
+  std::unordered_multimap<std::size_t, std::uint32_t> index_;
+};
 
 // ---- the search ---------------------------------------------------------------
 
@@ -294,9 +384,6 @@ class Search {
     tol_ = r.header.tolerance_ms;
     allowance_ = r.cluster ? r.header.clock_allowance_ms : 0;
     hw_ = r.header.handled_within_ms;
-    for (const auto& o : r.seen) {
-      if (o.response) seen_keys_.insert(o.response->key);
-    }
   }
 
   ReferenceResult run() {
@@ -311,17 +398,35 @@ class Search {
     // cause; S7 and S12 look a tolerance further.
     horizon_ = end_ms + 2 + tol_ + allowance_;
     if (r_.cluster) {
-      explore(initial(), r_.first_ms, result);
+      explore(initial(), r_.first_ms);
     } else {
-      // S6: one phase for the run; every phase whose first sweep falls
-      // past the horizon behaves alike, so one of them stands for all.
+      // S6: one phase for the run, each tried in turn. A phase decides only
+      // where the sweeps fall, and a sweep changes only a state that holds
+      // a key whose holder has expired. So a phase whose sweeps fall, among
+      // the instants at which some state of an earlier search held such a
+      // key, at the same instants as that search's, visits the same states
+      // (its model's clock shifted) to the same end: it is not searched
+      // again. (Every phase whose first sweep falls past the horizon is
+      // one of those.)
       const std::int64_t sweep = r_.header.limits.sweep_ms.value;
-      const std::int64_t span = horizon_ - r_.first_ms + 1;
-      const std::int64_t phases = std::min(sweep, span + 1);
-      for (std::int64_t p = 0; p < phases; ++p) {
+      std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> searched;
+      const auto sweeps_among = [&](std::int64_t phase, const std::vector<std::int64_t>& instants) {
+        std::vector<std::int64_t> out;
+        for (const auto t : instants) {
+          if (t - r_.first_ms - phase >= 0 && (t - r_.first_ms - phase) % sweep == 0) out.push_back(t);
+        }
+        return out;
+      };
+      for (std::int64_t p = 0; p < sweep; ++p) {
+        if (std::any_of(searched.begin(), searched.end(),
+                        [&](const auto& done) { return sweeps_among(p, done.first) == done.second; })) {
+          continue;
+        }
         phase_ = p;
-        explore(initial(), r_.first_ms, result);
-        if (result.verdict == ReferenceResult::Verdict::conforms || states_ > options_.states_max) break;
+        expired_at_.clear();
+        explore(initial(), r_.first_ms);
+        if (best_lateness_ < none_ms || states_ > options_.states_max) break;
+        searched.emplace_back(expired_at_, sweeps_among(p, expired_at_));
       }
     }
     result.states = states_;
@@ -346,17 +451,14 @@ class Search {
  private:
   State initial() const {
     State s;
-    Limits limits = r_.header.limits;
+    const Limits limits = r_.header.limits;
     if (r_.cluster) {
-      s.cluster.emplace(limits, Token{1}, cluster::SessionLimits{});
-      s.outcome.assign(r_.ops.size(), "");
+      s.cluster = std::make_shared<const ClusterBox>(
+          ClusterBox{model::ClusterModel(limits, Token{1}, cluster::SessionLimits{}), {}});
     } else {
-      s.simple.emplace(limits, Token{1});
+      s.simple = std::make_shared<const SimpleBox>(SimpleBox{Model(limits, Token{1}), {}});
     }
-    s.done.assign(r_.sends.size(), 0);
-    s.explained.assign(r_.seen.size(), 0);
-    for (const auto o : r_.errors_taken) s.explained[o] = 1;  // C3
-    s.closed.assign(r_.conns.size(), 0);
+    for (const auto o : r_.errors_taken) s.explained |= std::uint64_t{1} << o;  // C3
     return s;
   }
 
@@ -370,79 +472,67 @@ class Search {
     return model.value + r_.first_ms - r_.header.limits.sweep_ms.value + phase_;
   }
 
-  using Frontier = std::map<std::string, State>;
-
-  void explore(State start, std::int64_t from, ReferenceResult&) {
-    Frontier frontier;
-    frontier.emplace(key_of(start), std::move(start));
+  void explore(State start, std::int64_t from) {
+    std::vector<State> frontier;
+    frontier.push_back(std::move(start));
     for (std::int64_t t = from; t <= horizon_ && !frontier.empty(); ++t) {
-      Frontier next;
-      for (auto& [k, s] : frontier) {
-        if (++states_ > options_.states_max) return;
+      // The states at the end of instant t: those of the frontier after
+      // what is due, closed under every step available at t (so every
+      // order of every subset of them), each kept once.
+      Layer next;
+      std::vector<std::uint32_t> work;
+      const auto reached = [&](State n) {
+        if (const auto i = next.add(std::move(n))) work.push_back(*i);
+      };
+      if (std::none_of(frontier.begin(), frontier.end(), [&](const State& s) { return busy(s, t); })) {
+        // Nothing happens at t: the frontier stays as it is (already kept
+        // once each), and only what dies at t goes.
+        std::erase_if(frontier, [&](const State& s) { return !alive(s, t); });
+        if (frontier.empty() && furthest_.empty()) {
+          furthest_ = fmt::format("no explanation reaches +{} ms", t - r_.first_ms);
+        }
+        continue;
+      }
+      for (auto& s : frontier) {
         if (!r_.cluster) {
+          if (holds_expired(s, t) && (expired_at_.empty() || expired_at_.back() != t)) expired_at_.push_back(t);
           // S4: at an instant, what is due first (the model fires the
           // timeouts, then the sweep when the phase puts one there).
           std::vector<State> due;
           fire_due(s, t, due);
-          for (auto& d : due) close_instant(std::move(d), t, next);
+          for (auto& d : due) reached(std::move(d));
         } else {
-          close_instant(s, t, next);
+          reached(std::move(s));
         }
+      }
+      while (!work.empty()) {
+        if (++states_ > options_.states_max) return;
+        const auto i = work.back();
+        work.pop_back();
+        if (!any_step(next.states[i], t)) continue;
+        const State current = next.states[i];  // a copy: `next` grows below
+        std::vector<State> stepped;
+        if (r_.cluster) {
+          cluster_steps(current, t, stepped);
+        } else {
+          simple_steps(current, t, stepped);
+        }
+        for (auto& n : stepped) reached(std::move(n));
       }
       // Monotone pruning: what can no longer be explained dies (S14, S15, C9).
       frontier.clear();
-      for (auto& [k, s] : next) {
-        if (alive(s, t)) frontier.emplace(k, std::move(s));
+      for (auto& s : next.states) {
+        if (alive(s, t)) frontier.push_back(std::move(s));
       }
       if (frontier.empty() && furthest_.empty()) {
         furthest_ = fmt::format("no explanation reaches +{} ms", t - r_.first_ms);
       }
     }
-    for (auto& [k, s] : frontier) {
+    for (const auto& s : frontier) {
       std::int64_t late = s.lateness_ms;
       if (final(s, late)) {
         best_lateness_ = std::min(best_lateness_, late);
         if (trace_) fmt::print(stderr, "explained (phase {}, lateness {}): {}\n", phase_, late, s.path);
-      }
-    }
-  }
-
-  // Every order of every subset of the steps available at t, from s; the
-  // states reached (equal ones once, with the least lateness) go to `out`.
-  void close_instant(State s, std::int64_t t, Frontier& out) {
-    Frontier here;
-    std::vector<std::string> work;
-    const auto add = [&](State n) {
-      auto k = key_of(n);
-      auto found = here.find(k);
-      if (found == here.end()) {
-        here.emplace(k, std::move(n));
-        work.push_back(std::move(k));
-      } else if (n.lateness_ms < found->second.lateness_ms) {
-        found->second.lateness_ms = n.lateness_ms;
-        work.push_back(std::move(k));  // its successors are less late too
-      }
-    };
-    add(std::move(s));
-    while (!work.empty()) {
-      const auto k = work.back();
-      work.pop_back();
-      if (++states_ > options_.states_max) return;
-      const State current = here.at(k);
-      std::vector<State> next;
-      if (r_.cluster) {
-        cluster_steps(current, t, next);
-      } else {
-        simple_steps(current, t, next);
-      }
-      for (auto& n : next) add(std::move(n));
-    }
-    for (auto& [k, n] : here) {
-      auto found = out.find(k);
-      if (found == out.end()) {
-        out.emplace(k, std::move(n));
-      } else if (n.lateness_ms < found->second.lateness_ms) {
-        found->second.lateness_ms = n.lateness_ms;
       }
     }
   }
@@ -452,9 +542,9 @@ class Search {
   // Binds the model's token `m` to the history's `h`: one token per grant,
   // and bound tokens increase in the order the model issued them.
   static bool bind(State& s, std::uint64_t m, std::uint64_t h) {
-    if (s.bound.size() < m) s.bound.resize(m, 0);
+    if (m == 0 || m > tokens_max) throw std::logic_error("reference: more grants than requests");
     if (s.bound[m - 1] != 0) return s.bound[m - 1] == h;
-    for (std::size_t i = 0; i < s.bound.size(); ++i) {
+    for (std::size_t i = 0; i < tokens_max; ++i) {
       const auto b = s.bound[i];
       if (b == 0) continue;
       if (b == h) return false;
@@ -473,12 +563,13 @@ class Search {
   };
   std::vector<Named> name_token(const State& s, std::uint64_t h, std::uint32_t send) const {
     std::vector<Named> out;
-    for (std::size_t i = 0; i < s.bound.size(); ++i) {
+    for (std::size_t i = 0; i < tokens_max; ++i) {
       if (s.bound[i] == h) return {Named{s, i + 1}};
     }
-    const std::uint64_t issued = (r_.cluster ? s.cluster->next_token().value : s.simple->next_token().value) - 1;
+    const std::uint64_t issued =
+        (r_.cluster ? s.cluster->model.next_token().value : s.simple->model.next_token().value) - 1;
     for (std::uint64_t m = 1; m <= issued; ++m) {
-      if (m <= s.bound.size() && s.bound[m - 1] != 0) continue;
+      if (s.bound[m - 1] != 0) continue;
       State n = s;
       if (bind(n, m, h)) out.push_back(Named{std::move(n), m});
     }
@@ -495,9 +586,8 @@ class Search {
     bool deferred = false;
     std::int32_t send = -1;       // the send it answers (its request), or -1
     std::uint64_t echo = 0;       // R/N: the history's token the request carried
-    enum class Cause { request, deadline, other } cause = Cause::request;
     std::int64_t due_ms = 0;      // cluster: its cause's on-time instant (C12)
-    std::int64_t not_before_us = 0;  // S9, C8: the send of its request, or of the release that caused it
+    std::int64_t not_before_us = 0;  // S9, S10, C8: the send of its request, or of the release that caused it
   };
 
   std::uint32_t slot_of(ConnectionId id) const {
@@ -527,23 +617,29 @@ class Search {
     return false;
   }
 
+  std::int64_t read_by(const Send& send) const { return floor_ms(send.us) + (hw_ >= 0 ? hw_ + 1 : 0); }
+
   // S12: the tester stopped watching the connection before `p` was owed.
   bool may_be_unseen_simple(const Produced& p) const {
     const auto& c = r_.conns[p.conn];
     std::int64_t at = p.at;
     if (p.send >= 0) {
       const auto& s = r_.sends[static_cast<std::size_t>(p.send)];
-      const std::int64_t read_by = floor_ms(s.us) + (hw_ >= 0 ? hw_ + 1 : 0);
-      if (!p.deferred) at = std::min(at, read_by);
+      if (!p.deferred) at = std::min(at, read_by(s));
       // A waiter's answer, its `T` or a hand-off's `A`, is owed by its
       // wait's end counted from when it was read.
-      if (p.deferred && s.acquire) at = std::min(at, read_by + s.wait_ms);
+      if (p.deferred && s.acquire) at = std::min(at, read_by(s) + s.wait_ms);
     }
     return (at + 1 + tol_) * 1000 > c.end_us;
   }
 
   bool of_key(const Seen& o, const Produced& p) const {
     return o.response && o.response->kind != ResponseKind::error && o.response->key == p.response.key;
+  }
+
+  void explain(State& n, std::uint32_t o, const Produced& p) const {
+    n.explained |= std::uint64_t{1} << o;
+    if (trace_) n.path += fmt::format(" [{} @{} = obs {}]", format_response(p.response), p.at, o);
   }
 
   void match(const State& s, const Produced& p, std::vector<State>& out) const {
@@ -554,17 +650,16 @@ class Search {
       // was produced; any unexplained observation on its connection.
       for (const auto o : c.seen) {
         const auto& seen = r_.seen[o];
-        if (s.explained[o] || !seen.response || seen.read_us < (p.at - allowance_ - 1) * 1000) continue;
+        if (has(s.explained, o) || !seen.response || seen.read_us < (p.at - allowance_ - 1) * 1000) continue;
         if (seen.read_us < p.not_before_us) continue;  // C8: never before the send it answers
         State n = s;
         if (!same(n, p, *seen.response)) continue;
-        n.explained[o] = 1;
+        explain(n, o, p);
         if (p.deferred) {
           // C12: heard past its cause's on-time instant and the tolerance.
           const std::int64_t late_us = seen.from_us - (p.due_ms + 1 + tol_) * 1000;
           if (late_us > 0) n.lateness_ms = std::max(n.lateness_ms, (late_us + 999) / 1000);
         }
-        if (trace_) n.path += fmt::format(" [{} @{} = obs {}]", format_response(p.response), p.at, o);
         out.push_back(std::move(n));
       }
       // C8: any answer may go unheard; C13: a deferred answer to an
@@ -587,7 +682,7 @@ class Search {
     bool any_left = false;
     for (const auto o : c.seen) {
       const auto& seen = r_.seen[o];
-      if (s.explained[o]) continue;
+      if (has(s.explained, o)) continue;
       if (error) {
         if (!seen.response || seen.response->kind != ResponseKind::error) continue;
       } else {
@@ -598,11 +693,10 @@ class Search {
         if (!p.deferred && floor_ms(seen.read_us) != first_ms) break;
       }
       if (seen.read_us < (p.at - 1) * 1000) continue;  // S9, S10: the grid's millisecond
-      if (seen.read_us < p.not_before_us) continue;     // S9: never before its request was sent
+      if (seen.read_us < p.not_before_us) continue;     // S9, S10: never before its request was sent
       State n = s;
       if (!same(n, p, *seen.response)) continue;
-      n.explained[o] = 1;
-      if (trace_) n.path += fmt::format(" [{} @{} = obs {}]", format_response(p.response), p.at, o);
+      explain(n, o, p);
       out.push_back(std::move(n));
     }
     // S12: unseen only when not owed; an answer given at once only when no
@@ -632,8 +726,6 @@ class Search {
     for (auto& s : states) out.push_back(std::move(s));
   }
 
-  // ---- simple mode ------------------------------------------------------------------
-
   // The send a queued waiter came from, and forget it.
   static std::int32_t take_waiter(State& s, std::uint64_t id) {
     for (auto it = s.waiters.begin(); it != s.waiters.end(); ++it) {
@@ -646,70 +738,151 @@ class Search {
     return -1;
   }
 
-  struct Left {  // a waiter that left its queue during a call of the model
+  // A waiter in a queue, as both models have them, to see who left a queue
+  // during a call of the model (names point into the model).
+  struct Queued {
     std::uint64_t id;
-    std::string key, owner;
+    std::string_view key, owner;
     std::uint64_t conn;
     std::int64_t deadline;
   };
-  static std::vector<Left> simple_queues(const Model& m) {
-    std::vector<Left> out;
+  template <class M>
+  static std::vector<Queued> queues_of(const M& m) {
+    std::vector<Queued> out;
     for (const auto& [key, st] : m.keys()) {
-      for (const auto& w : st.queue) out.push_back(Left{w.queued_order, key, w.owner, w.connection.value, w.deadline.value});
+      for (const auto& w : st.queue) {
+        if constexpr (std::is_same_v<M, Model>) {
+          out.push_back(Queued{w.queued_order, key, w.owner, w.connection.value, w.deadline.value});
+        } else {
+          out.push_back(Queued{w.id, key, w.owner, w.connection.value, w.deadline.value});
+        }
+      }
     }
     return out;
   }
-  // The deferred answers of one call, each tied to the waiter it answers
-  // (the first waiter of its owner on its connection that left).
-  std::vector<Produced> deferred_simple(State& s, const std::vector<Left>& before, const Outputs& outputs,
-                                        std::size_t from, std::int64_t t, Produced::Cause grant_cause) const {
-    std::vector<Produced> out;
-    auto after = simple_queues(*s.simple);
-    std::vector<Left> left;
+  static std::vector<Queued> gone(const std::vector<Queued>& before, const std::vector<Queued>& after) {
+    std::vector<Queued> left;
     for (const auto& w : before) {
-      if (std::none_of(after.begin(), after.end(), [&](const Left& a) { return a.id == w.id; })) left.push_back(w);
+      if (std::none_of(after.begin(), after.end(), [&](const Queued& a) { return a.id == w.id; })) left.push_back(w);
     }
+    return left;
+  }
+  static void remember_new(State& s, const std::vector<Queued>& before, const std::vector<Queued>& after,
+                           std::uint32_t send) {
+    for (const auto& w : gone(after, before)) s.waiters.push_back(WaiterOf{w.id, send});
+  }
+  // Ties the deferred answer `p` to the waiter it answers, the first of
+  // `left` of its owner, key and connection (a `T` answers a waiter whose
+  // deadline has come, an `A` one whose deadline is still ahead: the
+  // models' own rule), and forgets that waiter; returns its deadline.
+  static std::optional<std::int64_t> tie(State& s, Produced& p, std::uint64_t conn, std::int64_t now,
+                                         std::vector<Queued>& left) {
+    for (auto it = left.begin(); it != left.end(); ++it) {
+      const bool timed_out = it->deadline <= now;
+      if (it->owner == p.response.owner && it->key == p.response.key && it->conn == conn &&
+          timed_out == (p.response.kind == ResponseKind::timed_out)) {
+        const auto deadline = it->deadline;
+        p.send = take_waiter(s, it->id);
+        left.erase(it);
+        return deadline;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // ---- simple mode ------------------------------------------------------------------
+
+  // The deferred answers of one call of the model, each tied to the waiter
+  // it answers.
+  std::vector<Produced> deferred_simple(State& s, const std::vector<Queued>& before, const Outputs& outputs,
+                                        std::size_t from, std::int64_t t) const {
+    std::vector<Produced> out;
+    auto left = gone(before, queues_of(s.simple->model));
     for (std::size_t i = from; i < outputs.size(); ++i) {
       Produced p;
       p.response = outputs[i].response;
       p.conn = slot_of(outputs[i].connection);
       p.at = t;
       p.deferred = true;
-      p.cause = p.response.kind == ResponseKind::timed_out ? Produced::Cause::deadline : grant_cause;
-      for (auto it = left.begin(); it != left.end(); ++it) {
-        // A `T` answers a waiter whose deadline has come, an `A` one whose
-        // deadline is still ahead (the model's own rule).
-        const bool timed_out = it->deadline <= s.simple->now().value;
-        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value &&
-            timed_out == (p.response.kind == ResponseKind::timed_out)) {
-          p.send = take_waiter(s, it->id);
-          left.erase(it);
-          break;
-        }
-      }
+      tie(s, p, outputs[i].connection.value, s.simple->model.now().value, left);
+      // S10: never read before the request it answers was sent.
+      if (p.send >= 0) p.not_before_us = r_.sends[static_cast<std::size_t>(p.send)].us;
       out.push_back(std::move(p));
     }
     return out;
   }
 
+  // Whether anything happens to `s` at t: something due, or a step.
+  bool busy(const State& s, std::int64_t t) const {
+    if (!r_.cluster) {
+      const auto due = s.simple->model.next_due();
+      if (due && *due <= model_time(t)) return true;
+      if (holds_expired(s, t)) return true;  // noted in expired_at_ (run)
+    }
+    return any_step(s, t);
+  }
+
+  // Whether a sweep at t would change `s`: a key's holder has expired.
+  bool holds_expired(const State& s, std::int64_t t) const {
+    const auto& keys = s.simple->model.keys();
+    return std::any_of(keys.begin(), keys.end(), [&](const auto& entry) { return entry.second.expiry <= model_time(t); });
+  }
+
   // S4, S6: what is due at t: the model's timeouts, then its sweep.
   void fire_due(const State& s, std::int64_t t, std::vector<State>& out) const {
+    const auto due = s.simple->model.next_due();
+    if (!due || *due > model_time(t)) {
+      out.push_back(s);  // nothing: the model's clock may stay behind (model_key)
+      return;
+    }
     State n = s;
-    const auto before = simple_queues(*n.simple);
+    auto& model = own_simple(n);
+    const auto before = queues_of(s.simple->model);
     Outputs outputs;
-    n.simple->advance(model_time(t), outputs);
-    auto produced = deferred_simple(n, before, outputs, 0, t, Produced::Cause::other);
+    model.advance(model_time(t), outputs);
+    auto produced = deferred_simple(n, before, outputs, 0, t);
     match_all({std::move(n)}, produced, out);
+  }
+
+  // Whether some step is available to `s` at t (simple_steps and
+  // cluster_steps would give something).
+  bool any_step(const State& s, std::int64_t t) const {
+    for (std::uint32_t i = 0; i < r_.sends.size(); ++i) {
+      if (r_.cluster ? available_cluster(s, i, t) : available_simple(s, i, t)) return true;
+    }
+    if (r_.cluster) {
+      for (const auto& [key, st] : s.cluster->model.keys()) {
+        if (st.expiry.value <= t) return true;
+        for (const auto& w : st.queue) {
+          if (w.deadline.value <= t) return true;
+        }
+      }
+      for (const auto& conn : r_.conns) {
+        if (conn.end == Conn::End::open || t < close_from(conn)) continue;
+        for (const auto& [key, st] : s.cluster->model.keys()) {
+          for (const auto& w : st.queue) {
+            if (w.connection.value == conn.id) return true;
+          }
+        }
+      }
+      return false;
+    }
+    for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
+      const auto& conn = r_.conns[c];
+      if (conn.end == Conn::End::open || has(s.closed, c)) continue;
+      const auto [lo, hi] = close_window(conn);
+      if (t >= lo && t <= hi) return true;
+    }
+    return false;
   }
 
   bool available_simple(const State& s, std::uint32_t i, std::int64_t t) const {
     const auto& send = r_.sends[i];
-    if (s.done[i] || s.closed[send.conn]) return false;
+    if (has(s.done, i) || has(s.closed, send.conn)) return false;
     if (floor_ms(send.us) > t) return false;  // S3
-    const auto& c = r_.conns[send.conn];
-    for (const auto j : c.sends) {  // S4: in the order sent
+    for (const auto j : r_.conns[send.conn].sends) {  // S4: in the order sent
       if (j == i) break;
-      if (!s.done[j]) return false;
+      if (!has(s.done, j)) return false;
     }
     return true;
   }
@@ -732,23 +905,18 @@ class Search {
       }
       for (auto& [named, model_token] : names) {
         State n = std::move(named);
-        n.done[i] = 1;
+        n.done |= 1U << i;
         if (trace_) n.path += fmt::format(" {}:send{}", t, i);
         std::string line = send.line;
         if (!send.malformed && !send.acquire) line = fmt::format("R {} {}", send.key, model_token);
-        const auto before = simple_queues(*n.simple);
+        auto& model = own_simple(n);
+        const auto before = queues_of(s.simple->model);
         Outputs outputs;
-        n.simple->on_line(ConnectionId{r_.conns[send.conn].id}, line, model_time(t), outputs);
+        model.on_line(ConnectionId{r_.conns[send.conn].id}, line, model_time(t), outputs);
         std::vector<Produced> produced;
         std::size_t from = 0;
         if (send.acquire && outputs.empty()) {
-          // Queued (simple mode point 4): remember whose waiter it is.
-          const auto after = simple_queues(*n.simple);
-          for (const auto& w : after) {
-            if (std::none_of(before.begin(), before.end(), [&](const Left& b) { return b.id == w.id; })) {
-              n.waiters.push_back(WaiterOf{w.id, i});
-            }
-          }
+          remember_new(n, before, queues_of(model), i);  // queued (simple mode point 4)
         } else if (!outputs.empty()) {
           Produced own;
           own.response = outputs[0].response;
@@ -760,8 +928,9 @@ class Search {
           produced.push_back(std::move(own));
           from = 1;
         }
-        auto handed = deferred_simple(n, before, outputs, from, t, Produced::Cause::other);
-        for (auto& p : handed) p.not_before_us = send.us;
+        auto handed = deferred_simple(n, before, outputs, from, t);
+        // S10: nor before the request that caused it was sent.
+        for (auto& p : handed) p.not_before_us = std::max(p.not_before_us, send.us);
         produced.insert(produced.end(), handed.begin(), handed.end());
         match_all({std::move(n)}, produced, out);
       }
@@ -769,30 +938,25 @@ class Search {
     // S7, S8: a close takes effect after its connection's requests.
     for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
       const auto& conn = r_.conns[c];
-      if (conn.end == Conn::End::open || s.closed[c]) continue;
+      if (conn.end == Conn::End::open || has(s.closed, c)) continue;
       const auto [lo, hi] = close_window(conn);
       if (t < lo || t > hi) continue;
-      if (std::any_of(conn.sends.begin(), conn.sends.end(), [&](std::uint32_t i) { return !s.done[i]; })) continue;
-      State n = s;
-      n.closed[c] = 1;
-      if (trace_) n.path += fmt::format(" {}:close{}", t, c);
+      if (std::any_of(conn.sends.begin(), conn.sends.end(), [&](std::uint32_t i) { return !has(s.done, i); })) continue;
       bool may = true;
-      for (const auto& [key, st] : n.simple->keys()) {
+      for (const auto& [key, st] : s.simple->model.keys()) {
         for (const auto& w : st.queue) {
-          if (w.connection.value != conn.id) continue;
-          if (!may_drop(n, w.queued_order, instant_of(w.deadline), t)) may = false;
+          if (w.connection.value == conn.id && !may_drop(s, w.queued_order, instant_of(w.deadline), t)) may = false;
         }
       }
       if (!may) continue;
+      State n = s;
+      n.closed |= 1U << c;
+      if (trace_) n.path += fmt::format(" {}:close{}", t, c);
+      auto& model = own_simple(n);
+      const auto before = queues_of(s.simple->model);
       Outputs ignored;
-      n.simple->on_close(ConnectionId{conn.id}, model_time(t), ignored);
-      std::erase_if(n.waiters, [&](const WaiterOf& w) {
-        return r_.sends[w.send].conn == c &&
-               std::none_of(n.simple->keys().begin(), n.simple->keys().end(), [&](const auto& entry) {
-                 return std::any_of(entry.second.queue.begin(), entry.second.queue.end(),
-                                    [&](const Model::Waiter& q) { return q.queued_order == w.id; });
-               });
-      });
+      model.on_close(ConnectionId{conn.id}, model_time(t), ignored);
+      for (const auto& w : gone(before, queues_of(model))) take_waiter(n, w.id);
       out.push_back(std::move(n));
     }
   }
@@ -803,35 +967,30 @@ class Search {
       if (w.id != id) continue;
       const auto& send = r_.sends[w.send];
       const std::int64_t queued = deadline - send.wait_ms;
-      const std::int64_t read_by = floor_ms(send.us) + (hw_ >= 0 ? hw_ + 1 : 0);
-      return std::min(queued, read_by) + send.wait_ms + 1 + tol_ > at;
+      return std::min(queued, read_by(send)) + send.wait_ms + 1 + tol_ > at;
     }
     return true;
   }
 
   // ---- cluster mode ---------------------------------------------------------------
 
-  struct Queued {
-    std::uint64_t id;
-    std::string key, owner;
-    std::uint64_t conn;
-    std::int64_t deadline;
-  };
-  static std::vector<Queued> cluster_queues(const model::ClusterModel& m) {
-    std::vector<Queued> out;
-    for (const auto& [key, st] : m.keys()) {
-      for (const auto& w : st.queue) out.push_back(Queued{w.id, key, w.owner, w.connection.value, w.deadline.value});
-    }
-    return out;
-  }
-
   // C11: a step on `key` at t while its holder or a waiter is past due.
   void found_late(State& s, const std::string& key, std::int64_t t) const {
-    const auto found = s.cluster->keys().find(key);
-    if (found == s.cluster->keys().end()) return;
+    const auto& keys = s.cluster->model.keys();
+    const auto found = keys.find(key);
+    if (found == keys.end()) return;
     const auto& st = found->second;
     s.lateness_ms = std::max(s.lateness_ms, t - allowance_ - st.expiry.value);
     for (const auto& w : st.queue) s.lateness_ms = std::max(s.lateness_ms, t - allowance_ - w.deadline.value);
+  }
+
+  // C8: the first send of operation `op` on connection `conn`, when it has
+  // one: an answer to it there is read no earlier.
+  std::int64_t op_sent_on(std::int32_t op, std::uint32_t conn) const {
+    for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) {
+      if (r_.sends[i].conn == conn) return r_.sends[i].us;
+    }
+    return 0;
   }
 
   // Applies one command, ties its outputs to their causes and matches them.
@@ -839,34 +998,30 @@ class Search {
              std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out) const {
     if (trace_) n.path += fmt::format(" {}:{}{}", t, "ARETC"[command.index()], send);
     found_late(n, key, t);
-    const auto before = cluster_queues(*n.cluster);
-    const auto outputs = n.cluster->apply(command);
-    const auto after = cluster_queues(*n.cluster);
-    std::vector<Queued> left;
-    for (const auto& w : before) {
-      if (std::none_of(after.begin(), after.end(), [&](const Queued& a) { return a.id == w.id; })) left.push_back(w);
-    }
+    const auto old = n.cluster;  // keeps what `before` looks into
+    auto& model = own_cluster(n);
+    const auto before = queues_of(old->model);
+    const auto outputs = model.apply(command);
+    const auto after = queues_of(model);
+    auto left = gone(before, after);
     std::vector<Produced> produced;
     std::size_t from = 0;
     const bool request = std::holds_alternative<cluster::Acquire>(command) || std::holds_alternative<cluster::Release>(command);
+    const Send* asked = request ? &r_.sends[static_cast<std::size_t>(send)] : nullptr;
     if (request) {
-      if (!outputs.empty() && slot_of(outputs[0].connection) == r_.sends[static_cast<std::size_t>(send)].conn) {
+      if (!outputs.empty() && slot_of(outputs[0].connection) == asked->conn) {
         Produced own;
         own.response = outputs[0].response;
-        own.conn = r_.sends[static_cast<std::size_t>(send)].conn;
+        own.conn = asked->conn;
         own.at = t;
         own.send = send;
         own.echo = echo;
-        own.not_before_us = r_.sends[static_cast<std::size_t>(send)].us;
+        own.not_before_us = asked->us;
         produced.push_back(std::move(own));
         from = 1;
       }
       if (std::holds_alternative<cluster::Acquire>(command) && outputs.empty()) {
-        for (const auto& w : after) {
-          if (std::none_of(before.begin(), before.end(), [&](const Queued& b) { return b.id == w.id; })) {
-            n.waiters.push_back(WaiterOf{w.id, static_cast<std::uint32_t>(send)});
-          }
-        }
+        remember_new(n, before, after, static_cast<std::uint32_t>(send));
       }
     }
     for (std::size_t i = from; i < outputs.size(); ++i) {
@@ -876,17 +1031,12 @@ class Search {
       p.at = t;
       p.deferred = true;
       p.due_ms = hand_off_due;  // C12: a hand-off's cause
-      if (request) p.not_before_us = r_.sends[static_cast<std::size_t>(send)].us;
-      for (auto it = left.begin(); it != left.end(); ++it) {
-        const bool timed_out = it->deadline <= n.cluster->clock().value;
-        if (it->owner == p.response.owner && it->key == p.response.key && it->conn == outputs[i].connection.value &&
-            timed_out == (p.response.kind == ResponseKind::timed_out)) {
-          if (p.response.kind == ResponseKind::timed_out) p.due_ms = it->deadline;  // C12: a T's, its deadline
-          p.send = take_waiter(n, it->id);
-          left.erase(it);
-          break;
-        }
-      }
+      const auto deadline = tie(n, p, outputs[i].connection.value, model.clock().value, left);
+      if (deadline && p.response.kind == ResponseKind::timed_out) p.due_ms = *deadline;  // C12: a T's, its deadline
+      // C8: never before the send it answers (on this connection), nor
+      // before the request that caused it.
+      if (p.send >= 0) p.not_before_us = op_sent_on(r_.sends[static_cast<std::size_t>(p.send)].op, p.conn);
+      if (request) p.not_before_us = std::max(p.not_before_us, asked->us);
       produced.push_back(std::move(p));
     }
     for (const auto& w : left) take_waiter(n, w.id);  // dropped by a Close
@@ -895,8 +1045,8 @@ class Search {
 
   bool available_cluster(const State& s, std::uint32_t i, std::int64_t t) const {
     const auto& send = r_.sends[i];
-    if (s.done[i] || send.errored || send.malformed) return false;  // C3
-    if (floor_ms(send.us) > t) return false;                         // C2
+    if (has(s.done, i) || send.errored || send.malformed) return false;  // C3
+    if (floor_ms(send.us) > t) return false;                              // C2
     // C5: operations sent once, on one connection, in the order sent.
     if (r_.ops[static_cast<std::size_t>(send.op)].sends.size() == 1) {
       for (const auto j : r_.conns[send.conn].sends) {
@@ -905,10 +1055,23 @@ class Search {
         if (earlier.errored || earlier.malformed || r_.ops[static_cast<std::size_t>(earlier.op)].sends.size() != 1) {
           continue;
         }
-        if (!s.done[j]) return false;
+        if (!has(s.done, j)) return false;
       }
     }
     return true;
+  }
+
+  // C16: a `B` answer given at once to send `i`.
+  void answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<State>& out) const {
+    const auto& send = r_.sends[i];
+    found_late(n, send.key, t);
+    Produced own;
+    own.response = Response::busy(send.owner, send.key);
+    own.conn = send.conn;
+    own.at = t;
+    own.send = static_cast<std::int32_t>(i);
+    own.not_before_us = send.us;
+    match_all({std::move(n)}, {own}, out);
   }
 
   void cluster_steps(const State& s, std::int64_t t, std::vector<State>& out) const {
@@ -923,25 +1086,19 @@ class Search {
       auto session = session_of(send);
       if (send.acquire) {
         State n = s;
-        n.done[i] = 1;
-        const bool first = n.outcome[op].empty();
-        if (n.outcome[op] == "B") {
-          // C16: a retry of an acquire answered B by the relaxation.
-          found_late(n, send.key, t);
-          Produced own{Response::busy(send.owner, send.key), send.conn, t, false, static_cast<std::int32_t>(i)};
-          match_all({std::move(n)}, {own}, out);
+        n.done |= 1U << i;
+        if (n.outcome[op] == State::busy) {
+          answer_busy(std::move(n), i, t, out);  // C16: a retry of an acquire answered B
           continue;
         }
-        if (first) n.outcome[op] = "applied";
+        const bool first = n.outcome[op] == State::not_applied;
+        n.outcome[op] = State::applied;
         // C16 (a relaxation): a waiting acquire that finds its key held may
         // be answered B, whatever the queue's size.
-        const auto held = n.cluster->keys().find(send.key);
-        if (first && send.wait_ms > 0 && held != n.cluster->keys().end()) {
+        if (first && send.wait_ms > 0 && n.cluster->model.keys().contains(send.key)) {
           State b = n;
-          b.outcome[op] = "B";
-          found_late(b, send.key, t);
-          Produced own{Response::busy(send.owner, send.key), send.conn, t, false, static_cast<std::int32_t>(i)};
-          match_all({std::move(b)}, {own}, out);
+          b.outcome[op] = State::busy;
+          answer_busy(std::move(b), i, t, out);
         }
         apply(std::move(n),
               cluster::Acquire{session, conn, send.key, send.owner, DurationMs{send.lease_ms}, DurationMs{send.wait_ms},
@@ -950,8 +1107,8 @@ class Search {
       } else {
         for (auto& [named, model_token] : name_token(s, send.token, i)) {
           State n = std::move(named);
-          n.done[i] = 1;
-          if (n.outcome[op].empty()) n.outcome[op] = "applied";
+          n.done |= 1U << i;
+          n.outcome[op] = State::applied;
           // C12: a release's hand-off is due at the release's own instant.
           apply(std::move(n), cluster::Release{session, conn, send.key, Token{model_token}, now}, send.key, t,
                 static_cast<std::int32_t>(i), send.token, t, out);
@@ -960,7 +1117,7 @@ class Search {
     }
     // C6: the Expire of a holder whose lease has run out on the table's
     // clock; the Timeout of a waiter whose deadline has come.
-    for (const auto& [key, st] : s.cluster->keys()) {
+    for (const auto& [key, st] : s.cluster->model.keys()) {
       if (st.expiry.value <= t) {
         State n = s;
         // C10: late past its due instant and the allowance.
@@ -977,16 +1134,19 @@ class Search {
     // C7: a connection that ended may have its waiters dropped.
     for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
       const auto& conn = r_.conns[c];
-      if (conn.end == Conn::End::open) continue;
-      const std::int64_t lo = conn.end == Conn::End::tester ? floor_ms(conn.end_us) : floor_ms(conn.open_us);
-      if (t < lo) continue;
-      bool has = false;
-      for (const auto& [key, st] : s.cluster->keys()) {
-        for (const auto& w : st.queue) has = has || w.connection.value == conn.id;
+      if (conn.end == Conn::End::open || t < close_from(conn)) continue;
+      bool has_waiter = false;
+      for (const auto& [key, st] : s.cluster->model.keys()) {
+        for (const auto& w : st.queue) has_waiter = has_waiter || w.connection.value == conn.id;
       }
-      if (!has) continue;
+      if (!has_waiter) continue;
       apply(s, cluster::Close{ConnectionId{conn.id}, now}, "", t, -1, 0, t, out);
     }
+  }
+
+  // C7: the first instant a connection's Close may have.
+  std::int64_t close_from(const Conn& conn) const {
+    return conn.end == Conn::End::tester ? floor_ms(conn.end_us) : floor_ms(conn.open_us);
   }
 
   static cluster::Session session_of(const Send& send) {
@@ -1014,7 +1174,7 @@ class Search {
   // instant (S5, S7); with a maximum lateness, past it (C14).
   bool alive(const State& s, std::int64_t t) const {
     for (std::size_t o = 0; o < r_.seen.size(); ++o) {
-      if (!s.explained[o] && floor_ms(r_.seen[o].read_us) + 1 + allowance_ <= t) return false;
+      if (!has(s.explained, o) && floor_ms(r_.seen[o].read_us) + 1 + allowance_ <= t) return false;
     }
     if (r_.cluster) {
       const auto max = r_.header.max_lateness_ms;
@@ -1022,11 +1182,11 @@ class Search {
     }
     if (hw_ >= 0) {
       for (std::size_t i = 0; i < r_.sends.size(); ++i) {
-        if (!s.done[i] && floor_ms(r_.sends[i].us) + hw_ + 1 <= t) return false;
+        if (!has(s.done, i) && floor_ms(r_.sends[i].us) + hw_ + 1 <= t) return false;
       }
     }
     for (std::uint32_t c = 0; c < r_.conns.size(); ++c) {
-      if (r_.conns[c].end != Conn::End::open && !s.closed[c] && close_window(r_.conns[c]).second <= t) return false;
+      if (r_.conns[c].end != Conn::End::open && !has(s.closed, c) && close_window(r_.conns[c]).second <= t) return false;
     }
     return true;
   }
@@ -1034,12 +1194,13 @@ class Search {
   // At the horizon (S15, C13): whether the state explains the history, and
   // its lateness with what the end adds.
   bool final(const State& s, std::int64_t& late) const {
-    if (std::find(s.explained.begin(), s.explained.end(), 0) != s.explained.end()) return false;
+    for (std::size_t o = 0; o < r_.seen.size(); ++o) {
+      if (!has(s.explained, o)) return false;
+    }
     if (r_.cluster) {
       // C13: a waiter still queued, owed on a connection the tester watched.
       for (const auto& w : s.waiters) {
-        const auto& send = r_.sends[w.send];
-        for (const auto& [key, st] : s.cluster->keys()) {
+        for (const auto& [key, st] : s.cluster->model.keys()) {
           for (const auto& q : st.queue) {
             if (q.id != w.id) continue;
             const auto conn = slot_of(q.connection);
@@ -1048,25 +1209,21 @@ class Search {
             if (late_us > 0) late = std::max(late, (late_us + 999) / 1000);
           }
         }
-        (void)send;
       }
       return true;
     }
-    // S15: a request never handled, handled after the end, may have its
-    // answer unseen; a waiter still queued, its `T`, or it may be dropped.
+    // S15: a request never handled may have its answer unseen; a waiter
+    // still queued, its `T`. (A connection that closed has its requests
+    // handled and its waiters dropped: S7.)
     for (std::uint32_t i = 0; i < r_.sends.size(); ++i) {
-      if (s.done[i]) continue;
+      if (has(s.done, i)) continue;
       const auto& send = r_.sends[i];
       const auto& c = r_.conns[send.conn];
-      const std::int64_t read_by = floor_ms(send.us) + (hw_ >= 0 ? hw_ + 1 : 0);
-      if ((read_by + 1 + tol_) * 1000 > c.end_us) continue;
-      if (send.acquire && send.wait_ms > 0) {
-        if ((read_by + send.wait_ms + 1 + tol_) * 1000 > c.end_us) continue;
-        if (c.end != Conn::End::open && close_window(c).first < read_by + send.wait_ms + 1 + tol_) continue;
-      }
+      if ((read_by(send) + 1 + tol_) * 1000 > c.end_us) continue;
+      if (send.acquire && send.wait_ms > 0 && (read_by(send) + send.wait_ms + 1 + tol_) * 1000 > c.end_us) continue;
       return false;
     }
-    for (const auto& [key, st] : s.simple->keys()) {
+    for (const auto& [key, st] : s.simple->model.keys()) {
       for (const auto& q : st.queue) {
         for (const auto& w : s.waiters) {
           if (w.id != q.queued_order) continue;
@@ -1075,11 +1232,7 @@ class Search {
           p.at = instant_of(q.deadline);
           p.deferred = true;
           p.send = static_cast<std::int32_t>(w.send);
-          p.cause = Produced::Cause::deadline;
-          if (may_be_unseen_simple(p)) continue;
-          const auto& c = r_.conns[p.conn];
-          if (c.end != Conn::End::open && may_drop(s, w.id, instant_of(q.deadline), close_window(c).first)) continue;
-          return false;
+          if (!may_be_unseen_simple(p)) return false;
         }
       }
     }
@@ -1091,32 +1244,68 @@ class Search {
   bool trace_ = std::getenv("LOCKSTEP_REFERENCE_TRACE") != nullptr;
   std::int64_t tol_ = 0, allowance_ = 0, hw_ = -1;
   std::int64_t horizon_ = 0, phase_ = 0;
+  std::vector<std::int64_t> expired_at_;  // simple: the instants at which a state held an expired key (run)
   std::uint64_t states_ = 0;
   std::int64_t best_lateness_ = none_ms;
   std::string furthest_;
-  std::set<std::string> seen_keys_;
 };
+
+}  // namespace
+
+namespace {
+
+// The key a request line or a response line names, if any.
+std::optional<std::string> key_named(const Event& e) {
+  if (e.kind == EventKind::recv) {
+    const auto response = parse_response(e.line);
+    if (!response || response->kind == ResponseKind::error) return std::nullopt;
+    return response->key;
+  }
+  const auto space = e.line.find(' ');
+  if (space == std::string::npos) return std::nullopt;
+  const auto next = e.line.find(' ', space + 1);
+  return e.line.substr(space + 1, next == std::string::npos ? std::string::npos : next - space - 1);
+}
+
+// ReferenceOptions::per_key: the part of the history about `key`: every
+// event of a connection's life, its requests that parse, the responses
+// that name it.
+History part_of(const History& history, const std::string& key) {
+  History part;
+  part.header = history.header;
+  for (const auto& e : history.events) {
+    if (e.kind == EventKind::send || e.kind == EventKind::recv) {
+      if (key_named(e) != key) continue;
+      if (e.kind == EventKind::send) {
+        const bool cluster = history.header.mode == Mode::cluster;
+        const bool parses = cluster ? std::holds_alternative<SessionRequest>(parse_session_request(e.line, history.header.limits))
+                                    : std::holds_alternative<Request>(parse_request(e.line, history.header.limits));
+        if (!parses) continue;
+      }
+    }
+    part.events.push_back(e);
+  }
+  return part;
+}
 
 }  // namespace
 
 std::optional<std::string> reference_refusal(const History& history) {
   std::set<std::uint32_t> conns;
   std::set<std::string> keys;
-  std::size_t requests = 0;
+  std::size_t requests = 0, responses = 0;
   for (const auto& e : history.events) {
     if (e.kind == EventKind::down || e.kind == EventKind::up) {
       return std::string("the reference reads no restart of the target (down, up)");
     }
     if (e.kind == EventKind::connect || e.kind == EventKind::send || e.kind == EventKind::recv) conns.insert(e.conn);
+    if (e.kind == EventKind::recv) ++responses;
     if (e.kind != EventKind::send) continue;
     ++requests;
     if (e.line.size() > history.header.limits.max_line_bytes) {
       return std::string("the reference reads no line over max_line_bytes");
     }
-    const auto space = e.line.find(' ');
-    if (space == std::string::npos) continue;
-    const auto next = e.line.find(' ', space + 1);
-    keys.insert(e.line.substr(space + 1, next == std::string::npos ? std::string::npos : next - space - 1));
+    if (auto key = key_named(e)) keys.insert(std::move(*key));
   }
   if (conns.size() > reference_connections_max) {
     return fmt::format("the reference reads at most {} connections, the history has {}", reference_connections_max,
@@ -1129,6 +1318,10 @@ std::optional<std::string> reference_refusal(const History& history) {
     return fmt::format("the reference reads at most {} requests, the history has {}", reference_requests_max,
                        requests);
   }
+  if (responses > reference_responses_max) {
+    return fmt::format("the reference reads at most {} responses, the history has {}", reference_responses_max,
+                       responses);
+  }
   if (!history.events.empty()) {
     const auto span = floor_ms(history.events.back().t_us) - floor_ms(history.events.front().t_us);
     if (span > reference_span_ms_max) {
@@ -1140,9 +1333,35 @@ std::optional<std::string> reference_refusal(const History& history) {
 }
 
 ReferenceResult check_reference(const History& history, const ReferenceOptions& options) {
-  const Reading reading = read(history);
-  Search search(reading, options);
-  return search.run();
+  if (!options.per_key) {
+    const Reading reading = read(history);
+    Search search(reading, options);
+    return search.run();
+  }
+  std::vector<std::string> keys;
+  for (const auto& e : history.events) {
+    if (e.kind != EventKind::send) continue;
+    if (auto key = key_named(e); key && std::find(keys.begin(), keys.end(), *key) == keys.end()) keys.push_back(*key);
+  }
+  ReferenceResult all;
+  all.verdict = ReferenceResult::Verdict::conforms;
+  all.least_lateness_ms = history.header.mode == Mode::cluster ? 0 : -1;
+  ReferenceOptions whole = options;
+  whole.per_key = false;
+  for (const auto& key : keys) {
+    const auto one = check_reference(part_of(history, key), whole);
+    all.states += one.states;
+    if (one.verdict != ReferenceResult::Verdict::conforms && all.verdict == ReferenceResult::Verdict::conforms) {
+      all.verdict = one.verdict;
+      all.reason = fmt::format("key `{}`: {}", key, one.reason);
+    }
+    if (one.least_lateness_ms < 0) {
+      all.least_lateness_ms = -1;
+    } else if (all.least_lateness_ms >= 0) {
+      all.least_lateness_ms = std::max(all.least_lateness_ms, one.least_lateness_ms);
+    }
+  }
+  return all;
 }
 
 }  // namespace lockstep::history

@@ -32,17 +32,26 @@ namespace lockstep::history {
 inline constexpr std::size_t reference_connections_max = 4;
 inline constexpr std::size_t reference_keys_max = 2;
 inline constexpr std::size_t reference_requests_max = 12;
+inline constexpr std::size_t reference_responses_max = 64;
 inline constexpr std::int64_t reference_span_ms_max = 2'000;  // from the first event to the last
 
 struct ReferenceOptions {
   std::uint64_t states_max = 20'000'000;  // states stepped before the verdict is unknown
+  // Each key read alone (the history's part about it: its requests that
+  // parse, the responses that name it, every connection's life), so that
+  // no rule couples keys: a looser reading than the rules, and than the
+  // checker's, which splits the history by key too but couples the keys by
+  // the sweep phase, the order of tokens and of a connection's requests as
+  // far as windows of instants carry them (DESIGN.md, "What couples keys").
+  // The differential test holds the checker between the two readings.
+  bool per_key = false;
 };
 
 struct ReferenceResult {
   enum class Verdict { conforms, violation, unknown };
   Verdict verdict = Verdict::unknown;
   // Cluster mode, when some explanation exists: the least lateness (ms) of
-  // any explanation (rule C21), whether or not it is within the maximum.
+  // any explanation (rule C14), whether or not it is within the maximum.
   std::int64_t least_lateness_ms = -1;
   std::uint64_t states = 0;
   std::string reason;  // for a violation or unknown: one line
