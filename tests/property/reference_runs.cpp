@@ -42,15 +42,15 @@ Limits small_limits(std::size_t waiters_per_key) {
 
 }  // namespace
 
-rc::Gen<std::vector<RunStep>> gen_steps(int count_max) {
+rc::Gen<std::vector<RunStep>> gen_steps(const StepRanges& ranges) {
   const auto step = rc::gen::apply(
       [](int kind, int conn, int key, int owner, int lease, int wait, int delay, int read_us, int gap_us, int pick) {
         return RunStep{kind, conn, key, owner, lease, wait, delay, read_us, gap_us, pick};
       },
       rc::gen::inRange(0, 8), rc::gen::inRange(0, 4), rc::gen::inRange(0, 2), rc::gen::inRange(0, 3),
-      rc::gen::inRange(1, 13), rc::gen::element(2, 3, 5, 9), rc::gen::inRange(0, 3), rc::gen::inRange(0, 1000),
-      rc::gen::inRange(0, 3000), rc::gen::inRange(0, 12));
-  return rc::gen::resize(full_size, rc::gen::mapcat(rc::gen::inRange(1, count_max + 1), [step](int count) {
+      rc::gen::inRange(1, ranges.lease_max + 1), rc::gen::inRange(1, ranges.wait_max + 1), rc::gen::inRange(0, 3),
+      rc::gen::inRange(0, 1000), rc::gen::inRange(0, ranges.gap_max_us + 1), rc::gen::inRange(0, 12));
+  return rc::gen::resize(full_size, rc::gen::mapcat(rc::gen::inRange(1, ranges.count_max + 1), [step](int count) {
                            return rc::gen::container<std::vector<RunStep>>(static_cast<std::size_t>(count), step);
                          }));
 }
@@ -230,51 +230,39 @@ class ClusterRun {
     h_.header.max_lateness_ms = setting.max_lateness_ms;
   }
 
-  // kind 0, 1: a client sends a new request (or its pending one again on a
-  // new connection, when its connection ended); 2, 3: the pending request
-  // is applied; 4: the client gives up and sends again on a new connection;
-  // 5: the node closes the connection; 6: the node answers E not-leader;
-  // 7: time passes and the leader is late with what is due.
+  // Each step first lets time pass: the leader, unless this step it is
+  // late (kind 7), applies the requests that reached it (each some ms after
+  // it was sent) and proposes the Expires and Timeouts due. Then kind 0..2:
+  // a client sends a new request (kind 2: one that does not wait), or its
+  // pending one again on a new connection when its connection ended; 3:
+  // nothing more; 4: the client gives up and sends again on a new
+  // connection; 5: the node closes the connection; 6: the node answers
+  // `E not-leader` and the client sends again on a new connection.
   void step(const RunStep& s) {
     now_us_ += s.gap_us;
-    advance_to(now_us_ / 1000, s.kind != 7);
+    if (s.kind != 7) {
+      apply_arrived(s);
+      advance_to(now_us_ / 1000);
+    }
     auto& c = clients_[static_cast<std::size_t>(s.owner)];
     switch (s.kind) {
       case 0:
       case 1:
+      case 2:
         if (c.pending) {
-          if (c.conn == 0) send(c);
+          if (c.conn == 0) send(c, s);
           return;
         }
         if (sends_ >= history::reference_requests_max) return;
         request(c, s);
-        send(c);
+        send(c, s);
         return;
-      case 2:
-      case 3: {
-        if (!c.pending || c.conn == 0 || c.applied_on == c.conn) return;
-        auto command = c.command;
-        // Stamped by the leader up to the allowance after it arrived.
-        const TimeMs stamp{now_us_ / 1000 + s.delay_ms % (setting_.allowance_ms + 1)};
-        std::visit(
-            [&](auto& r) {
-              using R = std::decay_t<decltype(r)>;
-              if constexpr (std::is_same_v<R, cluster::Acquire> || std::is_same_v<R, cluster::Release>) {
-                r.connection = ConnectionId{c.conn};
-                r.now = stamp;
-              }
-            },
-            command);
-        c.applied_on = c.conn;
-        deliver(model_.apply(command), s.read_us);
-        return;
-      }
       case 4:
         if (!c.pending || c.conn == 0) return;
         event(EventKind::close, c.conn);
         open_.erase(c.conn);
         c.conn = 0;
-        send(c);
+        send(c, s);
         return;
       case 5:
         if (c.conn == 0) return;
@@ -287,7 +275,7 @@ class ClusterRun {
         if (!c.pending || c.conn == 0 || c.applied_on == c.conn) return;
         event(EventKind::recv, c.conn, "E not-leader");
         c.conn = 0;  // it reads no more there; it sends again on a new one
-        send(c);
+        send(c, s);
         return;
       default:
         return;
@@ -296,9 +284,10 @@ class ClusterRun {
 
   history::History finish() {
     // The leader on time from here on, until every wait and lease ended.
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < 8; ++i) {
       now_us_ += 1000;
-      advance_to(now_us_ / 1000, true);
+      apply_arrived(RunStep{});
+      advance_to(now_us_ / 1000);
     }
     for (const auto id : open_) event(EventKind::close, id);
     sort_events(h_);
@@ -309,6 +298,7 @@ class ClusterRun {
   struct Client {
     std::uint64_t seq = 0;
     bool pending = false;
+    std::int64_t arrives_us = 0;  // when its last send reaches the leader
     cluster::Command command;
     std::string line;
     std::uint32_t conn = 0;        // where it reads now
@@ -327,7 +317,7 @@ class ClusterRun {
     } else {
       const auto key = fmt::format("k{}", s.key);
       const auto owner = fmt::format("{}s{}", client, c.seq);
-      const int wait = s.kind == 1 ? 0 : s.wait_ms;
+      const int wait = s.kind == 2 ? 0 : s.wait_ms;
       c.line = fmt::format("A {} {} {} {} {} {}", key, owner, s.lease_ms, wait, client, c.seq);
       c.command = cluster::Acquire{cluster::Session{client, c.seq}, {}, key, owner, DurationMs{s.lease_ms},
                                    DurationMs{wait}, {}};
@@ -339,7 +329,34 @@ class ClusterRun {
     h_.events.push_back(history::Event{at_us < 0 ? now_us_ : at_us, kind, conn, std::move(line)});
   }
 
-  void send(Client& c) {
+  // The pending requests that reached the leader, applied in the order
+  // they arrived, each stamped up to the allowance after.
+  void apply_arrived(const RunStep& s) {
+    std::vector<Client*> arrived;
+    for (auto& c : clients_) {
+      if (c.pending && c.conn != 0 && c.applied_on != c.conn && c.arrives_us <= now_us_) arrived.push_back(&c);
+    }
+    std::stable_sort(arrived.begin(), arrived.end(),
+                     [](const Client* a, const Client* b) { return a->arrives_us < b->arrives_us; });
+    for (auto* c : arrived) {
+      auto command = c->command;
+      const TimeMs stamp{c->arrives_us / 1000 + s.delay_ms % (setting_.allowance_ms + 1)};
+      std::visit(
+          [&](auto& r) {
+            using R = std::decay_t<decltype(r)>;
+            if constexpr (std::is_same_v<R, cluster::Acquire> || std::is_same_v<R, cluster::Release>) {
+              r.connection = ConnectionId{c->conn};
+              r.now = stamp;
+            }
+          },
+          command);
+      c->applied_on = c->conn;
+      deliver(model_.apply(command), s.read_us);
+    }
+  }
+
+  void send(Client& c, const RunStep& s) {
+    c.arrives_us = now_us_ + s.delay_ms * 700;
     if (c.conn == 0) {
       if (next_conn_ > history::reference_connections_max || sends_ >= history::reference_requests_max) {
         c.pending = false;  // given up
@@ -369,9 +386,8 @@ class ClusterRun {
   }
 
   // The leader's clock reached `ms`: it proposes the Timeouts and Expires
-  // due, unless `on_time` is false (it is late this time).
-  void advance_to(std::int64_t ms, bool on_time) {
-    if (!on_time) return;
+  // due.
+  void advance_to(std::int64_t ms) {
     std::vector<cluster::Command> due;
     for (const auto& [key, st] : model_.keys()) {
       for (const auto& w : st.queue) {
@@ -404,7 +420,7 @@ history::History cluster_run(const std::vector<RunStep>& steps, const ClusterSet
 
 rc::Gen<Mutation> gen_mutation() {
   return rc::gen::resize(full_size, rc::gen::apply([](int kind, int which, int amount) { return Mutation{kind, which, amount}; },
-                                                   rc::gen::element(0, 0, 1, 2, 3), rc::gen::inRange(0, 40),
+                                                   rc::gen::element(0, 0, 1, 2, 3, 4), rc::gen::inRange(0, 40),
                                                    rc::gen::inRange(-6000, 6000)));
 }
 
@@ -448,20 +464,29 @@ void mutate(history::History& h, const Mutation& m) {
   const auto at = recvs[static_cast<std::size_t>(m.which) % recvs.size()];
   auto& e = h.events[at];
   if (m.kind == 1) e.line = changed(e.line, m.which);
-  if (m.kind == 2) {
-    // Still read while the tester watches its connection: after it opened,
-    // before it ended.
+  if (m.kind == 3) {
+    h.events.erase(h.events.begin() + static_cast<std::ptrdiff_t>(at));
+    return;
+  }
+  if (m.kind == 2 || m.kind == 4) {
+    // Moved, or heard twice: read while the tester watches its connection,
+    // after it opened, before it ended.
     std::int64_t open_us = e.t_us, end_us = INT64_MAX;
     for (const auto& other : h.events) {
       if (other.conn != e.conn) continue;
       if (other.kind == EventKind::connect) open_us = std::min(open_us, other.t_us);
       if (other.kind == EventKind::close || other.kind == EventKind::eof) end_us = std::min(end_us, other.t_us - 1);
     }
-    e.t_us = std::clamp<std::int64_t>(e.t_us + m.amount_us, open_us, std::max(open_us, end_us));
-    e.after_us = -1;
+    auto moved = e;
+    moved.t_us = std::clamp<std::int64_t>(e.t_us + m.amount_us, open_us, std::max(open_us, end_us));
+    moved.after_us = -1;
+    if (m.kind == 2) {
+      e = moved;
+    } else {
+      h.events.push_back(moved);
+    }
     sort_events(h);
   }
-  if (m.kind == 3) h.events.erase(h.events.begin() + static_cast<std::ptrdiff_t>(at));
 }
 
 }  // namespace lockstep::testing

@@ -2,7 +2,7 @@
 // (history_reference_test.cpp): runs of the models with random delays, as a
 // correct server or cluster would give them, on a grid of a few tens of
 // milliseconds, within the size the reference reads (at most 4 connections,
-// 2 keys, 12 requests); then, often, one answer changed, moved or dropped.
+// 2 keys, 12 requests); then, often, one answer changed, moved, dropped or heard twice.
 // A run left unmutated conforms by the rules of docs/protocol.md, so the
 // property also checks that neither reading raises a false alarm on it.
 #pragma once
@@ -28,8 +28,16 @@ struct RunStep {
 };
 
 // Steps drawn from full ranges (RapidCheck scales ranges by its size
-// parameter; the runs want every connection, key and owner from the start).
-rc::Gen<std::vector<RunStep>> gen_steps(int count_max);
+// parameter; the runs want every connection, key and owner from the start):
+// at most `count_max`, leases of 1 to `lease_max` ms, waits of at most
+// `wait_max` ms, gaps of at most `gap_max_us`.
+struct StepRanges {
+  int count_max = 10;
+  int lease_max = 12;
+  int wait_max = 9;
+  int gap_max_us = 3000;
+};
+rc::Gen<std::vector<RunStep>> gen_steps(const StepRanges& ranges);
 
 struct SimpleSetting {
   std::int64_t tolerance_ms = 1;
@@ -58,9 +66,9 @@ rc::Gen<ClusterSetting> gen_cluster_setting();
 // arrival, Expires and Timeouts sometimes applied late.
 history::History cluster_run(const std::vector<RunStep>& steps, const ClusterSetting& setting);
 
-// One answer changed, moved or dropped (or none).
+// One answer changed, moved, dropped or heard twice (or none).
 struct Mutation {
-  int kind = 0;  // 0 none, 1 change, 2 move, 3 drop
+  int kind = 0;  // 0 none, 1 change, 2 move, 3 drop, 4 heard again later
   int which = 0;
   int amount_us = 0;
 };
