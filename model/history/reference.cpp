@@ -520,7 +520,7 @@ class Search {
           // S4: at an instant, what is due first (the model fires the
           // timeouts, then the sweep when the phase puts one there).
           std::vector<State> due;
-          fire_due(s, t, due);
+          fire_due(std::move(s), t, due);
           for (auto& d : due) reached(std::move(d));
         } else {
           reached(std::move(s));
@@ -531,7 +531,8 @@ class Search {
         const auto i = work.back();
         work.pop_back();
         if (!any_step(next.states[i], t)) continue;
-        const State current = next.states[i];  // a copy: `next` grows below
+        // `next` grows only after the steps from `current` are all taken.
+        const State& current = next.states[i];
         std::vector<State> stepped;
         if (r_.cluster) {
           cluster_steps(current, t, stepped);
@@ -850,15 +851,14 @@ class Search {
   }
 
   // S4, S6: what is due at t: the model's timeouts, then its sweep.
-  void fire_due(const State& s, std::int64_t t, std::vector<State>& out) const {
-    const auto due = s.simple->model.next_due();
+  void fire_due(State n, std::int64_t t, std::vector<State>& out) const {
+    const auto due = n.simple->model.next_due();
     if (!due || *due > model_time(t)) {
-      out.push_back(s);  // nothing: the model's clock may stay behind (model_key)
+      out.push_back(std::move(n));  // nothing: the model's clock may stay behind (model_key)
       return;
     }
-    State n = s;
+    const auto before = queues_of(n.simple->model);
     auto& model = own_simple(n);
-    const auto before = queues_of(s.simple->model);
     Outputs outputs;
     model.advance(model_time(t), outputs);
     auto produced = deferred_simple(n, before, outputs, 0, t);
