@@ -857,7 +857,8 @@ class Search {
       out.push_back(std::move(n));  // nothing: the model's clock may stay behind (model_key)
       return;
     }
-    const auto before = queues_of(n.simple->model);
+    const auto old = n.simple;  // `before` points into its model
+    const auto before = queues_of(old->model);
     auto& model = own_simple(n);
     Outputs outputs;
     model.advance(model_time(t), outputs);
