@@ -415,6 +415,7 @@ class Search {
         explore(initial(), r_.first_ms);
         if (states_ > options_.states_max || bound_ < 0 || bound_ == stated) break;
         if (best_lateness_ <= bound_) break;
+        if (!pruned_late_) break;  // this search pruned nothing for lateness: it was the whole search
       }
     } else {
       // S6: one phase for the run, each tried in turn. A phase decides only

@@ -216,5 +216,38 @@ TEST(ReferenceRegressions, AnUnseenTokenAReleaseNamesIsIssuedBeforeLaterGrants) 
   judged(with_token("10"), Expect::conforms);
 }
 
+// A run of the model with one answer dropped: `A k1 o0 3 8` on connection 2
+// finds k1 free (nothing else asks for k1 before it), so it is granted at
+// once (handled at instant 3) and its answer is owed by (3 + 1 + 1) ms
+// (S12); connection 2 is watched to the end and never hears it: a
+// violation. (The reference once read a waiter's queue from a model it had
+// already let go of while firing what was due, and found explanations
+// where there were none.) With the grant heard at 3.9 ms, as in the run the
+// history was cut from, it conforms: o0's lease ends at instant 6, and a
+// sweep then (S6) hands k1 to the waiter o1 (token 3; tokens need only
+// increase, S13).
+TEST(ReferenceRegressions, AGrantOwedAtOnceAndNeverHeardIsAViolation) {
+  const std::string header = "\"sweep_ms\":5},\"tolerance_ms\":1";
+  const auto with_grant = [&](const std::string& grant) {
+    return parse(header, R"({"conn":2,"ev":"connect","t_us":3572}
+{"conn":2,"ev":"send","line":"A k1 o0 3 8","t_us":3572}
+)" + grant + R"({"conn":1,"ev":"connect","t_us":4176}
+{"conn":1,"ev":"send","line":"A k0 o0","t_us":4176}
+{"conn":3,"ev":"connect","t_us":5416}
+{"conn":3,"ev":"send","line":"A k1 o1 10 6","t_us":5416}
+{"conn":1,"ev":"recv","line":"E unknown request","t_us":6268}
+{"conn":3,"ev":"recv","line":"A 3 o1 k1","t_us":6335}
+{"conn":4,"ev":"connect","t_us":7603}
+{"conn":4,"ev":"send","line":"A k1 o0 3 5","t_us":7603}
+{"conn":4,"ev":"send","line":"A k1 o0 5 3","t_us":8951}
+{"conn":4,"ev":"close","t_us":10866}
+{"conn":3,"ev":"close","t_us":13191}
+)");
+  };
+  judged(with_grant(""), Expect::violation);
+  judged(with_grant(R"({"conn":2,"ev":"recv","line":"A 1 o0 k1","t_us":3900}
+)"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
