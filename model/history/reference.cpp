@@ -815,6 +815,17 @@ class Search {
 
   // ---- simple mode ------------------------------------------------------------------
 
+  // An answer the model gave at t to a request other than the one it was
+  // handling (both models).
+  Produced deferred_answer(const Outbound& out, std::int64_t t) const {
+    Produced p;
+    p.response = out.response;
+    p.conn = slot_of(out.connection);
+    p.at = t;
+    p.deferred = true;
+    return p;
+  }
+
   // The deferred answers of one call of the model, each tied to the waiter
   // it answers.
   std::vector<Produced> deferred_simple(State& s, const std::vector<Queued>& before, const Outputs& outputs,
@@ -822,11 +833,7 @@ class Search {
     std::vector<Produced> out;
     auto left = gone(before, queues_of(s.simple->model));
     for (std::size_t i = from; i < outputs.size(); ++i) {
-      Produced p;
-      p.response = outputs[i].response;
-      p.conn = slot_of(outputs[i].connection);
-      p.at = t;
-      p.deferred = true;
+      auto p = deferred_answer(outputs[i], t);
       tie(s, p, outputs[i].connection.value, s.simple->model.now().value, left);
       // S10: never read before the request it answers was sent.
       if (p.send >= 0) p.not_before_us = r_.sends[static_cast<std::size_t>(p.send)].us;
@@ -1048,11 +1055,7 @@ class Search {
       }
     }
     for (std::size_t i = from; i < outputs.size(); ++i) {
-      Produced p;
-      p.response = outputs[i].response;
-      p.conn = slot_of(outputs[i].connection);
-      p.at = t;
-      p.deferred = true;
+      auto p = deferred_answer(outputs[i], t);
       p.due_ms = hand_off_due;  // C12: a hand-off's cause
       const auto deadline = tie(n, p, outputs[i].connection.value, model.clock().value, left);
       if (deadline && p.response.kind == ResponseKind::timed_out) p.due_ms = *deadline;  // C12: a T's, its deadline

@@ -326,7 +326,15 @@ class ClusterRun {
   }
 
   void event(EventKind kind, std::uint32_t conn, std::string line = {}, std::int64_t at_us = -1) {
-    h_.events.push_back(history::Event{at_us < 0 ? now_us_ : at_us, kind, conn, std::move(line)});
+    const auto at = at_us < 0 ? now_us_ : at_us;
+    if (kind == EventKind::close || kind == EventKind::eof) {
+      // Nothing is read on a connection after it ended: an answer on its
+      // way then goes unheard.
+      std::erase_if(h_.events, [&](const history::Event& e) {
+        return e.conn == conn && e.kind == EventKind::recv && e.t_us >= at;
+      });
+    }
+    h_.events.push_back(history::Event{at, kind, conn, std::move(line)});
   }
 
   // The pending requests that reached the leader, applied in the order
