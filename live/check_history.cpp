@@ -1,5 +1,6 @@
 #include "live/check_history.hpp"
 
+#include <cstdlib>
 #include <variant>
 
 #include <fmt/format.h>
@@ -17,7 +18,9 @@ int reference_verdict(const history::History& recorded, const std::string& file)
     fmt::print(stderr, "check-history: --reference: {}: {}\n", file, *refusal);
     return 2;
   }
-  const auto result = history::check_reference(recorded);
+  history::ReferenceOptions options;
+  options.trace = std::getenv("LOCKSTEP_REFERENCE_TRACE") != nullptr;  // each explanation, step by step
+  const auto result = history::check_reference(recorded, options);
   using V = history::ReferenceResult::Verdict;
   if (result.least_lateness_ms >= 0) fmt::print("least lateness: {} ms\n", result.least_lateness_ms);
   fmt::print("states: {}\n", result.states);

@@ -1268,7 +1268,7 @@ class Search {
 
   const Reading& r_;
   ReferenceOptions options_;
-  bool trace_ = std::getenv("LOCKSTEP_REFERENCE_TRACE") != nullptr;
+  bool trace_ = options_.trace;
   std::int64_t tol_ = 0, allowance_ = 0, hw_ = -1;
   std::int64_t horizon_ = 0, phase_ = 0;
   std::int64_t bound_ = -1;  // cluster: the maximum lateness of this search (C14), -1 none

@@ -45,6 +45,9 @@ struct ReferenceOptions {
   // far as windows of instants carry them (DESIGN.md, "What couples keys").
   // The differential test holds the checker between the two readings.
   bool per_key = false;
+  // Print each explanation found, step by step, to stderr (the command
+  // line sets it from LOCKSTEP_REFERENCE_TRACE; model/ reads no environment).
+  bool trace = false;
 };
 
 struct ReferenceResult {
