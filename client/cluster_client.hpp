@@ -65,7 +65,7 @@ class ClusterClient {
     std::vector<NodeAddress> nodes;
     // 1 to 250 printable bytes without space, unique per client; empty: one
     // made up (make_client_id), or the one kept in client_id_file.
-    std::string client_id = {};
+    std::string client_id = {};  // `= {}`: designated initializers may leave it out under -Wextra
     // A file that keeps the client id and the sequence numbers reserved so
     // far (`<id> <first number not yet reserved>`), created with a made-up
     // id when missing. Each run starts above every number an earlier run

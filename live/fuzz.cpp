@@ -331,8 +331,8 @@ class Fuzzer {
     // Malformed by the words of docs/protocol.md: fields missing or extra, an unknown
     // request, a number that is not one, a lease of 0.
     static const char* const contract_lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A k0 o 1 1 1"};
-    // Malformed by this project's stricter reading (README, "Where the
-    // contract's choices are encoded").
+    // Malformed by this project's stricter reading (docs/protocol.md,
+    // "Decisions").
     static const char* const strict_lines[] = {"A  k0 o 1 1", "R k0 0", ""};
     const auto total = std::size(contract_lines) + (options_.strict_syntax ? std::size(strict_lines) : 0);
     const auto pick = rng_.below(total);

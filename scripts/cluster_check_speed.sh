@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long the black-box checker takes over a cluster's history of the size
-# the README quotes: `fuzz --mode cluster` records 60 s of 50 clients on 100
+# docs/testing-your-server.md quotes: `fuzz --mode cluster` records 60 s of 50 clients on 100
 # keys against three `serve --cluster` nodes on three etcd members (all
 # started by the fuzzer), the nemesis killing, pausing or restarting a node
 # every 5 s; then `check-history` reads the history alone, timed. Prints

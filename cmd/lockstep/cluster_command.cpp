@@ -1,6 +1,6 @@
 // `lockstep cluster init|add|remove|show`: a cluster's identity and
-// membership in etcd, for the operator (live/cluster_admin.hpp; README,
-// "Running a cluster").
+// membership in etcd, for the operator (live/cluster_admin.hpp;
+// docs/running-a-cluster.md).
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
@@ -50,7 +50,7 @@ CLI::App* add_action(CLI::App& cluster, const std::string& name, const std::stri
 void add_cluster_command(CLI::App& app, std::function<int()>& run) {
   auto* cluster = app.add_subcommand(
       "cluster",
-      "A cluster's identity and membership in etcd (README, \"Running a cluster\"): created once\n"
+      "A cluster's identity and membership in etcd (docs/running-a-cluster.md): created once\n"
       "with its members, before its nodes start (`serve --cluster` refuses a prefix without a\n"
       "cluster, a node id that is not a member, and an id a running process holds).");
   cluster->require_subcommand(1);

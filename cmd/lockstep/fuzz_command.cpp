@@ -70,8 +70,8 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
       "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
       "is sent); --tolerance-ms is how late its timers may fire.\n"
       "--mode cluster fuzzes the nodes of a cluster (--target HOST:PORT,... or --exec-node with\n"
-      "--nodes and --etcd-members), with sessions, redirects, retries and a nemesis (README,\n"
-      "\"Fuzzing a cluster\").");
+      "--nodes and --etcd-members), with sessions, redirects, retries and a nemesis\n"
+      "(docs/testing-your-server.md, \"Fuzzing a cluster\").");
   fuzz->add_option("--mode", options->mode,
                    "simple: one server (the default); cluster: the nodes of a cluster, with sessions, redirects and\n"
                    "retries, read by cluster mode's rules (see --exec-node, --nemesis)")

@@ -31,13 +31,13 @@ std::vector<std::string> bug_names() {
   return names;
 }
 
-// Cluster mode (README, "Running a cluster"): one node of a cluster whose
+// Cluster mode (docs/running-a-cluster.md): one node of a cluster whose
 // log and election are kept in etcd.
 void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::vector<const CLI::Option*>& cluster_only) {
   auto& k = options.cluster_config;
   command.add_flag("--cluster", options.cluster,
-                   "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; README, \"Running a "
-                   "cluster\")");
+                   "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; "
+                   "docs/running-a-cluster.md)");
   const auto cluster_option = [&](CLI::Option* option) {
     cluster_only.push_back(option);
     return option;

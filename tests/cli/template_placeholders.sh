@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every placeholder a command template is filled with is listed where a user
 # reads about the template: in `--help` of the command that takes it and in
-# the README. The placeholders are read from the code that fills them
+# docs/testing-your-server.md. The placeholders are read from the code that fills them
 # (live/process.cpp's template_values, and the `values["name"]` each tool
 # adds), so a placeholder added there and not documented fails here.
 #
@@ -27,7 +27,7 @@ check() {
   names=$( (echo "$common"; for file in "$@"; do added "$file"; done) | sort -u)
   for name in $names; do
     [[ "$help" == *"{$name}"* ]] || fail "lockstep $command --help does not list {$name}"
-    grep -qF "{$name}" "$source_dir/README.md" || fail "README.md does not list {$name}"
+    grep -qF "{$name}" "$source_dir/docs/testing-your-server.md" || fail "docs/testing-your-server.md does not list {$name}"
   done
   echo "lockstep $command --help: $(echo "$names" | tr '\n' ' ')"
 }
