@@ -131,6 +131,18 @@ TEST(FaultProxy, RelaysBothWaysUnchanged) {
   EXPECT_EQ(l.proxy->stats(l.link).bytes_relayed, big.size() + 5);
 }
 
+TEST(FaultProxy, AnEndThatClosesIsSeenClosedAtTheOther) {
+  auto l = linked();
+  ASSERT_TRUE(l.server.send_text("bye\n"));
+  l.server = End();
+  std::string got;
+  ASSERT_EQ(l.client.read_text(got, 4, 2s), End::Got::bytes);
+  EXPECT_EQ(l.client.read_text(got, 1, 2s), End::Got::closed);
+  auto m = linked();
+  m.client = End();
+  EXPECT_EQ(m.server.read_text(got, 1, 2s), End::Got::closed);
+}
+
 TEST(FaultProxy, ACutOneWayIsABlackHoleThatKeepsTheConnectionAndItsHealResetsIt) {
   auto l = linked();
   l.proxy->cut(l.link, FaultProxy::Direction::up);
