@@ -262,6 +262,7 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     recorder.nemesis(step.what() + aim);
     if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
     const auto began = recorder.now_us();
+    if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
     apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
     run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
     ++run.nemesis_steps;

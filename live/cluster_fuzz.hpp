@@ -20,6 +20,7 @@
 #include "client/cluster_client.hpp"
 #include "impl/limits.hpp"
 #include "live/nemesis.hpp"
+#include "live/unavailability.hpp"
 #include "live/resource_watch.hpp"
 #include "model/history/history.hpp"
 
@@ -63,6 +64,7 @@ struct ClusterFuzzRun {
   // Faults the nemesis opened, by name (`kill`, `pause` ...), on nodes and
   // on etcd members.
   std::map<std::string, std::uint64_t> faults_on_nodes, faults_on_etcd;
+  std::vector<NemesisFaultAt> faults;  // every fault opened, when and of which kind
   // What the processes cost (live/resource_watch.hpp): the nodes and etcd
   // members started, and the fuzzer.
   std::vector<ProcessFigures> processes;

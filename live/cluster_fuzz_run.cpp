@@ -165,6 +165,8 @@ void print_run(const ClusterFuzzRun& run) {
     fmt::print("nemesis: faults on nodes: {}; on etcd members: {}\n", faults(run.faults_on_nodes),
                faults(run.faults_on_etcd));
   }
+  // How long the clients went without an answer after each kind of fault.
+  for (const auto& line : unavailability_lines(unavailability(run.history, run.faults))) fmt::print("{}\n", line);
   for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
   // As simple mode says it (tests read the line): a machine that did not
   // run the clients for this long did not run the nodes either.
