@@ -10,8 +10,10 @@
 // any other node answers as leader, which is the earliest a new leader could
 // grant its keys; it must never answer a request as leader meanwhile (it can
 // commit nothing); and the waiter's connection must be closed by then, so its
-// client retries where the key can be granted. Healed, the cluster leads
-// again.
+// client retries where the key can be granted; still cut, it refuses an
+// acquire of a free key. Healed, the cluster leads again. With
+// --inject-bug serve-without-leadership (start_cluster("serve-without-leadership"))
+// the cut node grants that free key: the bug, reported.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -46,14 +48,51 @@ std::optional<std::string> ask(const LockCluster& cluster, int node, const std::
   return std::nullopt;
 }
 
-TEST(Partitions, ALeaderCutFromEtcdStopsAnsweringBeforeAnotherNodeLeads) {
+std::unique_ptr<LockCluster> start_cluster(const std::string& bug) {
   LockCluster::Options options;
   options.lockstep_binary = lockstep_binary();
   options.leader_ttl_s = 2;
   options.relays = true;
+  options.bug = bug;
   std::string error;
   auto cluster = LockCluster::start(options, error);
-  ASSERT_TRUE(cluster) << error;
+  EXPECT_TRUE(cluster) << error;
+  return cluster;
+}
+
+void cut_from_etcd(LockCluster& cluster, int node) {
+  for (int member = 0; member < cluster.etcd().size(); ++member) {
+    cluster.relays()->cut(cluster.etcd_link(node, member), FaultProxy::Direction::both);
+  }
+}
+
+// An acquire of a key nobody asked for, on the cut node once it answers
+// `E not-leader`: the correct node refuses it too; the bug grants it.
+std::optional<std::string> acquire_free_key_once_stopped(LockCluster& cluster, int node) {
+  const auto give_up = Clock::now() + 15s;
+  while (Clock::now() < give_up) {
+    const auto answer = ask(cluster, node, "R lockstep-leader-probe 1", 200ms);
+    if (answer && answer->starts_with("E not-leader")) return ask(cluster, node, "A partition-free-key eve 5000 0", 2s);
+  }
+  return std::nullopt;
+}
+
+TEST(Partitions, ServeWithoutLeadershipIsReported) {
+  auto cluster = start_cluster("serve-without-leadership");
+  ASSERT_TRUE(cluster);
+  const int leader = cluster->leader();
+  ASSERT_GE(leader, 0);
+  cut_from_etcd(*cluster, leader);
+  const auto answer = acquire_free_key_once_stopped(*cluster, leader);
+  ASSERT_TRUE(answer) << cluster->log_tail(leader);
+  // Granted by a node that can commit nothing: a grant the next leader may
+  // give again.
+  EXPECT_TRUE(answer->starts_with("A ")) << *answer;
+}
+
+TEST(Partitions, ALeaderCutFromEtcdStopsAnsweringBeforeAnotherNodeLeads) {
+  auto cluster = start_cluster("none");
+  ASSERT_TRUE(cluster);
   const int leader = cluster->leader();
   ASSERT_GE(leader, 0);
   // A key held, and a waiter behind it, both on the leader.
@@ -69,9 +108,7 @@ TEST(Partitions, ALeaderCutFromEtcdStopsAnsweringBeforeAnotherNodeLeads) {
   const auto status = cluster->status(leader);
   ASSERT_TRUE(status && status->waiters == 1) << (status ? status->line : "no status");
 
-  for (int member = 0; member < cluster->etcd().size(); ++member) {
-    cluster->relays()->cut(cluster->etcd_link(leader, member), FaultProxy::Direction::both);
-  }
+  cut_from_etcd(*cluster, leader);
   const auto cut_at = Clock::now();
   std::optional<Clock::time_point> stopped_at, waiter_closed_at;
   int other = -1;
@@ -111,6 +148,10 @@ TEST(Partitions, ALeaderCutFromEtcdStopsAnsweringBeforeAnotherNodeLeads) {
              std::chrono::duration_cast<std::chrono::milliseconds>(*waiter_closed_at - cut_at).count(), other + 1,
              std::chrono::duration_cast<std::chrono::milliseconds>(other_at - cut_at).count());
 
+  // Still cut, it grants nothing from its table.
+  const auto refused = acquire_free_key_once_stopped(*cluster, leader);
+  ASSERT_TRUE(refused);
+  EXPECT_TRUE(refused->starts_with("E not-leader") || *refused == "closed") << *refused;
   for (int member = 0; member < cluster->etcd().size(); ++member) cluster->relays()->heal(cluster->etcd_link(leader, member));
   EXPECT_GE(cluster->leader(30s), 0) << "no node leads once the partition healed";
 }
