@@ -65,14 +65,14 @@ class ClusterClient {
     std::vector<NodeAddress> nodes;
     // 1 to 250 printable bytes without space, unique per client; empty: one
     // made up (make_client_id), or the one kept in client_id_file.
-    std::string client_id;
+    std::string client_id = {};
     // A file that keeps the client id and the sequence numbers reserved so
     // far (`<id> <first number not yet reserved>`), created with a made-up
     // id when missing. Each run starts above every number an earlier run
     // may have used, reserving them a block at a time (the file is written
     // whole, flushed and renamed into place). Not with client_id; one
     // process at a time per file.
-    std::string client_id_file;
+    std::string client_id_file = {};
     // How long an attempt waits for its answer, beyond the request's wait_ms.
     std::chrono::milliseconds answer_timeout{2'000};
     std::chrono::milliseconds connect_timeout{500};

@@ -292,4 +292,16 @@ std::string ClusterModel::canonical() const {
   return text;
 }
 
+std::string ClusterModel::canonical_sessions() const {
+  std::string text;
+  for (const auto& [name, client] : clients_) {
+    text += fmt::format("client {} highest {}\n", name, client.highest);
+    for (const auto& [sequence, what] : client.requests) {
+      text += fmt::format("  {} {} {} {}\n", sequence, static_cast<int>(what.kind), format_response(what.response),
+                          what.waiter);
+    }
+  }
+  return text;
+}
+
 }  // namespace lockstep::model

@@ -90,6 +90,12 @@ class ClusterModel {
   // A canonical text of the lock table, identical to
   // cluster::canonical_table(const LockMachine&) for the same state.
   std::string canonical() const;
+  // A canonical text of what the sessions remember (per client, its highest
+  // sequence number and what each remembered request came to), without the
+  // order of use, which decides only which client is forgotten past
+  // clients_max. Two models with equal canonical() and canonical_sessions()
+  // answer every later command alike (up to that order).
+  std::string canonical_sessions() const;
   Token next_token() const { return next_token_; }  // 0 once 2^64 - 1 was issued
   bool tokens_exhausted() const { return next_token_.value == 0; }
 

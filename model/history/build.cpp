@@ -201,6 +201,13 @@ struct KeyBuilder {
       made.closed_by_server = conn.closed_by_server;
       made.stopped = conn.stopped;
       input.conns.push_back(made);
+      // Simple mode: a close the tester made takes effect within the
+      // tolerance of its reading, after every request of its connection
+      // was handled; the search goes on until then, so that a request still
+      // in flight at the end is handled (and answered) like any other.
+      if (!input.cluster.on && made.closes && !made.closed_by_server && !made.stopped && !made.cut) {
+        input.horizon_ms = std::max(input.horizon_ms, floor_ms(made.end_us) + 1 + input.tolerance_ms);
+      }
     }
     return it->second;
   }
@@ -410,15 +417,14 @@ Built build_inputs(const History& history, bool prefix) {
     if (cluster) assign_errors(conn);
     bound_requests(conn, cluster ? -1 : history.header.handled_within_ms);
     find_own_answers(conn);
-    if (cluster) {
-      // A cluster answers a waiting acquire only once it is applied, so its
-      // own answer bounds when it was applied, as a later answer on its
-      // connection does (the order it was sent in).
-      std::int64_t later = unbounded_ms;
-      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
-        later = std::min({later, it->latest_ms, it->answered_by_ms});
-        it->latest_ms = later;
-      }
+    // A waiting acquire is answered (a hand-off, a sweep's grant, a `T`;
+    // in a cluster, anything) only once it was handled or applied, so its
+    // own answer bounds when that was, as it bounds the requests sent
+    // before it on its connection (handled in the order sent).
+    std::int64_t later = unbounded_ms;
+    for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+      later = std::min({later, it->latest_ms, it->answered_by_ms});
+      it->latest_ms = later;
     }
   }
 

@@ -738,8 +738,11 @@ void ClusterFrontier::pass_on_nobody(Config c, std::int64_t hi, Configs& out) co
   // nothing the one where it left now does not (its `T` caused earlier):
   // the queue it would join again changes no hand-off (it is never
   // certainly before another waiter) and no `B` (accepted on any held key,
-  // acquire_held).
-  if (may_leave && seen == ResponseKind::timed_out) return;
+  // acquire_held). Unless it could only be dropped here, before its
+  // Timeout's window opens: a dropped waiter's `T` is not heard on its
+  // connection, so that reading may explain less.
+  const bool timeout_may_open = waiter.stamp + wait_of(waiter) - allowance_ <= hi;
+  if (may_leave && seen == ResponseKind::timed_out && timeout_may_open) return;
   c.queue.pop_back();
   c.handled.erase(waiter.request);
   pass_on_nobody(std::move(c), hi, out);

@@ -345,6 +345,26 @@ class FrontierSearch {
       for (std::size_t j = 0; j < a.queue.size(); ++j) {
         if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
       }
+      // (Rules that ask it:) any two of the holder's grant and the waiters'
+      // queueing that come in one order in both, at one instant or not,
+      // stay so in the box: a box that lost it would pair instants no
+      // explanation has (a grant after a queueing that could only follow
+      // it, two waiters of one connection out of the order they were sent).
+      if (boxes_keep_order()) {
+        const auto at = [](const Config& c, std::size_t k) {
+          return k == 0 ? std::pair{c.holder.lo, c.holder.hi} : std::pair{c.queue[k - 1].lo, c.queue[k - 1].hi};
+        };
+        for (std::size_t x = a.held() ? 0 : 1; x <= a.queue.size(); ++x) {
+          for (std::size_t y = a.held() ? 0 : 1; y <= a.queue.size(); ++y) {
+            if (x == y) continue;
+            const auto [ax_lo, ax_hi] = at(a, x);
+            const auto [ay_lo, ay_hi] = at(a, y);
+            const auto [bx_lo, bx_hi] = at(b, x);
+            const auto [by_lo, by_hi] = at(b, y);
+            if (ax_hi <= ay_lo && bx_hi <= by_lo && std::max(ax_hi, bx_hi) > std::min(ay_lo, by_lo)) return false;
+          }
+        }
+      }
       // A waiter certainly queued before another in both stays so in the
       // box: FIFO at the next hand-off is judged on that order, and a box
       // that lost it would let the later one be served first.
@@ -432,6 +452,16 @@ class FrontierSearch {
   mutable std::vector<std::uint64_t> grant_swept_;
 
  private:
+  // Rules may declare `static constexpr bool boxes_keep_order = true` so
+  // that boxes keep the order of the holder's grant and the waiters'
+  // queueing (merge_boxes).
+  static constexpr bool boxes_keep_order() {
+    if constexpr (requires { Rules::keep_order_in_boxes; }) {
+      return Rules::keep_order_in_boxes;
+    } else {
+      return false;
+    }
+  }
   Rules& self() { return static_cast<Rules&>(*this); }
   const Rules& self() const { return static_cast<const Rules&>(*this); }
 

@@ -82,26 +82,41 @@ void check_sweep_order(const Built& built, const KeyVerdicts& keys, std::int64_t
 
 }  // namespace
 
+std::int64_t instant_of_us(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
+
 // Tokens are unique, and increase in the order issued: a grant certainly
 // issued before another (issued before the other could have been) must
 // carry the smaller token. Each grant is placed between the instant of its
 // cause, as the key's search bounds it (a release, an expiry or a sweep
 // hands a key over long after its acquire was sent), and its arrival.
+//
+// Simple mode places them on the server's instants (docs/protocol.md, rule
+// S13): a grant is issued at an instant no earlier than its request's
+// sending (S3) and at most 1 ms after its arrival (S9, S10); two grants of
+// one instant may be issued in either order. A cluster's grants are placed
+// on the tester's clock, within a millisecond either way of the instants
+// of their causes.
 void check_tokens(const Built& built, const KeyVerdicts& keys, CheckResult& result) {
   std::vector<Issue> issues;
   for (const auto& grant : built.grants) {
     Issue issue{&grant, grant.issued_after_us, grant.received_us, false};
+    if (!built.cluster) {
+      issue.after_us = instant_of_us(grant.issued_after_us) * 1000;
+      issue.before_us = (instant_of_us(grant.received_us) + 1) * 1000;
+    }
     const auto found = keys.find({grant.incarnation, grant.key});
     if (found != keys.end() && found->second.outcome == KeyOutcome::explained) {
       for (const auto& window : found->second.grants) {
         if (window.observation != grant.observation) continue;
-        // Instant n is a real interval that starts no earlier than n - 1 ms
-        // and ends no later than n + 1 ms on the tester's clock (the grid).
-        if (window.first_ms * 1000 - 1000 > issue.after_us) {
-          issue.after_us = window.first_ms * 1000 - 1000;
+        // Cluster mode: instant n is a real interval that starts no earlier
+        // than n - 1 ms and ends no later than n + 1 ms on the tester's
+        // clock (the grid).
+        const std::int64_t slack_us = built.cluster ? 1000 : 0;
+        if (window.first_ms * 1000 - slack_us > issue.after_us) {
+          issue.after_us = window.first_ms * 1000 - slack_us;
           issue.from_cause = true;
         }
-        issue.before_us = std::min(issue.before_us, window.last_ms * 1000 + 1000);
+        issue.before_us = std::min(issue.before_us, window.last_ms * 1000 + slack_us);
       }
     }
     issues.push_back(issue);

@@ -446,10 +446,10 @@ TEST(ClusterFaults, AnswerBeforeCommitIsReported) {
 }
 
 // No ghost grants (docs/protocol.md, "Waiters and leader changes"), live. H
-// holds `key` for 6 s; G queues for it on the leader (lease 8 s, wait 30 s)
+// holds `key` for 6 s; G queues for it on the leader (lease 8 s, wait 10 s)
 // and then never retries; the leader is killed (SIGKILL), which ends G's
 // connection. Once another node leads, N asks for the key with
-// ClusterClient (wait 30 s). The rule: the new leadership's first command
+// ClusterClient (wait 10 s). The rule: the new leadership's first command
 // detaches G, and H's Expire passes over it, so N is granted the key when
 // H's lease ends (or the new leader takes over, if that is later), plus a
 // commit; a grant to G would hold the key 8 s more. G's request, sent again
@@ -487,7 +487,7 @@ GhostRecord kill_the_leader_under_a_ghost(LockCluster& cluster, const std::strin
   const int leader = cluster.leader();
   const auto at = cluster.address(leader);
   auto ghost = client::LineSocket::connect(at.host, at.port, 5s);
-  const std::string ghost_line = fmt::format("A {} ghost 8000 30000 ghost-{} 1", key, key);
+  const std::string ghost_line = fmt::format("A {} ghost 8000 10000 ghost-{} 1", key, key);
   if (!ghost || !ghost->send_line(ghost_line)) {
     record.failure = "G could not reach the leader";
     return record;
@@ -509,7 +509,7 @@ GhostRecord kill_the_leader_under_a_ghost(LockCluster& cluster, const std::strin
   record.lease_end_ms = since(killed, lease_end);
   record.lease_end_earliest_ms = since(killed, held->first_sent + holder_lease);
   std::optional<client::ClusterClient::Result> answered;
-  next.acquire(key, "next", 1'000, 30'000, [&](const auto& r) { answered = r; });
+  next.acquire(key, "next", 1'000, 10'000, [&](const auto& r) { answered = r; });
   while (!answered) next.poll(20ms);
   if (answered->kind == client::ClusterClient::Result::Kind::answered) {
     record.next = answered->response;

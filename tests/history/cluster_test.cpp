@@ -323,6 +323,26 @@ TEST(ClusterReading, AWaiterWhoseConnectionEndedMayHaveBeenDroppedByALeaderChang
 // With only the budget the first search needs, the figure cannot be
 // verified: it is then the lateness counted along the explanation found,
 // and says so.
+// Cut from a history the cluster model made (ClusterHistoryFromModel): c2
+// waits 30 ms on k1, sent while c0's release is in flight, and hears its
+// `T` at 23 ms, after which the tester closes the connection. The release
+// may pass the key to nobody with c2 not yet applied; c2 is then applied
+// behind c0's second grant at 3 ms and times out (from 3 + 30 - 20 ms).
+// That c2's connection ended may let it be dropped at the release, whose
+// `T` is never heard there; that reading must not hide the other.
+TEST(ClusterReading, AWaiterThatMayBeDroppedAtAReleaseMayStillTimeOutLater) {
+  Recorder r;
+  r.connect(1, 1'000).send(1, 1'000, "A k1 c0s1 5 30 c0 1").recv(1, 1'000, "A 1 c0s1 k1").close(1, 1'000);
+  r.connect(2, 1'000).send(2, 1'000, "R k1 1 c0 2");
+  r.connect(3, 1'000).send(3, 1'000, "A k1 c2s1 5 30 c2 1");
+  r.recv(2, 1'000, "R 1 k1").close(2, 1'000);
+  r.connect(4, 3'000).send(4, 3'000, "A k1 c0s3 5 30 c0 3").recv(4, 3'000, "A 2 c0s3 k1").close(4, 3'000);
+  r.recv(3, 23'000, "T c2s1 k1").close(3, 23'000);
+  r.history().header.tolerance_ms = 1;
+  const auto result = r.check();
+  EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
+}
+
 TEST(ClusterReading, ALatenessTheBudgetLeftUnverifiedSaysSo) {
   Recorder r;
   r.connect(1, 0).connect(2, 0);

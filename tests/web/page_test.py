@@ -75,6 +75,10 @@ class Vector:
             if directive == "config":
                 self.config = rest
                 continue
+            if directive == "order":
+                # The order of one instant's tokens: the page's own parser
+                # judges it; nothing here is driven by it.
+                continue
             time_text, _, rest = rest.partition(" ")
             if directive == "end":
                 self.end = int(time_text)
