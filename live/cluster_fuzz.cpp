@@ -86,7 +86,41 @@ std::optional<pid_t> process_of(LockCluster& cluster, const NemesisStep& step) {
 // member, each of which can be killed, started, paused, resumed and stopped.
 // The resource watch reads a process before it goes and learns of the one
 // that replaces it.
-void apply(LockCluster& cluster, const NemesisStep& step, ResourceWatch& watch) {
+// A link fault, or its heal, on the relays; a partition cuts both ways.
+void apply_to_links(LockCluster& cluster, const NemesisStep& step, std::chrono::milliseconds slow) {
+  auto* relays = cluster.relays();
+  if (relays == nullptr) return;
+  const int members = cluster.has_etcd() ? cluster.etcd().size() : 0;
+  const auto etcd_links_of = [&](int node, const auto& act) {
+    for (int member = 0; member < members; ++member) act(cluster.etcd_link(node, member));
+  };
+  const auto both = FaultProxy::Direction::both;
+  switch (step.kind) {
+    case NemesisStep::Kind::cut_etcd: etcd_links_of(step.index, [&](int link) { relays->cut(link, both); }); break;
+    case NemesisStep::Kind::heal_etcd: etcd_links_of(step.index, [&](int link) { relays->heal(link); }); break;
+    case NemesisStep::Kind::cut_clients: relays->cut(cluster.client_link(step.index), both); break;
+    case NemesisStep::Kind::heal_clients: relays->heal(cluster.client_link(step.index)); break;
+    case NemesisStep::Kind::slow_etcd:
+    case NemesisStep::Kind::heal_slow:
+      for (int node = 0; node < cluster.size(); ++node) {
+        etcd_links_of(node, [&](int link) {
+          if (step.kind == NemesisStep::Kind::slow_etcd) {
+            relays->slow(link, both, slow);
+          } else {
+            relays->heal(link);
+          }
+        });
+      }
+      break;
+    default: break;
+  }
+}
+
+void apply(LockCluster& cluster, const NemesisStep& step, ResourceWatch& watch, std::chrono::milliseconds slow) {
+  if (is_link_fault(step.fault())) {
+    apply_to_links(cluster, step, slow);
+    return;
+  }
   const bool ends = step.kind == NemesisStep::Kind::kill || step.kind == NemesisStep::Kind::restart;
   const bool begins = step.kind == NemesisStep::Kind::start || step.kind == NemesisStep::Kind::restart;
   if (const auto pid = process_of(cluster, step); ends && pid) watch.stopping(*pid);
@@ -100,6 +134,7 @@ void apply(LockCluster& cluster, const NemesisStep& step, ResourceWatch& watch) 
         processes.stop(step.index);
         processes.restart(step.index);
         break;
+      default: break;  // a link's, above
     }
   };
   if (!step.etcd) {
@@ -151,6 +186,7 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     started.etcd_members = options.etcd_members;
     started.node_command = options.node_command;
     started.limits = options.limits;
+    started.relays = std::any_of(options.nemesis.begin(), options.nemesis.end(), is_link_fault);
     cluster = LockCluster::start(started, run.error, options.start_patience);
     if (!cluster) {
       run.error = "the cluster did not start: " + run.error;
@@ -189,7 +225,12 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   plan_options.etcd_members = cluster && options.nemesis_etcd && cluster->has_etcd() ? cluster->etcd().size() : 0;
   plan_options.duration_s = options.duration_s;
   plan_options.seed = options.seed;
-  const auto plan = nemesis_plan(plan_options);
+  auto plan = nemesis_plan(plan_options);
+  for (auto& step : plan) {
+    if (options.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {
+      step.leader = true;
+    }
+  }
 
   const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
   std::size_t next_step = 0;
@@ -204,14 +245,25 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     }
     if (step.heals >= 0) step.index = done[static_cast<std::size_t>(step.heals)].index;
     done[i] = step;
-    // Recorded before it is done: the fault may act from this instant on.
-    recorder.nemesis(step.what() + (step.leader ? " (the leader)" : ""));
-    if (step.heals < 0) {
-      const auto what = step.what();
-      ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[what.substr(0, what.find(' '))];
+    std::string aim = step.leader ? " (the leader)" : "";
+    if (step.leader && options.nemesis_at_leader && step.kind == NemesisStep::Kind::cut_etcd) {
+      // The clients keep running meanwhile: the workload is what fills the
+      // leader's queues.
+      for (int tries = 0; tries < 10; ++tries) {
+        const auto status = cluster->status(step.index, milliseconds{500});
+        if (status && status->leading && status->waiters > 0) {
+          aim = fmt::format(" (the leader, {} keys held, {} waiters)", status->keys, status->waiters);
+          break;
+        }
+        workload.run_for(milliseconds{200});
+      }
     }
+    // Recorded before it is done: the fault may act from this instant on.
+    recorder.nemesis(step.what() + aim);
+    if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
     const auto began = recorder.now_us();
-    apply(*cluster, step, watch);
+    if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
+    apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
     run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
     ++run.nemesis_steps;
   };

@@ -45,7 +45,8 @@ bool read_cluster_options(FuzzRequest& request) {
     return false;
   }
   if (!request.target.empty()) {
-    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd"}) {
+    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
+                             "--nemesis-slow-ms", "--nemesis-at-leader"}) {
       if (request.was_given(flag)) {
         fmt::print(stderr, "lockstep fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
                            "start or act on\n",
@@ -63,8 +64,25 @@ bool read_cluster_options(FuzzRequest& request) {
       return false;
     }
     f.nemesis = *faults;
-  } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd")) {
-    fmt::print(stderr, "lockstep fuzz: --nemesis-every-s and --nemesis-etcd need --nemesis kill,pause,restart (or a part)\n");
+  } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd") ||
+             request.was_given("--nemesis-at-leader")) {
+    fmt::print(stderr, "lockstep fuzz: --nemesis-every-s, --nemesis-etcd and --nemesis-at-leader need --nemesis (a list of "
+                       "faults, or all)\n");
+    return false;
+  }
+  const auto has = [&f](NemesisFault fault) { return std::find(f.nemesis.begin(), f.nemesis.end(), fault) != f.nemesis.end(); };
+  if (request.was_given("--nemesis-slow-ms") && !has(NemesisFault::slow_etcd)) {
+    fmt::print(stderr, "lockstep fuzz: --nemesis-slow-ms is slow-etcd's delay: give --nemesis slow-etcd (or all)\n");
+    return false;
+  }
+  const bool links = std::any_of(f.nemesis.begin(), f.nemesis.end(), is_link_fault);
+  if (links && c.etcd_members == 0 && (has(NemesisFault::partition_node) || has(NemesisFault::slow_etcd))) {
+    fmt::print(stderr, "lockstep fuzz: partition-node and slow-etcd act on the nodes' etcd links: give --etcd-members M\n");
+    return false;
+  }
+  if (links && c.node_command.find("{advertise}") == std::string::npos) {
+    fmt::print(stderr, "lockstep fuzz: the link faults put relays before the nodes: --exec-node must advertise "
+                       "{{advertise}} (--advertise {{advertise}}), which is where clients reach a node\n");
     return false;
   }
   if (c.nemesis_etcd && c.etcd_members == 0) {
@@ -102,6 +120,8 @@ void fill_options(FuzzRequest& request) {
   f.max_lateness_ms = c.max_lateness_ms;
   f.nemesis_every_s = c.nemesis_every_s;
   f.nemesis_etcd = c.nemesis_etcd;
+  f.nemesis_slow_ms = c.nemesis_slow_ms;
+  f.nemesis_at_leader = c.nemesis_at_leader;
 }
 
 void print_plan(const ClusterFuzzOptions& f) {
@@ -110,7 +130,11 @@ void print_plan(const ClusterFuzzOptions& f) {
   if (!f.nemesis.empty()) {
     nemesis = "nemesis";
     for (std::size_t i = 0; i < f.nemesis.size(); ++i) nemesis += (i ? "," : " ") + std::string(nemesis_fault_name(f.nemesis[i]));
-    nemesis += fmt::format(" every {} s on the nodes{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "");
+    nemesis += fmt::format(" every {} s on the nodes{}{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "",
+                           f.nemesis_at_leader ? " (each at the leader)" : "");
+    if (std::find(f.nemesis.begin(), f.nemesis.end(), NemesisFault::slow_etcd) != f.nemesis.end()) {
+      nemesis += fmt::format(", slow-etcd adding {} ms each way", f.nemesis_slow_ms);
+    }
   }
   fmt::print("fuzz --mode cluster: seed {}, {} clients, {} keys, {} s, {}, leases {}..{} ms, waits {}..{} ms, {}\n",
              f.seed, f.clients, f.keys, f.duration_s,
@@ -141,6 +165,8 @@ void print_run(const ClusterFuzzRun& run) {
     fmt::print("nemesis: faults on nodes: {}; on etcd members: {}\n", faults(run.faults_on_nodes),
                faults(run.faults_on_etcd));
   }
+  // How long the clients went without an answer after each kind of fault.
+  for (const auto& line : unavailability_lines(unavailability(run.history, run.faults))) fmt::print("{}\n", line);
   for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
   // As simple mode says it (tests read the line): a machine that did not
   // run the clients for this long did not run the nodes either.

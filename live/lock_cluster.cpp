@@ -66,6 +66,7 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
     node.log_path = fmt::format("{}/{}.log", cluster->folder_->path(), node.id);
     cluster->nodes_.push_back(std::move(node));
   }
+  if (options.relays && !cluster->set_up_relays(error)) return nullptr;
   for (int i = 0; i < options.nodes; ++i) {
     if (!cluster->start_node(i)) {
       error = fmt::format("cannot start node {}", i);
@@ -79,10 +80,41 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
   return cluster;
 }
 
+bool LockCluster::set_up_relays(std::string& error) {
+  relays_ = FaultProxy::start(error);
+  if (!relays_) return false;
+  for (int i = 0; i < size(); ++i) {
+    const auto to_clients = relays_->add_link(nodes_[static_cast<std::size_t>(i)].port, error);
+    if (!to_clients) return false;
+    client_links_.push_back(*to_clients);
+    etcd_links_.emplace_back();
+    for (int m = 0; etcd_ && m < etcd_->size(); ++m) {
+      const auto endpoint = etcd_->endpoint(m);
+      const auto port = static_cast<std::uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+      const auto to_etcd = relays_->add_link(port, error);
+      if (!to_etcd) return false;
+      etcd_links_.back().push_back(*to_etcd);
+    }
+  }
+  return true;
+}
+
+int LockCluster::etcd_link(int node, int member) const {
+  return etcd_links_.at(static_cast<std::size_t>(node)).at(static_cast<std::size_t>(member));
+}
+
+int LockCluster::client_link(int node) const { return client_links_.at(static_cast<std::size_t>(node)); }
+
+std::string LockCluster::advertise(int node) const {
+  if (relays_) return relays_->address(client_link(node));
+  return fmt::format("127.0.0.1:{}", nodes_[static_cast<std::size_t>(node)].port);
+}
+
 LockCluster::~LockCluster() {
   for (auto& node : nodes_) {
     if (node.process) node.process->stop();
   }
+  relays_.reset();  // after the nodes, before etcd: nothing is left to relay
   etcd_.reset();
   folder_.reset();  // after every process that wrote into it
 }
@@ -95,23 +127,25 @@ std::string LockCluster::command(int index) const {
   const auto& node = nodes_[static_cast<std::size_t>(index)];
   std::string endpoints;
   for (int i = 0; etcd_ && i < etcd_->size(); ++i) {
-    endpoints += (i == 0 ? "" : ",") + etcd_->endpoint((etcd_member_of(index) + i) % etcd_->size());
+    const int member = (etcd_member_of(index) + i) % etcd_->size();
+    endpoints += (i == 0 ? "" : ",") + (relays_ ? relays_->address(etcd_link(index, member)) : etcd_->endpoint(member));
   }
   std::string peers, members;
-  for (const auto& other : nodes_) {
-    peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
-    members += fmt::format("{}{}=127.0.0.1:{}", members.empty() ? "" : ",", other.id, other.port);
+  for (int i = 0; i < size(); ++i) {
+    peers += fmt::format("{}{}", peers.empty() ? "" : ",", advertise(i));
+    members += fmt::format("{}{}={}", members.empty() ? "" : ",", nodes_[static_cast<std::size_t>(i)].id, advertise(i));
   }
   if (options_.node_command.empty()) {
     // Every node creates the cluster if it is not there yet, with all of
     // them as its members: the first one to start writes it.
     return fmt::format(
-        "exec {} serve --cluster --etcd {} --init --members {} --node-id {} --advertise 127.0.0.1:{} --port {} "
+        "exec {} serve --cluster --etcd {} --init --members {} --node-id {} --advertise {} --port {} "
         "--prefix {} --leader-ttl-s {} --inject-bug {} {}",
-        options_.lockstep_binary, endpoints, members, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
-        options_.bug, options_.extra_options);
+        options_.lockstep_binary, endpoints, members, node.id, advertise(index), node.port, prefix_,
+        options_.leader_ttl_s, options_.bug, options_.extra_options);
   }
   auto values = template_values(node.port, options_.limits);
+  values["advertise"] = advertise(index);
   values["node"] = node.id;
   values["etcd"] = endpoints;
   values["prefix"] = prefix_;
@@ -140,6 +174,7 @@ std::vector<client::NodeAddress> LockCluster::addresses() const {
 }
 
 client::NodeAddress LockCluster::address(int node) const {
+  if (relays_) return {"127.0.0.1", relays_->port(client_link(node))};
   return {"127.0.0.1", nodes_[static_cast<std::size_t>(node)].port};
 }
 

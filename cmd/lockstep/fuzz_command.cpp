@@ -24,9 +24,10 @@ namespace {
 void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--exec-node", cluster.node_command,
                      fmt::format("--mode cluster: start each node with this shell command; filled in: {{node}} (n1, "
-                                 "n2 ...),\n{{port}}, {{etcd}} (the members --etcd-members started), {{prefix}} (etcd "
-                                 "keys of this run's\nown), {{peers}} (every node's 127.0.0.1:port), {{members}} (every "
-                                 "node as\nn1=127.0.0.1:port, for serve --cluster --init --members) and the limits\n{}",
+                                 "n2 ...),\n{{port}}, {{advertise}} (where its clients reach it: 127.0.0.1:{{port}}, or its relay's\n"
+                                 "when the nemesis cuts links), {{etcd}} (the members --etcd-members started), {{prefix}} (etcd "
+                                 "keys of this run's\nown), {{peers}} (every node's {{advertise}}), {{members}} (every "
+                                 "node as\nn1={{advertise}}, for serve --cluster --init --members) and the limits\n{}",
                                  limit_placeholders));
   command.add_option("--nodes", cluster.nodes, "--mode cluster: nodes to start with --exec-node")
       ->check(whole(1, 7))
@@ -37,12 +38,21 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--nemesis", cluster.nemesis,
                      "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                      "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
-                     "once), or all of them (all); one per period, drawn from --seed, on a node drawn from it or on\n"
-                     "the leader of the moment");
+                     "once), partition-node (a node cut from etcd, its clients still connected), partition-clients (a\n"
+                     "node's clients cut from it), slow-etcd (every node's etcd links slowed), or all of them (all);\n"
+                     "one per period, drawn from --seed, on a node drawn from it or on the leader of the moment. The\n"
+                     "link faults go through relays on loopback, healed half a period later (the template must say\n"
+                     "--advertise {advertise})");
   command.add_option("--nemesis-every-s", cluster.nemesis_every_s, "the nemesis's period")
       ->check(decimal(0.5, 86'400))
       ->capture_default_str();
   command.add_flag("--nemesis-etcd", cluster.nemesis_etcd, "the nemesis acts on the etcd members too");
+  command.add_option("--nemesis-slow-ms", cluster.nemesis_slow_ms, "slow-etcd's delay, each way")
+      ->check(whole_signed(1, 10'000))
+      ->capture_default_str();
+  command.add_flag("--nemesis-at-leader", cluster.nemesis_at_leader,
+                   "every fault on a node aims at the leader of the moment; a partition-node waits (2 s at most)\n"
+                   "until the leader holds keys with waiters");
   command.add_option("--clock-allowance-ms", cluster.clock_allowance_ms,
                      "--mode cluster: how far apart two node clocks may be (2*S); nodes on one machine share its clock")
       ->check(whole_signed(0, 3'600'000))

@@ -44,6 +44,10 @@ constexpr std::array catalogue{
                           "a request that reuses an applied (client, seq) for another request is answered that "
                           "request's outcome instead of E",
                           "model-agreement"},
+    ClusterBugDescription{ClusterBug::serve_without_leadership, "serve-without-leadership",
+                          "a node that lost its consensus (etcd) keeps answering from its table past its leader lease: "
+                          "it grants a key its table shows free while a new leader may grant it too",
+                          "linearizability"},
 };
 
 }  // namespace

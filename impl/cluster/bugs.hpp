@@ -27,6 +27,8 @@ enum class ClusterBug {
                                // request handling, impl/cluster/node.cpp)
   ghost_grant,                 // a hand-off grants a waiter detached by a leader change
   session_ignores_request,     // a request reusing an applied (client, seq) hears that other request's outcome
+  serve_without_leadership,    // a node that stopped leading and sees no other leader grants free keys from its
+                               // table (the node's request handling, impl/cluster/node.cpp)
 };
 
 // Each entry also says which checker of sim/cluster/checker must report it

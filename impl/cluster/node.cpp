@@ -111,6 +111,16 @@ void Node::handle_request(ConnectionId connection, const SessionRequest& parsed,
   const auto answer = [&](Response response) {
     out.to_clients.push_back({connection, ToClient::Kind::response, std::move(response), {}});
   };
+  if (!leading_ && config_.bug == ClusterBug::serve_without_leadership && has_led_ && leader_address_.empty()) {
+    // The bug: a node that stopped leading and sees no other leader (its
+    // consensus is out of reach) still grants a key its applied table shows
+    // free, with the token it expects to issue, as if its table were the
+    // cluster's.
+    if (const auto* a = std::get_if<AcquireRequest>(&parsed.request); a && !machine_.keys().contains(a->key)) {
+      answer(Response::granted(machine_.next_token(), a->owner, a->key));
+      return;
+    }
+  }
   if (!leading_) {
     // docs/protocol.md, "Cluster nodes on the wire": a follower applies nothing.
     ++stats_.redirects;
@@ -376,6 +386,7 @@ void Node::on_leadership_gained(Epoch epoch, TimeMs, NodeOutputs& out) {
   if (leading_) lose_leadership(out);
   LOCKSTEP_ASSERT(pending_.empty());
   leading_ = true;
+  has_led_ = true;
   epoch_ = epoch;
   // The heap comes from the applied state, never from what this node
   // remembers of an earlier leadership.

@@ -295,6 +295,7 @@ class Node {
   LockMachine machine_;
   DeadlineHeap heap_;
   bool leading_ = false;
+  bool has_led_ = false;  // for the serve-without-leadership bug only
   Epoch epoch_;
   std::string leader_address_;
   std::map<ConnectionId, Connection> connections_;

@@ -274,6 +274,20 @@ expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesi
 expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-every-s 20 --duration-s 10
 expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis-every-s 3
 expect 2 "--nemesis-etcd" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-etcd
+# The link faults: a template that does not advertise its relay, a store
+# to cut from, slow-etcd's delay in range and only with slow-etcd, and
+# --nemesis-at-leader only with a nemesis.
+expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 3 --nemesis partition-clients
+expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 3 --nemesis all
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis partition-node
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis slow-etcd
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 0
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 10001
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis partition-node --nemesis-slow-ms 100
+expect 2 "--nemesis-at-leader" fuzz --mode cluster --exec-node 'x {port}' --nemesis-at-leader
+expect 2 "--nemesis-at-leader" fuzz --mode cluster --target 127.0.0.1:7001 --nemesis-at-leader
+expect 2 "--nemesis-at-leader" fuzz --target 127.0.0.1:7878 --nemesis-at-leader
+expect 2 "--nemesis-slow-ms" fuzz --target 127.0.0.1:7878 --nemesis-slow-ms 100
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 0
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 8
 expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 0
