@@ -1,9 +1,9 @@
 // Bugs that can be injected into the cluster's lock table and deadline heap,
 // and into the node that serves clients in front of them, so that each
-// checker can be shown to catch the cluster rule it guards (STYLE.md, "One
-// catalogue of bugs"). Kept apart from impl/bugs.hpp as the Raft bugs are:
-// the simple-mode catalogue is what every simple-mode checker must catch,
-// and these rules do not exist in simple mode (token-per-key and
+// checker can be shown to catch the cluster rule it guards (one catalogue,
+// read by tests/bug_catalogues.cmake). Kept apart from impl/bugs.hpp as the
+// Raft bugs are: the simple-mode catalogue is what every simple-mode checker
+// must catch, and these rules do not exist in simple mode (token-per-key and
 // stale-release are named after their simple-mode twins). A correct cluster
 // runs with ClusterBug::none.
 #pragma once

@@ -2,7 +2,7 @@
 // a retried request apply at most once. Part of the replicated state, so it
 // is deterministic and snapshotted with the table.
 //
-// Bounds and eviction (STYLE.md, "A limit on everything"):
+// Bounds and eviction (every table has a limit):
 // - per client, only the outcomes of the last `window` sequence numbers are
 //   kept: those above `highest - window`, where `highest` is the client's
 //   highest applied sequence number. A request in that window that was

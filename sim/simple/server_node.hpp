@@ -10,7 +10,7 @@
 // - The engine's own invariants, every few steps and at the end.
 // - No response to a connection the server has closed.
 //
-// Durability (STYLE.md, "say the order of outputs"): after each step the node
+// Durability, and the order of outputs it needs: after each step the node
 // persists the engine's token mark *before* the step's responses are sent;
 // it asserts that every token sent is covered by the persisted mark. A crash
 // loses everything but the storage; a restart starts a fresh engine at

@@ -103,7 +103,7 @@ def strip_comment(line):
 
 
 class Tokens:
-    """$name bindings as VECTORS.md says: bound once, one name per token,
+    """$name bindings as docs/protocol.md ("Conformance vectors") says: bound once, one name per token,
     tokens bound at later instants greater than all bound before."""
 
     def __init__(self):
