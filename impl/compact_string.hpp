@@ -73,7 +73,9 @@ class CompactString {
     bytes_[tag_at] = 0;
   }
 
-  alignas(8) unsigned char bytes_[16];
+  // Zeroed first, so that no path reads bytes it did not write (GCC's
+  // sanitizer build cannot see that a tag of 0 is never on_heap, and says so).
+  alignas(8) unsigned char bytes_[16] = {};
 };
 
 static_assert(sizeof(CompactString) == 16);
