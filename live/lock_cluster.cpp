@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -73,9 +74,22 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
       return nullptr;
     }
   }
+  const auto give_up = std::chrono::steady_clock::now() + patience;
   if (cluster->leader(patience) < 0) {
     error = fmt::format("no node leads within {} ms; node 1 said:\n{}", patience.count(), cluster->log_tail(0));
     return nullptr;
+  }
+  // Up once every node serves too: a node listens only after it has caught
+  // up with etcd, and one still catching up when a test cuts etcd's majority
+  // would never listen (a CI run saw a follower silent for 8 s that way).
+  for (int i = 0; i < options.nodes; ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+    const auto port = cluster->nodes_[static_cast<std::size_t>(i)].port;
+    if (!client::LineSocket::connect("127.0.0.1", port, std::max(left, std::chrono::milliseconds{1}))) {
+      error = fmt::format("node {} does not accept connections within {} ms; it said:\n{}", i + 1, patience.count(),
+                          cluster->log_tail(i));
+      return nullptr;
+    }
   }
   return cluster;
 }
