@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -44,12 +47,80 @@ std::optional<NodeAddress> parse_node_address(std::string_view text) {
   return address;
 }
 
+std::string make_client_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
+  std::string name;
+  for (const char* c = host; *c != '\0' && name.size() < 64; ++c) {
+    if (*c > ' ' && *c <= '~') name.push_back(*c);
+  }
+  if (name.empty()) name = "host";
+  std::random_device random;
+  const std::uint64_t bits = (std::uint64_t{random()} << 32) ^ random();
+  return fmt::format("{}-{}-{:016x}", name, ::getpid(), bits);
+}
+
+namespace {
+
+// The id file's contents: `<id> <next number not reserved>`.
+struct KeptId {
+  std::string id;
+  std::uint64_t reserved_until = 1;
+};
+
+std::optional<KeptId> read_id_file(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot read the client id file {}: {}", path, std::strerror(errno)));
+  std::string id, number, extra;
+  in >> id >> number >> extra;
+  const auto parsed = parse_decimal(number);
+  if (!is_valid_name(id) || !parsed || *parsed < 1 || *parsed > sequence_max || !extra.empty()) {
+    throw std::runtime_error(fmt::format("the client id file {} does not hold `<client id> <next sequence number>`", path));
+  }
+  return KeptId{id, *parsed};
+}
+
+// Written whole to a file beside it, flushed, then renamed over it: a crash
+// leaves the old contents or the new, never a mix.
+void write_id_file(const std::string& path, const KeptId& kept) {
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << kept.id << ' ' << kept.reserved_until << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("cannot write the client id file {}", temporary));
+  }
+  if (const int fd = ::open(temporary.c_str(), O_WRONLY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error(fmt::format("cannot write the client id file {}: {}", path, std::strerror(errno)));
+  }
+}
+
+}  // namespace
+
 ClusterClient::ClusterClient(Options options) : options_(std::move(options)) {
   if (options_.nodes.empty()) throw std::invalid_argument("a cluster client needs at least one node");
+  if (!options_.client_id.empty() && !options_.client_id_file.empty()) {
+    throw std::invalid_argument("give a client id or a client id file, not both");
+  }
+  if (!options_.client_id_file.empty()) {
+    // Every number an earlier run reserved may have been used: start above.
+    const auto kept = read_id_file(options_.client_id_file);
+    options_.client_id = kept ? kept->id : make_client_id();
+    next_sequence_ = kept ? kept->reserved_until : 1;
+    reserved_until_ = next_sequence_;
+    if (!kept) write_id_file(options_.client_id_file, KeptId{options_.client_id, reserved_until_});
+  } else if (options_.client_id.empty()) {
+    options_.client_id = make_client_id();
+  }
   if (!is_valid_name(options_.client_id)) {
     throw std::invalid_argument("the client id must be 1 to 250 printable bytes without space");
   }
-  if (options_.attempts_max == 0) throw std::invalid_argument("attempts_max must be positive");
+  if (options_.patience.count() < 0) throw std::invalid_argument("patience must not be negative");
   // Clients spread over the nodes from the start, by their id.
   std::size_t hash = 0;
   for (const char c : options_.client_id) hash = hash * 31 + static_cast<unsigned char>(c);
@@ -64,7 +135,7 @@ ClusterClient::~ClusterClient() {
 std::uint64_t ClusterClient::acquire(std::string_view key, std::string_view owner, std::int64_t lease_ms,
                                      std::int64_t wait_ms, Callback done) {
   Request request;
-  request.sequence = next_sequence_++;
+  request.sequence = take_sequence();
   request.key = key;
   request.owner = owner;
   request.lease_ms = lease_ms;
@@ -77,7 +148,7 @@ std::uint64_t ClusterClient::acquire(std::string_view key, std::string_view owne
 
 std::uint64_t ClusterClient::release(std::string_view key, Token token, Callback done) {
   Request request;
-  request.sequence = next_sequence_++;
+  request.sequence = take_sequence();
   request.acquire = false;
   request.key = key;
   request.token = token;
@@ -85,6 +156,15 @@ std::uint64_t ClusterClient::release(std::string_view key, Token token, Callback
   queue_.push_back(std::move(request));
   ++stats_.requests;
   return queue_.back().sequence;
+}
+
+std::uint64_t ClusterClient::take_sequence() {
+  if (!options_.client_id_file.empty() && next_sequence_ >= reserved_until_) {
+    reserved_until_ = std::min(next_sequence_ + id_file_block, sequence_max + 1);
+    if (next_sequence_ > sequence_max) throw std::runtime_error("the client's sequence numbers ran out");
+    write_id_file(options_.client_id_file, KeptId{options_.client_id, reserved_until_});
+  }
+  return next_sequence_++;
 }
 
 std::string ClusterClient::request_line(const Request& r) const {
@@ -138,8 +218,7 @@ void ClusterClient::advance(Clock::time_point now) {
   if (queue_.empty() || on_wire_ || now < resume_at_) return;
   if (fd_ < 0) {
     if (!connect_to(options_.nodes[node_])) {
-      // Counts as an attempt: a cluster with no reachable node must not
-      // keep a request forever.
+      // Counts as an attempt, and its time as the request's.
       auto& head = queue_.front();
       ++head.attempts;
       ++stats_.attempts;
@@ -178,19 +257,23 @@ void ClusterClient::advance(Clock::time_point now) {
 void ClusterClient::retry(Clock::time_point now, std::optional<NodeAddress> hint) {
   on_wire_ = false;
   auto& head = queue_.front();
-  if (head.attempts >= options_.attempts_max) {
+  const auto wait = milliseconds{head.acquire ? head.wait_ms : 0};
+  if (now >= head.first_sent + wait + options_.patience) {
     finish(Result::Kind::indeterminate, Response::error("no answer"), now);
     return;
   }
-  // Where next: the leader named, else the next node in the list.
+  // Where next: the leader named, else the next node in the list. A
+  // redirect that names the node it came from is read as a bare
+  // `E not-leader` (docs/protocol.md, "Cluster nodes on the wire"): that
+  // node does not lead, whatever it names.
   std::optional<std::size_t> named;
   if (hint) {
     for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
-      if (options_.nodes[i] == *hint) named = i;
+      if (options_.nodes[i] == *hint && i != node_) named = i;
     }
   }
   const std::size_t next = named ? *named : (node_ + 1) % options_.nodes.size();
-  const bool to_named_leader = named && *named != node_;
+  const bool to_named_leader = named.has_value();
   if (next != node_) {
     disconnect();
     node_ = next;

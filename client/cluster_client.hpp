@@ -5,8 +5,16 @@
 // leader is named), and when a connection is lost or an answer does not come
 // in time it reconnects to the next node and sends the same request again,
 // with the same session, so the cluster applies it at most once. A request
-// that is still unanswered after `attempts_max` attempts is reported
-// indeterminate: it may have taken effect, or not.
+// that is still unanswered `patience` after its first attempt (beyond its
+// wait) is reported indeterminate: it may have taken effect, or not.
+//
+// The client id must be unique to one client: a cluster answers a request
+// whose (client id, number) it applied before from that request's outcome,
+// or refuses it when it asks something else (docs/protocol.md, "Cluster
+// nodes on the wire"). By default the client makes one up (host name,
+// process id and 64 random bits), new for each ClusterClient. One that must
+// stay the same across runs is kept in a file (`client_id_file`) with the
+// numbers the client may have used, so that a run never reuses one.
 //
 // One request is on the wire at a time: the next waits for the answer to the
 // one before it (a lock client waits for its lock anyway). So every line that
@@ -55,15 +63,31 @@ class ClusterClient {
 
   struct Options {
     std::vector<NodeAddress> nodes;
-    std::string client_id;  // 1 to 250 printable bytes without space, unique per client
+    // 1 to 250 printable bytes without space, unique per client; empty: one
+    // made up (make_client_id), or the one kept in client_id_file.
+    std::string client_id = {};  // `= {}`: designated initializers may leave it out under -Wextra
+    // A file that keeps the client id and the sequence numbers reserved so
+    // far (`<id> <first number not yet reserved>`), created with a made-up
+    // id when missing. Each run starts above every number an earlier run
+    // may have used, reserving them a block at a time (the file is written
+    // whole, flushed and renamed into place). Not with client_id; one
+    // process at a time per file.
+    std::string client_id_file = {};
     // How long an attempt waits for its answer, beyond the request's wait_ms.
     std::chrono::milliseconds answer_timeout{2'000};
     std::chrono::milliseconds connect_timeout{500};
     // Between attempts: doubling from min to max.
     std::chrono::milliseconds backoff_min{10};
     std::chrono::milliseconds backoff_max{500};
-    std::uint32_t attempts_max = 30;
-    WireObserver on_wire;  // optional
+    // How long a request is tried, counted from its first attempt, beyond
+    // its wait_ms, before it is reported indeterminate; an attempt on the
+    // wire then still runs to its answer_timeout. A failover takes the
+    // leader TTL (`serve --cluster --leader-ttl-s`, 5 s by default), a
+    // campaign (up to 1 s) and the new leader's catching up: 4 to 4.5 s
+    // after a SIGKILL of the leader on an idle machine. 30 s outlasts that
+    // several times over, on a loaded machine and across two failovers.
+    std::chrono::milliseconds patience{30'000};
+    WireObserver on_wire = {};  // optional
   };
 
   struct Result {
@@ -86,7 +110,9 @@ class ClusterClient {
     std::uint64_t attempts = 0, redirects = 0, reconnects = 0, timeouts = 0, connections_lost = 0;
   };
 
-  // Throws std::invalid_argument on no nodes or a client id that is not a name.
+  // Throws std::invalid_argument on no nodes, a client id that is not a
+  // name, or both an id and a file; std::runtime_error when the id file
+  // cannot be read, parsed or written.
   explicit ClusterClient(Options options);
   ~ClusterClient();
   ClusterClient(const ClusterClient&) = delete;
@@ -145,7 +171,12 @@ class ClusterClient {
 
   Options options_;
   std::deque<Request> queue_;
+  // Takes the next sequence number, reserving a block in the id file first
+  // when it runs out.
+  std::uint64_t take_sequence();
+
   std::uint64_t next_sequence_ = 1;
+  std::uint64_t reserved_until_ = 0;  // with an id file: numbers below it are reserved
   std::size_t node_ = 0;
   int fd_ = -1;
   std::string output_;
@@ -158,6 +189,13 @@ class ClusterClient {
   std::vector<std::string> unexpected_;
   Stats stats_;
 };
+
+// A client id unique with a high probability: `<host>-<pid>-<16 hex digits>`
+// (the host name reduced to the bytes a name may hold).
+std::string make_client_id();
+
+// How many sequence numbers an id file reserves at a time.
+inline constexpr std::uint64_t id_file_block = 1'000;
 
 // The client's counters, each once (impl/counters.hpp), for sums over clients.
 inline constexpr std::array<Counter<ClusterClient::Stats>, 8> cluster_client_counters{{

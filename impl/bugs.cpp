@@ -39,6 +39,21 @@ constexpr std::array catalogue{
     BugDescription{InjectedBug::double_answer, "double-answer",
                    "a waiter handed the key is also answered T at its deadline",
                    "answers no queued request", BugReach::real_time},
+    // The sweep must visit expired keys in the order their holders' tokens
+    // were issued (docs/protocol.md, simple mode point 8); these three
+    // visit them in another order, so the tokens of one sweep's hand-offs
+    // come out in another order. Only the order within one instant changes,
+    // but real time sees it: two keys one sweep handed over carry their
+    // tokens in the wrong order (model/history/tokens.cpp).
+    BugDescription{InjectedBug::sweep_reverse_token_order, "sweep-reverse-token-order",
+                   "the sweep visits expired keys newest token first",
+                   "not in the order of their holders' tokens", BugReach::real_time},
+    BugDescription{InjectedBug::sweep_by_key_name, "sweep-by-key-name",
+                   "the sweep visits expired keys in the order of their names",
+                   "not in the order of their holders' tokens", BugReach::real_time},
+    BugDescription{InjectedBug::sweep_by_expiry, "sweep-by-expiry",
+                   "the sweep visits expired keys in the order their leases ended",
+                   "not in the order of their holders' tokens", BugReach::real_time},
 };
 
 }  // namespace

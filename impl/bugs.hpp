@@ -24,6 +24,9 @@ enum class InjectedBug {
   requests_before_timeouts,
   sweep_before_timeouts,
   double_answer,
+  sweep_reverse_token_order,
+  sweep_by_key_name,
+  sweep_by_expiry,
 };
 
 // How a tester outside the server can see a bug: in a real-time history

@@ -18,7 +18,7 @@ Engine::Engine(Config config)
     : config_(std::move(config)),
       next_token_(config_.first_token),
       token_mark_(Token{config_.first_token.value - 1}),
-      index_([this](Slot slot) -> std::string_view { return keys_[slot].key; }) {
+      index_([this](Slot slot) -> std::string_view { return keys_[slot].key.view(); }) {
   if (auto error = validate(config_.limits)) throw std::invalid_argument(*error);
   if (config_.first_token.value == 0) throw std::invalid_argument("first_token must be positive");
   if (config_.token_block == 0) throw std::invalid_argument("token_block must be positive");
@@ -196,12 +196,13 @@ void Engine::fire_instant(TimeMs instant, Outputs& out) {
 }
 
 void Engine::fire_timeouts(TimeMs instant, Outputs& out) {
-  const auto bucket = deadline_buckets_.find(instant);
-  if (bucket == deadline_buckets_.end()) return;
+  const auto found = deadline_buckets_.find(instant);
+  if (found == deadline_buckets_.end()) return;
+  const Slot bucket = found->second;
   // remove_waiter erases the bucket with its last waiter; stop before that.
   while (true) {
-    const Slot waiter = bucket->second.head;
-    const bool last = waiter == bucket->second.tail;
+    const Slot waiter = buckets_[bucket].list.head;
+    const bool last = waiter == buckets_[bucket].list.tail;
     const WaiterRecord& record = waiters_[waiter];
     ++counters_.timeouts;
     out.push_back({record.connection, Response::timed_out(record.owner, keys_[record.key].key)});
@@ -211,35 +212,58 @@ void Engine::fire_timeouts(TimeMs instant, Outputs& out) {
 }
 
 void Engine::sweep(TimeMs instant, Outputs& out) {
-  const auto bucket = sweep_buckets_.find(instant);
-  if (bucket == sweep_buckets_.end()) return;
+  const auto found = sweep_buckets_.find(instant);
+  if (found == sweep_buckets_.end()) return;
+  const Slot bucket = found->second;
   ++counters_.sweeps;
+  if (bug(InjectedBug::sweep_reverse_token_order) || bug(InjectedBug::sweep_by_key_name) ||
+      bug(InjectedBug::sweep_by_expiry)) {
+    sweep_out_of_order(buckets_[bucket].list, instant, out);
+    return;
+  }
   // Every key of this bucket expired in (instant - sweep_ms, instant]. Keys
   // entered the bucket when granted, so the list is in token order: the
   // order in which the contract's sweep visits expired keys.
   while (true) {
-    const Slot key = bucket->second.head;
-    const bool last = key == bucket->second.tail;
-    KeyRecord& record = keys_[key];
-    LOCKSTEP_ASSERT(record.expiry <= instant);
-    unlink_sweep_bucket(key);
-    if (!record.queue.empty() && bug(InjectedBug::sweep_drops_waiters)) {
-      while (!record.queue.empty()) {
-        const WaiterRecord& waiter = waiters_[record.queue.head];
-        out.push_back({waiter.connection, Response::timed_out(waiter.owner, record.key)});
-        remove_waiter(record.queue.head);
-      }
-    }
-    if (record.queue.empty()) {
-      // simple mode 8: an expired key without waiters is deleted.
-      ++counters_.sweep_deletions;
-      delete_key(key);
-    } else {
-      // simple mode 8: waiters acquire "through expiry": the head gets the key.
-      ++counters_.sweep_handoffs;
-      hand_to_waiter(key, record.queue.head, out);
-    }
+    const Slot key = buckets_[bucket].list.head;
+    const bool last = key == buckets_[bucket].list.tail;
+    sweep_key(key, instant, out);
     if (last) return;
+  }
+}
+
+void Engine::sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out) {
+  std::vector<Slot> order;
+  for (Slot key = bucket.head; key != no_slot; key = keys_[key].bucket_links.next) order.push_back(key);
+  if (bug(InjectedBug::sweep_reverse_token_order)) {
+    std::reverse(order.begin(), order.end());
+  } else if (bug(InjectedBug::sweep_by_key_name)) {
+    std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return keys_[a].key.view() < keys_[b].key.view(); });
+  } else {
+    std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return keys_[a].expiry < keys_[b].expiry; });
+  }
+  for (const Slot key : order) sweep_key(key, instant, out);
+}
+
+void Engine::sweep_key(Slot key, TimeMs instant, Outputs& out) {
+  KeyRecord& record = keys_[key];
+  LOCKSTEP_ASSERT(record.expiry <= instant);
+  unlink_sweep_bucket(key);
+  if (!record.queue.empty() && bug(InjectedBug::sweep_drops_waiters)) {
+    while (!record.queue.empty()) {
+      const WaiterRecord& waiter = waiters_[record.queue.head];
+      out.push_back({waiter.connection, Response::timed_out(waiter.owner, record.key)});
+      remove_waiter(record.queue.head);
+    }
+  }
+  if (record.queue.empty()) {
+    // simple mode 8: an expired key without waiters is deleted.
+    ++counters_.sweep_deletions;
+    delete_key(key);
+  } else {
+    // simple mode 8: waiters acquire "through expiry": the head gets the key.
+    ++counters_.sweep_handoffs;
+    hand_to_waiter(key, record.queue.head, out);
   }
 }
 
@@ -266,7 +290,7 @@ void Engine::delete_key(Slot key) {
 
 Token Engine::issue_token(Slot key) {
   if (bug(InjectedBug::token_per_key)) {
-    auto& count = bug_state_.token_per_key[keys_[key].key];
+    auto& count = bug_state_.token_per_key[std::string(keys_[key].key.view())];
     return Token{config_.first_token.value + count++};
   }
   // Callers check first: an exhausted engine grants nothing.
@@ -314,7 +338,7 @@ void Engine::hand_to_waiter(Slot key, Slot waiter, Outputs& out) {
         Outbound{record.connection, Response::timed_out(record.owner, keys_[key].key)});
   }
   // Copy what the grant needs: removing the waiter releases its record.
-  const std::string owner = record.owner;
+  const CompactString owner = record.owner;
   const DurationMs lease_ms = record.lease_ms;
   const ConnectionId connection = record.connection;
   remove_waiter(waiter);
@@ -346,8 +370,8 @@ void Engine::enqueue(Slot key, ConnectionId connection, const AcquireRequest& re
   KeyRecord& key_record = keys_[key];
   list_push_back<&WaiterRecord::queue_links>(waiters_, key_record.queue, waiter);
   ++key_record.waiter_count;
-  record.bucket = deadline_buckets_.try_emplace(record.deadline).first;
-  list_push_back<&WaiterRecord::deadline_links>(waiters_, record.bucket->second, waiter);
+  record.bucket = bucket_at(deadline_buckets_, record.deadline);
+  list_push_back<&WaiterRecord::deadline_links>(waiters_, buckets_[record.bucket].list, waiter);
   list_push_back<&WaiterRecord::connection_links>(waiters_, connection_waiters_[connection], waiter);
   ++counters_.queued;
 }
@@ -357,8 +381,8 @@ void Engine::remove_waiter(Slot waiter) {
   KeyRecord& key_record = keys_[record.key];
   list_unlink<&WaiterRecord::queue_links>(waiters_, key_record.queue, waiter);
   --key_record.waiter_count;
-  list_unlink<&WaiterRecord::deadline_links>(waiters_, record.bucket->second, waiter);
-  if (record.bucket->second.empty()) deadline_buckets_.erase(record.bucket);
+  list_unlink<&WaiterRecord::deadline_links>(waiters_, buckets_[record.bucket].list, waiter);
+  drop_bucket_if_empty(deadline_buckets_, record.bucket);
   const auto connection = connection_waiters_.find(record.connection);
   LOCKSTEP_ASSERT(connection != connection_waiters_.end());
   list_unlink<&WaiterRecord::connection_links>(waiters_, connection->second, waiter);
@@ -375,14 +399,30 @@ TimeMs Engine::sweep_instant_for(TimeMs expiry) const {
 
 void Engine::link_sweep_bucket(Slot key) {
   KeyRecord& record = keys_[key];
-  record.bucket = sweep_buckets_.try_emplace(sweep_instant_for(record.expiry)).first;
-  list_push_back<&KeyRecord::bucket_links>(keys_, record.bucket->second, key);
+  record.bucket = bucket_at(sweep_buckets_, sweep_instant_for(record.expiry));
+  list_push_back<&KeyRecord::bucket_links>(keys_, buckets_[record.bucket].list, key);
 }
 
 void Engine::unlink_sweep_bucket(Slot key) {
   KeyRecord& record = keys_[key];
-  list_unlink<&KeyRecord::bucket_links>(keys_, record.bucket->second, key);
-  if (record.bucket->second.empty()) sweep_buckets_.erase(record.bucket);
+  list_unlink<&KeyRecord::bucket_links>(keys_, buckets_[record.bucket].list, key);
+  drop_bucket_if_empty(sweep_buckets_, record.bucket);
+  record.bucket = no_slot;
+}
+
+Slot Engine::bucket_at(Buckets& index, TimeMs instant) {
+  const auto [at, fresh] = index.try_emplace(instant, no_slot);
+  if (fresh) {
+    at->second = buckets_.allocate();
+    buckets_[at->second].instant = instant;
+  }
+  return at->second;
+}
+
+void Engine::drop_bucket_if_empty(Buckets& index, Slot bucket) {
+  if (!buckets_[bucket].list.empty()) return;
+  index.erase(buckets_[bucket].instant);
+  buckets_.release(bucket);
 }
 
 // ---- inspection -----------------------------------------------------------
@@ -394,7 +434,7 @@ std::optional<KeyView> Engine::view(std::string_view key) const {
   KeyView result{record.token, record.expiry, {}};
   for (Slot w = record.queue.head; w != no_slot; w = waiters_[w].queue_links.next) {
     const WaiterRecord& waiter = waiters_[w];
-    result.queue.push_back({waiter.owner, waiter.lease_ms, waiter.deadline, waiter.connection});
+    result.queue.push_back({std::string(waiter.owner.view()), waiter.lease_ms, waiter.deadline, waiter.connection});
   }
   return result;
 }
@@ -407,7 +447,9 @@ void Engine::check_invariants() const {
   LOCKSTEP_ASSERT(keys_.live() <= config_.limits.max_keys);
   LOCKSTEP_ASSERT(waiters_.live() <= config_.limits.max_waiters);
   std::size_t keys_in_buckets = 0;
-  for (const auto& [instant, list] : sweep_buckets_) {
+  for (const auto& [instant, bucket] : sweep_buckets_) {
+    LOCKSTEP_ASSERT(buckets_[bucket].instant == instant);
+    const ListHead& list = buckets_[bucket].list;
     LOCKSTEP_ASSERT(!list.empty());
     LOCKSTEP_ASSERT(instant > now_ || lagging);
     LOCKSTEP_ASSERT(instant.value % config_.limits.sweep_ms.value == 0);
@@ -434,7 +476,9 @@ void Engine::check_invariants() const {
   // Every registered key is in exactly one sweep bucket.
   LOCKSTEP_ASSERT(keys_in_buckets == keys_.live());
   std::size_t waiters_in_buckets = 0;
-  for (const auto& [deadline, list] : deadline_buckets_) {
+  for (const auto& [deadline, bucket] : deadline_buckets_) {
+    LOCKSTEP_ASSERT(buckets_[bucket].instant == deadline);
+    const ListHead& list = buckets_[bucket].list;
     LOCKSTEP_ASSERT(!list.empty());
     LOCKSTEP_ASSERT(deadline > now_ || lagging);
     for (Slot w = list.head; w != no_slot; w = waiters_[w].deadline_links.next) {
@@ -443,6 +487,7 @@ void Engine::check_invariants() const {
     }
   }
   LOCKSTEP_ASSERT(waiters_in_buckets == waiters_.live());
+  LOCKSTEP_ASSERT(buckets_.live() == sweep_buckets_.size() + deadline_buckets_.size());
   std::size_t waiters_by_connection = 0;
   for (const auto& [connection, list] : connection_waiters_) {
     LOCKSTEP_ASSERT(!list.empty());

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "impl/bugs.hpp"
+#include "impl/compact_string.hpp"
 #include "impl/counters.hpp"
 #include "impl/key_index.hpp"
 #include "impl/limits.hpp"
@@ -143,20 +144,28 @@ class Engine {
   void check_invariants() const;
 
  private:
-  using Buckets = std::map<TimeMs, ListHead>;
+  // Keys wait in sweep buckets and waiters in deadline buckets, one per
+  // instant; an index maps each instant to its bucket's slot, in time order.
+  // Records name their bucket by a 4-byte slot rather than an 8-byte map
+  // iterator: with a 16-byte name, a held key's record is 56 bytes.
+  struct Bucket {
+    TimeMs instant;
+    ListHead list;
+  };
+  using Buckets = std::map<TimeMs, Slot>;
 
   struct KeyRecord {
-    std::string key;
+    CompactString key;
     Token token;
     TimeMs expiry;
     Links bucket_links;  // in the sweep bucket of its expiry
     ListHead queue;      // its waiters, oldest first
     std::uint32_t waiter_count = 0;
-    Buckets::iterator bucket;
+    Slot bucket = no_slot;  // its sweep bucket
   };
 
   struct WaiterRecord {
-    std::string owner;
+    CompactString owner;
     DurationMs lease_ms;
     TimeMs deadline;
     ConnectionId connection;
@@ -164,7 +173,7 @@ class Engine {
     Links queue_links;       // in its key's queue
     Links deadline_links;    // in the bucket of its deadline
     Links connection_links;  // in its connection's list
-    Buckets::iterator bucket;
+    Slot bucket = no_slot;   // its deadline bucket
   };
 
   void acquire(ConnectionId connection, const AcquireRequest& request, Outputs& out);
@@ -173,6 +182,11 @@ class Engine {
   void fire_instant(TimeMs instant, Outputs& out);
   void fire_timeouts(TimeMs instant, Outputs& out);
   void sweep(TimeMs instant, Outputs& out);
+  // One expired key of a sweep: deleted, or handed to its head waiter.
+  void sweep_key(Slot key, TimeMs instant, Outputs& out);
+  // The injected bugs that visit a sweep's keys in another order than
+  // their holders' tokens.
+  void sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out);
 
   Slot register_key(std::string_view key);
   void delete_key(Slot key);
@@ -185,6 +199,8 @@ class Engine {
   Token issue_token(Slot key);
 
   TimeMs sweep_instant_for(TimeMs expiry) const;
+  Slot bucket_at(Buckets& index, TimeMs instant);
+  void drop_bucket_if_empty(Buckets& index, Slot bucket);
   void link_sweep_bucket(Slot key);
   void unlink_sweep_bucket(Slot key);
 
@@ -198,6 +214,7 @@ class Engine {
 
   Slab<KeyRecord> keys_;
   Slab<WaiterRecord> waiters_;
+  Slab<Bucket> buckets_;  // sweep and deadline buckets both
   KeyIndex index_;
   Buckets sweep_buckets_;     // sweep instant -> keys that expire at it, in token order
   Buckets deadline_buckets_;  // deadline -> waiters due then, in queue order

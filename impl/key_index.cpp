@@ -1,5 +1,7 @@
 #include "impl/key_index.hpp"
 
+#include "impl/hash_bytes.hpp"
+
 namespace lockstep {
 
 namespace {
@@ -18,13 +20,7 @@ KeyIndex::KeyIndex(KeyOf key_of)
     : entries_(initial_capacity, 0), mask_(initial_capacity - 1), key_of_(std::move(key_of)) {}
 
 std::uint32_t KeyIndex::fragment_of(std::string_view key) {
-  // std::hash of a string_view is a murmur-style hash in libstdc++; one more
-  // mixing round folds all of its bits into the 32 kept.
-  std::uint64_t h = std::hash<std::string_view>{}(key);
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return static_cast<std::uint32_t>(h);
+  return static_cast<std::uint32_t>(hash_bytes(key));
 }
 
 Slot KeyIndex::find(std::string_view key) const {

@@ -1,6 +1,7 @@
 #include "impl/protocol.hpp"
 
 #include <array>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -118,47 +119,42 @@ std::variant<SessionRequest, Malformed> parse_session_request(std::string_view l
   return parse_any(line, limits, true);
 }
 
-Response Response::granted(Token token, std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::granted, token, std::string(owner), std::string(key), {}};
-}
-Response Response::timed_out(std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::timed_out, {}, std::string(owner), std::string(key), {}};
-}
-Response Response::busy(std::string_view owner, std::string_view key) {
-  return Response{ResponseKind::busy, {}, std::string(owner), std::string(key), {}};
-}
-Response Response::released(Token token, std::string_view key) {
-  return Response{ResponseKind::released, token, {}, std::string(key), {}};
-}
-Response Response::not_held(Token token, std::string_view key) {
-  return Response{ResponseKind::not_held, token, {}, std::string(key), {}};
-}
 Response Response::error(std::string_view reason) {
   return Response{ResponseKind::error, {}, {}, {}, std::string(reason)};
 }
 
 void append_response_line(const Response& r, std::string& out) {
-  auto sink = std::back_inserter(out);
+  // The server's write path, once per response: plain appends, no format
+  // string read at run time.
+  const auto token = [&out](Token t) {
+    char digits[20];
+    const auto end = std::to_chars(digits, digits + sizeof digits, t.value).ptr;
+    out.append(digits, end);
+  };
+  out += static_cast<char>(r.kind);
+  out += ' ';
   switch (r.kind) {
     case ResponseKind::granted:
-      fmt::format_to(sink, "A {} {} {}\n", r.token.value, r.owner, r.key);
-      return;
+      token(r.token);
+      out += ' ';
+      out += r.owner;
+      break;
     case ResponseKind::timed_out:
-      fmt::format_to(sink, "T {} {}\n", r.owner, r.key);
-      return;
     case ResponseKind::busy:
-      fmt::format_to(sink, "B {} {}\n", r.owner, r.key);
-      return;
+      out += r.owner;
+      break;
     case ResponseKind::released:
-      fmt::format_to(sink, "R {} {}\n", r.token.value, r.key);
-      return;
     case ResponseKind::not_held:
-      fmt::format_to(sink, "N {} {}\n", r.token.value, r.key);
-      return;
+      token(r.token);
+      break;
     case ResponseKind::error:
-      fmt::format_to(sink, "E {}\n", r.reason);
+      out += r.reason;
+      out += '\n';
       return;
   }
+  out += ' ';
+  out += r.key;
+  out += '\n';
 }
 
 std::string format_response(const Response& response) {

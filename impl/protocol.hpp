@@ -93,6 +93,23 @@ struct Response {
   friend bool operator==(const Response&, const Response&) = default;
 };
 
+// Inline: the engine builds one or more of these per request.
+inline Response Response::granted(Token token, std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::granted, token, std::string(owner), std::string(key), {}};
+}
+inline Response Response::timed_out(std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::timed_out, {}, std::string(owner), std::string(key), {}};
+}
+inline Response Response::busy(std::string_view owner, std::string_view key) {
+  return Response{ResponseKind::busy, {}, std::string(owner), std::string(key), {}};
+}
+inline Response Response::released(Token token, std::string_view key) {
+  return Response{ResponseKind::released, token, {}, std::string(key), {}};
+}
+inline Response Response::not_held(Token token, std::string_view key) {
+  return Response{ResponseKind::not_held, token, {}, std::string(key), {}};
+}
+
 // The response's wire line, without `\n`.
 std::string format_response(const Response& response);
 // Appends the wire line and its `\n` to `out` (the server's write path).

@@ -18,6 +18,8 @@ struct CheckHistoryRequest {
   // the header's), and cluster mode's clock allowance and maximum lateness.
   std::string mode;
   std::optional<std::int64_t> clock_allowance_ms, max_lateness_ms;
+  // Judge by the slow reference instead (model/history/reference.hpp).
+  bool reference = false;
 };
 
 // Prints the verdict; returns the exit code (2 for a file that cannot be

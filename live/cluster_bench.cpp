@@ -61,12 +61,12 @@ int run_cluster_bench(const ClusterBenchOptions& options) {
   std::string error;
   auto cluster = LockCluster::start(cluster_options, error);
   if (!cluster) {
-    fmt::print(stderr, "bench cluster: cannot start the cluster: {}\n", error);
+    fmt::print(stderr, "lockstep bench cluster: cannot start the cluster: {}\n", error);
     return 2;
   }
   const int leader = cluster->leader();
   if (leader < 0) {
-    fmt::print(stderr, "bench cluster: no leader\n");
+    fmt::print(stderr, "lockstep bench cluster: no leader\n");
     return 2;
   }
   fmt::print("bench cluster: {} etcd members, {} nodes (leader TTL {} s), {} connections, {} keys, {} s per run\n",
@@ -95,7 +95,7 @@ int run_cluster_bench(const ClusterBenchOptions& options) {
   etcd_config.seed = options.seed;
   const auto theirs = run_etcd_load(etcd_config);
   if (!ours.error.empty() || !theirs.error.empty()) {
-    fmt::print(stderr, "bench cluster: {} {}\n", ours.error, theirs.error);
+    fmt::print(stderr, "lockstep bench cluster: {} {}\n", ours.error, theirs.error);
     return 1;
   }
   print_result("lockstep", "ops/s", ours);

@@ -73,9 +73,57 @@ class Recorder {
   std::uint32_t next_conn_ = 1;
 };
 
+std::string process_name(const NemesisStep& step) {
+  return step.etcd ? fmt::format("etcd{}", step.index + 1) : fmt::format("n{}", step.index + 1);
+}
+
+std::optional<pid_t> process_of(LockCluster& cluster, const NemesisStep& step) {
+  if (!step.etcd) return cluster.pid(step.index);
+  return cluster.has_etcd() ? cluster.etcd().pid(step.index) : std::nullopt;
+}
+
 // Carries out one nemesis step on what was started: a node, or an etcd
 // member, each of which can be killed, started, paused, resumed and stopped.
-void apply(LockCluster& cluster, const NemesisStep& step) {
+// The resource watch reads a process before it goes and learns of the one
+// that replaces it.
+// A link fault, or its heal, on the relays; a partition cuts both ways.
+void apply_to_links(LockCluster& cluster, const NemesisStep& step, std::chrono::milliseconds slow) {
+  auto* relays = cluster.relays();
+  if (relays == nullptr) return;
+  const int members = cluster.has_etcd() ? cluster.etcd().size() : 0;
+  const auto etcd_links_of = [&](int node, const auto& act) {
+    for (int member = 0; member < members; ++member) act(cluster.etcd_link(node, member));
+  };
+  const auto both = FaultProxy::Direction::both;
+  switch (step.kind) {
+    case NemesisStep::Kind::cut_etcd: etcd_links_of(step.index, [&](int link) { relays->cut(link, both); }); break;
+    case NemesisStep::Kind::heal_etcd: etcd_links_of(step.index, [&](int link) { relays->heal(link); }); break;
+    case NemesisStep::Kind::cut_clients: relays->cut(cluster.client_link(step.index), both); break;
+    case NemesisStep::Kind::heal_clients: relays->heal(cluster.client_link(step.index)); break;
+    case NemesisStep::Kind::slow_etcd:
+    case NemesisStep::Kind::heal_slow:
+      for (int node = 0; node < cluster.size(); ++node) {
+        etcd_links_of(node, [&](int link) {
+          if (step.kind == NemesisStep::Kind::slow_etcd) {
+            relays->slow(link, both, slow);
+          } else {
+            relays->heal(link);
+          }
+        });
+      }
+      break;
+    default: break;
+  }
+}
+
+void apply(LockCluster& cluster, const NemesisStep& step, ResourceWatch& watch, std::chrono::milliseconds slow) {
+  if (is_link_fault(step.fault())) {
+    apply_to_links(cluster, step, slow);
+    return;
+  }
+  const bool ends = step.kind == NemesisStep::Kind::kill || step.kind == NemesisStep::Kind::restart;
+  const bool begins = step.kind == NemesisStep::Kind::start || step.kind == NemesisStep::Kind::restart;
+  if (const auto pid = process_of(cluster, step); ends && pid) watch.stopping(*pid);
   const auto act = [&step](auto& processes) {
     switch (step.kind) {
       case NemesisStep::Kind::kill: processes.kill(step.index); break;
@@ -86,12 +134,35 @@ void apply(LockCluster& cluster, const NemesisStep& step) {
         processes.stop(step.index);
         processes.restart(step.index);
         break;
+      default: break;  // a link's, above
     }
   };
   if (!step.etcd) {
     act(cluster);
   } else if (cluster.has_etcd()) {
     act(cluster.etcd());
+  }
+  if (const auto pid = process_of(cluster, step); begins && pid) watch.started(process_name(step), *pid);
+}
+
+// The processes the cluster started, watched from the start.
+void watch_all(LockCluster& cluster, ResourceWatch& watch) {
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (const auto pid = cluster.pid(i)) watch.started(fmt::format("n{}", i + 1), *pid);
+  }
+  for (int i = 0; cluster.has_etcd() && i < cluster.etcd().size(); ++i) {
+    if (const auto pid = cluster.etcd().pid(i)) watch.started(fmt::format("etcd{}", i + 1), *pid);
+  }
+}
+
+// Their last readings, before the cluster is stopped.
+void read_all_last(LockCluster& cluster, ResourceWatch& watch) {
+  watch.sample(true);
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (const auto pid = cluster.pid(i)) watch.stopping(*pid);
+  }
+  for (int i = 0; cluster.has_etcd() && i < cluster.etcd().size(); ++i) {
+    if (const auto pid = cluster.etcd().pid(i)) watch.stopping(*pid);
   }
 }
 
@@ -115,6 +186,7 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     started.etcd_members = options.etcd_members;
     started.node_command = options.node_command;
     started.limits = options.limits;
+    started.relays = std::any_of(options.nemesis.begin(), options.nemesis.end(), is_link_fault);
     cluster = LockCluster::start(started, run.error, options.start_patience);
     if (!cluster) {
       run.error = "the cluster did not start: " + run.error;
@@ -129,6 +201,8 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     }
   }
 
+  ResourceWatch watch(std::chrono::seconds(static_cast<std::int64_t>(options.duration_s)));
+  if (cluster) watch_all(*cluster, watch);
   Recorder recorder(run.history);
   ClusterWorkloadOptions workload_options;
   workload_options.clients = static_cast<int>(options.clients);
@@ -151,7 +225,12 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   plan_options.etcd_members = cluster && options.nemesis_etcd && cluster->has_etcd() ? cluster->etcd().size() : 0;
   plan_options.duration_s = options.duration_s;
   plan_options.seed = options.seed;
-  const auto plan = nemesis_plan(plan_options);
+  auto plan = nemesis_plan(plan_options);
+  for (auto& step : plan) {
+    if (options.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {
+      step.leader = true;
+    }
+  }
 
   const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
   std::size_t next_step = 0;
@@ -166,25 +245,50 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     }
     if (step.heals >= 0) step.index = done[static_cast<std::size_t>(step.heals)].index;
     done[i] = step;
+    std::string aim = step.leader ? " (the leader)" : "";
+    if (step.leader && options.nemesis_at_leader && step.kind == NemesisStep::Kind::cut_etcd) {
+      // The clients keep running meanwhile: the workload is what fills the
+      // leader's queues.
+      for (int tries = 0; tries < 10; ++tries) {
+        const auto status = cluster->status(step.index, milliseconds{500});
+        if (status && status->leading && status->waiters > 0) {
+          aim = fmt::format(" (the leader, {} keys held, {} waiters)", status->keys, status->waiters);
+          break;
+        }
+        workload.run_for(milliseconds{200});
+      }
+    }
     // Recorded before it is done: the fault may act from this instant on.
-    recorder.nemesis(step.what() + (step.leader ? " (the leader)" : ""));
+    recorder.nemesis(step.what() + aim);
+    if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
     const auto began = recorder.now_us();
-    apply(*cluster, step);
+    if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
+    apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
     run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
     ++run.nemesis_steps;
   };
   while (recorder.now_us() < end_us) {
     const auto until_us = next_step < plan.size() ? std::min(plan[next_step].at_us, end_us) : end_us;
-    const auto left_us = until_us - recorder.now_us();
+    // In slices of a second at most, between which the watch reads the
+    // processes.
+    const auto left_us = std::min<std::int64_t>(until_us - recorder.now_us(), 1'000'000);
     if (left_us > 0) workload.run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
+    watch.sample();
     while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) carry_out(next_step++);
   }
   // Every fault the plan opened is healed by the run's end (nemesis_plan);
   // the clients finish what they asked, then the connections close.
   while (next_step < plan.size()) carry_out(next_step++);
-  const auto patience = milliseconds{options.wait_max_ms + 30'000};
+  // A request may be tried for its client's patience after its wait, and
+  // an attempt on the wire then still runs to its answer timeout.
+  const auto patience = milliseconds{options.wait_max_ms} + workload_options.patience +
+                        workload_options.answer_timeout + milliseconds{5'000};
   if (!workload.drain(patience)) run.error = fmt::format("requests still pending {} ms after the run", patience.count());
   recorder.close_all();
+  if (cluster) read_all_last(*cluster, watch);
+  watch.sample(true);
+  run.processes = watch.processes();
+  run.tester = watch.tester();
   run.clients = workload.stats();
   run.unexpected_lines = workload.unexpected().size();
   run.tester_stall_us = workload.stall_us();

@@ -5,19 +5,23 @@
 // session) drive the nodes given (`targets`) or nodes started from a
 // command template (live/lock_cluster.hpp), with the etcd members they rely
 // on started too; a nemesis (live/nemesis.hpp) kills, pauses and restarts
-// what was started. Everything the clients did on their connections, and
+// what was started, and cuts or slows its links through relays
+// (live/fault_proxy.hpp) when its faults include link faults. Everything the clients did on their connections, and
 // every nemesis step, is recorded on one monotonic clock as a history read
 // as a cluster's (`"mode":"cluster"`, the clock allowance, the maximum
 // lateness), which model/history then checks.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "client/cluster_client.hpp"
 #include "impl/limits.hpp"
 #include "live/nemesis.hpp"
+#include "live/unavailability.hpp"
+#include "live/resource_watch.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::live {
@@ -40,6 +44,11 @@ struct ClusterFuzzOptions {
   std::vector<NemesisFault> nemesis;         // empty: none (needs node_command)
   double nemesis_every_s = 5;
   bool nemesis_etcd = false;                 // act on the etcd members too
+  std::int64_t nemesis_slow_ms = 200;        // slow-etcd's delay, each way
+  // Every fault on a node aims at the leader of the moment; a partition-node
+  // then waits (two seconds at most) until the leader holds keys with
+  // waiters, the moment a node that kept answering would hurt most.
+  bool nemesis_at_leader = false;
   std::chrono::milliseconds start_patience{30'000};  // for a started cluster to lead
 };
 
@@ -52,6 +61,14 @@ struct ClusterFuzzRun {
   std::int64_t tester_stall_us = 0;    // the longest the clients ran late
   std::int64_t nemesis_slowest_us = 0;  // the longest one nemesis step took (a restart waits for its port)
   std::vector<std::string> node_commands;  // what the started nodes run
+  // Faults the nemesis opened, by name (`kill`, `pause` ...), on nodes and
+  // on etcd members.
+  std::map<std::string, std::uint64_t> faults_on_nodes, faults_on_etcd;
+  std::vector<NemesisFaultAt> faults;  // every fault opened, when and of which kind
+  // What the processes cost (live/resource_watch.hpp): the nodes and etcd
+  // members started, and the fuzzer.
+  std::vector<ProcessFigures> processes;
+  ProcessFigures tester;
 };
 
 ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options);

@@ -19,7 +19,7 @@ bool read_targets(const std::string& list, std::vector<client::NodeAddress>& tar
     const auto item = list.substr(begin, end - begin);
     const auto address = client::parse_node_address(item);
     if (!address) {
-      fmt::print(stderr, "fuzz: --target {}: a node is an IPv4 address and a port (127.0.0.1:7001)\n", item);
+      fmt::print(stderr, "lockstep fuzz: --target {}: a node is an IPv4 address and a port (127.0.0.1:7001)\n", item);
       return false;
     }
     targets.push_back(*address);
@@ -36,18 +36,19 @@ bool read_cluster_options(FuzzRequest& request) {
   for (const char* flag : {"--exec", "--restart-every-s", "--strict-syntax", "--no-limits", "--mean-gap-ms",
                            "--sweep-ms"}) {
     if (request.was_given(flag)) {
-      fmt::print(stderr, "fuzz: {} is simple mode's; --mode cluster does not take it\n", flag);
+      fmt::print(stderr, "lockstep fuzz: {} is simple mode's; --mode cluster does not take it\n", flag);
       return false;
     }
   }
   if (request.target.empty() == c.node_command.empty()) {
-    fmt::print(stderr, "fuzz: --mode cluster takes exactly one of --target HOST:PORT,... and --exec-node 'CMD'\n");
+    fmt::print(stderr, "lockstep fuzz: --mode cluster takes exactly one of --target HOST:PORT,... and --exec-node 'CMD'\n");
     return false;
   }
   if (!request.target.empty()) {
-    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd"}) {
+    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
+                             "--nemesis-slow-ms", "--nemesis-at-leader"}) {
       if (request.was_given(flag)) {
-        fmt::print(stderr, "fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
+        fmt::print(stderr, "lockstep fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
                            "start or act on\n",
                    flag);
         return false;
@@ -59,24 +60,41 @@ bool read_cluster_options(FuzzRequest& request) {
     std::string error;
     const auto faults = parse_nemesis_faults(c.nemesis, error);
     if (!faults) {
-      fmt::print(stderr, "fuzz: --nemesis: {}\n", error);
+      fmt::print(stderr, "lockstep fuzz: --nemesis: {}\n", error);
       return false;
     }
     f.nemesis = *faults;
-  } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd")) {
-    fmt::print(stderr, "fuzz: --nemesis-every-s and --nemesis-etcd need --nemesis kill,pause,restart (or a part)\n");
+  } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd") ||
+             request.was_given("--nemesis-at-leader")) {
+    fmt::print(stderr, "lockstep fuzz: --nemesis-every-s, --nemesis-etcd and --nemesis-at-leader need --nemesis (a list of "
+                       "faults, or all)\n");
+    return false;
+  }
+  const auto has = [&f](NemesisFault fault) { return std::find(f.nemesis.begin(), f.nemesis.end(), fault) != f.nemesis.end(); };
+  if (request.was_given("--nemesis-slow-ms") && !has(NemesisFault::slow_etcd)) {
+    fmt::print(stderr, "lockstep fuzz: --nemesis-slow-ms is slow-etcd's delay: give --nemesis slow-etcd (or all)\n");
+    return false;
+  }
+  const bool links = std::any_of(f.nemesis.begin(), f.nemesis.end(), is_link_fault);
+  if (links && c.etcd_members == 0 && (has(NemesisFault::partition_node) || has(NemesisFault::slow_etcd))) {
+    fmt::print(stderr, "lockstep fuzz: partition-node and slow-etcd act on the nodes' etcd links: give --etcd-members M\n");
+    return false;
+  }
+  if (links && c.node_command.find("{advertise}") == std::string::npos) {
+    fmt::print(stderr, "lockstep fuzz: the link faults put relays before the nodes: --exec-node must advertise "
+                       "{{advertise}} (--advertise {{advertise}}), which is where clients reach a node\n");
     return false;
   }
   if (c.nemesis_etcd && c.etcd_members == 0) {
-    fmt::print(stderr, "fuzz: --nemesis-etcd acts on etcd members: give --etcd-members M\n");
+    fmt::print(stderr, "lockstep fuzz: --nemesis-etcd acts on etcd members: give --etcd-members M\n");
     return false;
   }
   if (!c.node_command.empty() && c.etcd_members == 0 && c.node_command.find("{etcd}") != std::string::npos) {
-    fmt::print(stderr, "fuzz: --exec-node names {{etcd}}: give --etcd-members M so that the fuzzer starts them\n");
+    fmt::print(stderr, "lockstep fuzz: --exec-node names {{etcd}}: give --etcd-members M so that the fuzzer starts them\n");
     return false;
   }
   if (!f.nemesis.empty() && c.nemesis_every_s > request.fuzz.duration_s) {
-    fmt::print(stderr, "fuzz: --nemesis-every-s {} is longer than the run (--duration-s {}): the nemesis would never act\n",
+    fmt::print(stderr, "lockstep fuzz: --nemesis-every-s {} is longer than the run (--duration-s {}): the nemesis would never act\n",
                c.nemesis_every_s, request.fuzz.duration_s);
     return false;
   }
@@ -102,6 +120,8 @@ void fill_options(FuzzRequest& request) {
   f.max_lateness_ms = c.max_lateness_ms;
   f.nemesis_every_s = c.nemesis_every_s;
   f.nemesis_etcd = c.nemesis_etcd;
+  f.nemesis_slow_ms = c.nemesis_slow_ms;
+  f.nemesis_at_leader = c.nemesis_at_leader;
 }
 
 void print_plan(const ClusterFuzzOptions& f) {
@@ -110,7 +130,11 @@ void print_plan(const ClusterFuzzOptions& f) {
   if (!f.nemesis.empty()) {
     nemesis = "nemesis";
     for (std::size_t i = 0; i < f.nemesis.size(); ++i) nemesis += (i ? "," : " ") + std::string(nemesis_fault_name(f.nemesis[i]));
-    nemesis += fmt::format(" every {} s on the nodes{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "");
+    nemesis += fmt::format(" every {} s on the nodes{}{}", f.nemesis_every_s, f.nemesis_etcd ? " and etcd members" : "",
+                           f.nemesis_at_leader ? " (each at the leader)" : "");
+    if (std::find(f.nemesis.begin(), f.nemesis.end(), NemesisFault::slow_etcd) != f.nemesis.end()) {
+      nemesis += fmt::format(", slow-etcd adding {} ms each way", f.nemesis_slow_ms);
+    }
   }
   fmt::print("fuzz --mode cluster: seed {}, {} clients, {} keys, {} s, {}, leases {}..{} ms, waits {}..{} ms, {}\n",
              f.seed, f.clients, f.keys, f.duration_s,
@@ -132,6 +156,18 @@ void print_run(const ClusterFuzzRun& run) {
              "{} connections lost; {} lines that answered no request; {} nemesis steps\n",
              s.requests, s.answered, s.indeterminate, s.attempts, s.redirects, s.reconnects, s.timeouts,
              s.connections_lost, run.unexpected_lines, run.nemesis_steps);
+  const auto faults = [](const std::map<std::string, std::uint64_t>& counts) {
+    std::string text;
+    for (const auto& [name, count] : counts) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", count, name);
+    return text.empty() ? std::string("none") : text;
+  };
+  if (run.nemesis_steps > 0) {
+    fmt::print("nemesis: faults on nodes: {}; on etcd members: {}\n", faults(run.faults_on_nodes),
+               faults(run.faults_on_etcd));
+  }
+  // How long the clients went without an answer after each kind of fault.
+  for (const auto& line : unavailability_lines(unavailability(run.history, run.faults))) fmt::print("{}\n", line);
+  for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
   // As simple mode says it (tests read the line): a machine that did not
   // run the clients for this long did not run the nodes either.
   fmt::print("tester: the fuzzer itself ran at most {:.1f} ms late; the slowest nemesis step took {:.1f} ms\n",
@@ -144,7 +180,7 @@ int run_cluster_fuzz_request(FuzzRequest& request) {
   if (!read_cluster_options(request)) return 2;
   const auto& limits = request.fuzz.limits;
   if (auto error = validate(limits)) {
-    fmt::print(stderr, "fuzz: {}\n", *error);
+    fmt::print(stderr, "lockstep fuzz: {}\n", *error);
     return 2;
   }
   auto& f = request.cluster.fuzz;

@@ -46,7 +46,7 @@ ClusterWorkload::ClusterWorkload(std::vector<client::NodeAddress> nodes, Cluster
     o.nodes = nodes;
     o.client_id = c->name;
     o.answer_timeout = options_.answer_timeout;
-    o.attempts_max = options_.attempts_max;
+    o.patience = options_.patience;
     if (options_.wire) o.on_wire = options_.wire(i);
     c->connection = std::make_unique<client::ClusterClient>(o);
     c->next_act = epoch_ + milliseconds{prng_.between(0, options_.think_max_ms)};

@@ -38,7 +38,9 @@ struct ClusterWorkloadOptions {
   std::int64_t think_max_ms = 50;
   std::uint64_t seed = 1;
   std::chrono::milliseconds answer_timeout{1'500};
-  std::uint32_t attempts_max = 40;
+  // How long a request is tried before it is indeterminate
+  // (client::ClusterClient::Options::patience).
+  std::chrono::milliseconds patience{30'000};
   // Optional: what each client (by index) does on its connections, for a
   // recorder of the run as a history (live/cluster_fuzz.hpp).
   std::function<client::ClusterClient::WireObserver(int client)> wire;

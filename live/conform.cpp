@@ -14,6 +14,7 @@
 #include "impl/bugs.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/live_runner.hpp"
+#include "model/judge.hpp"
 #include "model/runner.hpp"
 #include "report/conform_junit.hpp"
 
@@ -41,6 +42,31 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
   return files;
 }
 
+// Every file read and parsed before anything runs: a vector that cannot be
+// read, or is not a vector, is bad input (one line, exit 2), not a failing
+// service. Empty when one was refused.
+std::vector<Vector> read_all(const std::vector<std::string>& files) {
+  std::vector<Vector> vectors;
+  for (const auto& file : files) {
+    auto parsed = read_vector_file(file);
+    if (const auto* error = std::get_if<VectorError>(&parsed)) {
+      if (error->line == 0) {
+        fmt::print(stderr, "conform: cannot read {}: {}\n", file, error->message);
+      } else {
+        fmt::print(stderr, "conform: {}:{}: {}\n", file, error->line, error->message);
+      }
+      return {};
+    }
+    auto& vector = std::get<Vector>(parsed);
+    if (const auto problem = vector_problem(vector)) {
+      fmt::print(stderr, "conform: {}:{}: bad vector: {}\n", file, problem->line, problem->message);
+      return {};
+    }
+    vectors.push_back(std::move(vector));
+  }
+  return vectors;
+}
+
 }  // namespace
 
 int run_conform(const ConformOptions& options) {
@@ -48,9 +74,11 @@ int run_conform(const ConformOptions& options) {
   const auto bug = bug_from_name(options.bug);  // a catalogue name: checked when parsed
   const auto files = expand(options.paths);
   if (files.empty()) {
-    fmt::print(stderr, "conform: no vector files found\n");
+    fmt::print(stderr, "lockstep conform: no vector files found\n");
     return 2;
   }
+  const auto vectors = read_all(files);
+  if (vectors.empty()) return 2;
   const bool live = !options.exec.empty() || !options.exec_cluster.empty();
   LiveOptions live_options;
   live_options.command_template = options.exec;
@@ -64,16 +92,29 @@ int run_conform(const ConformOptions& options) {
     std::string error;
     etcd = EtcdCluster::start(1, error);
     if (!etcd) {
-      fmt::print(stderr, "conform: cannot start etcd for the cluster vectors: {}\n", error);
+      fmt::print(stderr, "lockstep conform: cannot start etcd for the cluster vectors: {}\n", error);
       return 2;
     }
     live_options.etcd_endpoints = etcd->endpoints();
   }
   int passed = 0, failed = 0, skipped = 0;
   std::vector<VectorFileResult> results;
-  for (const auto& file : files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& file = files[i];
     const auto started = std::chrono::steady_clock::now();
-    const auto verdict = live ? run_live_vector_file(file, live_options) : run_vector_file(file, kind, *bug);
+    VectorVerdict verdict;
+    if (live) {
+      auto result = run_live_vector(vectors[i], live_options);
+      if (!result.cannot_run.empty()) {
+        // No vector can be judged against a server that does not run.
+        fmt::print(stderr, "conform: {}: {}\n", file, result.cannot_run);
+        if (!result.server_output.empty()) fmt::print("the server's output:\n{}\n", result.server_output);
+        return 2;
+      }
+      verdict = std::move(result.verdict);
+    } else {
+      verdict = run_vector(vectors[i], kind, *bug);
+    }
     results.push_back(VectorFileResult{file, verdict,
                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
     fmt::print("{}\n", verdict_line(file, verdict));
@@ -95,7 +136,7 @@ int run_conform(const ConformOptions& options) {
     std::ofstream out(options.junit_path);
     out << conform_junit(results, live ? live_against : options.against, live ? "none" : options.bug);
     if (!out) {
-      fmt::print(stderr, "conform: cannot write {}\n", options.junit_path);
+      fmt::print(stderr, "lockstep conform: cannot write {}\n", options.junit_path);
       return 2;
     }
     fmt::print("junit: {}\n", options.junit_path);

@@ -126,6 +126,16 @@ std::string EtcdCluster::endpoint(int member) const {
   return fmt::format("127.0.0.1:{}", members_[static_cast<std::size_t>(member)].client_port);
 }
 
+std::string EtcdCluster::peer_endpoint(int member) const {
+  return fmt::format("127.0.0.1:{}", members_[static_cast<std::size_t>(member)].peer_port);
+}
+
+std::optional<pid_t> EtcdCluster::pid(int member) const {
+  const auto& process = members_[static_cast<std::size_t>(member)].process;
+  if (!process) return std::nullopt;
+  return process->pid();
+}
+
 bool EtcdCluster::running(int member) {
   auto& process = members_[static_cast<std::size_t>(member)].process;
   return process && process->running();

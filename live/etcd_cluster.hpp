@@ -31,8 +31,11 @@ class EtcdCluster {
   // Every member's client address, comma-separated (for --etcd).
   std::string endpoints() const;
   std::string endpoint(int member) const;
+  // Its peer address, which clients must not be given.
+  std::string peer_endpoint(int member) const;
 
   bool running(int member);
+  std::optional<pid_t> pid(int member) const;
   void kill(int member);  // SIGKILL: no chance to clean up
   void stop(int member);  // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int member);   // SIGSTOP

@@ -54,8 +54,8 @@ struct Connection {
 
 class Fuzzer {
  public:
-  explicit Fuzzer(const FuzzOptions& options)
-      : options_(options), rng_(options.seed), start_(Clock::now()) {
+  Fuzzer(const FuzzOptions& options, std::function<void()> on_started)
+      : options_(options), on_started_(std::move(on_started)), rng_(options.seed), start_(Clock::now()) {
     run_.history.header.limits = options.limits;
     run_.history.header.tolerance_ms = options.tolerance_ms;
     run_.history.header.seed = options.seed;
@@ -66,23 +66,34 @@ class Fuzzer {
 
   FuzzRun run() {
     if (!start_target()) return std::move(run_);
-    const std::int64_t end_us = static_cast<std::int64_t>(options_.duration_s * 1e6);
-    std::int64_t next_restart_us =
-        options_.restart_every_s > 0 ? static_cast<std::int64_t>(options_.restart_every_s * 1e6) : -1;
+    run_.started = true;
+    if (on_started_) on_started_();
+    // The run's time and each incarnation's count from when the target
+    // accepts: a server slow to start shortens neither.
+    const auto period_us = static_cast<std::int64_t>(options_.restart_every_s * 1e6);
+    const std::int64_t end_us = now_us() + static_cast<std::int64_t>(options_.duration_s * 1e6);
+    std::int64_t next_restart_us = period_us > 0 ? now_us() + period_us : -1;
     while (now_us() < end_us && run_.error.empty()) {
       if (next_restart_us > 0 && now_us() >= next_restart_us) {
         restart();
-        next_restart_us += static_cast<std::int64_t>(options_.restart_every_s * 1e6);
+        next_restart_us = now_us() + period_us;
         continue;
       }
       keep_connections();
       act();
       pump(next_wakeup_us());
+      watch_.sample();
     }
     drain();
     for (auto& conn : conns_) close_connection(*conn, history::EventKind::close);
     conns_.clear();
-    if (server_) server_->stop();
+    watch_.sample(true);
+    if (server_) {
+      watch_.stopping(server_->pid());
+      server_->stop();
+    }
+    run_.processes = watch_.processes();
+    run_.tester = watch_.tester();
     return std::move(run_);
   }
 
@@ -98,6 +109,10 @@ class Fuzzer {
   bool start_target() {
     if (options_.command.empty()) {
       port_ = options_.port;
+      if (!client::LineSocket::connect(options_.host, port_, std::chrono::seconds(5))) {
+        run_.error = fmt::format("nothing accepts connections on {}:{} (tried for 5 s)", options_.host, port_);
+        return false;
+      }
       return true;
     }
     const auto port = client::pick_free_port();
@@ -123,33 +138,50 @@ class Fuzzer {
       run_.error = "cannot start: " + command;
       return false;
     }
+    watch_.started("server", server_->pid());
     // Ready when it accepts a connection.
-    auto probe = client::LineSocket::connect(options_.host, port_, std::chrono::seconds(10));
-    if (!probe) {
-      run_.error = fmt::format("the target did not accept connections on port {}: {}", port_, server_->log_tail());
+    const auto accepted = wait_until_accepting(*server_, options_.host, port_, std::chrono::seconds(10));
+    if (!accepted.socket) {
+      run_.error = fmt::format("the target '{}' cannot start: {}", command, accepted.why_not);
+      run_.target_output = accepted.output;
       return false;
     }
     return true;
   }
 
+  // The old incarnation ends only when it is gone: every process of its
+  // group has exited (a shell that did not `exec` the server exits first,
+  // and the server may take its time) and its port no longer accepts (a
+  // dying server's listener still fills its backlog, and resets what it
+  // accepted when it closes). Until then its connections are read: what
+  // it still answers belongs to it, before the `down`. Only then is the
+  // new one started, and `up` written once it accepts.
   void restart() {
-    // Read what arrived before the stop, stop, read what was still in
-    // flight, and only then mark the incarnation's end. The connections end
-    // with the `down` (the target stopped, what it had not read it never
-    // handled), not with an `eof` of their own.
     pump(now_us());
-    server_->stop();
+    watch_.stopping(server_->pid());
     stopping_ = true;
-    const auto until = now_us() + 200'000;
-    while (now_us() < until && std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd >= 0; })) {
-      pump(std::min(until, now_us() + 5'000));
-    }
+    server_->terminate();
+    const auto grace_until = now_us() + 2'000'000;
+    while (server_->group_alive() && now_us() < grace_until) pump(std::min(grace_until, now_us() + 5'000));
+    server_->stop(std::chrono::milliseconds(0));  // SIGKILL to what outlived the grace, and wait for it
     for (auto& conn : conns_) {
+      if (conn->fd >= 0) read_available(*conn);  // what it sent before it exited
       if (conn->fd >= 0) ::close(conn->fd);
       conn->fd = -1;
     }
     conns_.clear();
     stopping_ = false;
+    const auto port_closed_by = now_us() + 2'000'000;
+    while (port_accepts(options_.host, port_)) {
+      if (now_us() >= port_closed_by) {
+        run_.error = fmt::format(
+            "every process of the target's group has exited, but port {} still accepts connections: a process "
+            "outside the group holds it (docs/protocol.md, \"Running under the tools\")",
+            port_);
+        return;
+      }
+      ::usleep(5'000);
+    }
     record(history::EventKind::down, 0);
     ++run_.restarts;
     if (!launch()) return;
@@ -299,8 +331,8 @@ class Fuzzer {
     // Malformed by the words of docs/protocol.md: fields missing or extra, an unknown
     // request, a number that is not one, a lease of 0.
     static const char* const contract_lines[] = {"A k0", "X", "A k0 o 0 5", "R k0 token", "A k0 o 1 1 1"};
-    // Malformed by this project's stricter reading (README, "Where the
-    // contract's choices are encoded").
+    // Malformed by this project's stricter reading (docs/protocol.md,
+    // "Decisions").
     static const char* const strict_lines[] = {"A  k0 o 1 1", "R k0 0", ""};
     const auto total = std::size(contract_lines) + (options_.strict_syntax ? std::size(strict_lines) : 0);
     const auto pick = rng_.below(total);
@@ -507,6 +539,7 @@ class Fuzzer {
   }
 
   FuzzOptions options_;
+  std::function<void()> on_started_;
   Prng rng_;
   Clock::time_point start_;
   FuzzRun run_;
@@ -514,6 +547,7 @@ class Fuzzer {
   std::uint16_t port_ = 0;
   std::string state_file_, log_path_;
   std::optional<ServerProcess> server_;
+  ResourceWatch watch_{std::chrono::seconds(static_cast<std::int64_t>(options_.duration_s))};
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Held> stale_;
   std::uint32_t next_conn_id_ = 1;
@@ -523,7 +557,9 @@ class Fuzzer {
 
 }  // namespace
 
-FuzzRun run_fuzz(const FuzzOptions& options) { return Fuzzer(options).run(); }
+FuzzRun run_fuzz(const FuzzOptions& options, const std::function<void()>& on_started) {
+  return Fuzzer(options, on_started).run();
+}
 
 void default_ranges(FuzzOptions& options) {
   const auto& limits = options.limits;

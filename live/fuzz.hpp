@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "impl/limits.hpp"
+#include "live/resource_watch.hpp"
 #include "model/history/history.hpp"
 
 namespace lockstep::live {
@@ -53,6 +55,10 @@ void default_ranges(FuzzOptions& options);
 struct FuzzRun {
   history::History history;
   std::string error;  // why the run could not be made (then history is partial)
+  // The target was reached: started and accepting (--exec), or accepting
+  // (--target). When false, `error` says why and nothing was sent.
+  bool started = false;
+  std::string target_output;  // the tail of what a target that could not start printed
   std::uint64_t sent = 0, received = 0, restarts = 0, reconnects = 0;
   std::uint64_t held_back = 0;  // turns the workload waited for a silent target
   // The longest a release waited for its answer (answered at once by a
@@ -64,8 +70,15 @@ struct FuzzRun {
   // machine may have waited as long, and then answers late by as much
   // however correct it is; --tolerance-ms must cover it.
   std::int64_t tester_stall_us = 0, tester_stall_at_us = 0;
+  // What the target (`server`, each restart a run of it) and the fuzzer
+  // cost (live/resource_watch.hpp); none for a --target the fuzzer did not
+  // start.
+  std::vector<ProcessFigures> processes;
+  ProcessFigures tester;
 };
 
-FuzzRun run_fuzz(const FuzzOptions& options);
+// `on_started` runs once the target accepts connections, before the
+// workload begins (the plan is printed then, after any reason it could not).
+FuzzRun run_fuzz(const FuzzOptions& options, const std::function<void()>& on_started = {});
 
 }  // namespace lockstep::live

@@ -47,7 +47,7 @@ bool read_range(const std::string& text, const char* flag, std::int64_t low, std
   if (text.empty()) return true;
   const auto range = parse_ms_range(text, low, high);
   if (!range) {
-    fmt::print(stderr, "fuzz: {} takes A..B with {} <= A <= B <= {} ({}), not '{}'\n", flag, low, limit, high, text);
+    fmt::print(stderr, "lockstep fuzz: {} takes A..B with {} <= A <= B <= {} ({}), not '{}'\n", flag, low, limit, high, text);
     return false;
   }
   std::tie(min_ms, max_ms) = *range;

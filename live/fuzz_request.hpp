@@ -23,9 +23,11 @@ struct ClusterFuzzRequest {
   std::string node_command;
   int nodes = 3;
   int etcd_members = 0;
-  std::string nemesis;  // kill,pause,restart or a part
+  std::string nemesis;  // kill,pause,restart,partition-node,partition-clients,slow-etcd or a part, or all
   double nemesis_every_s = 5;
   bool nemesis_etcd = false;
+  std::int64_t nemesis_slow_ms = 200;
+  bool nemesis_at_leader = false;
   std::int64_t clock_allowance_ms = 10;
   std::int64_t max_lateness_ms = -1;
 };

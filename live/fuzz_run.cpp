@@ -13,18 +13,18 @@ namespace {
 // The options that conflict in simple mode; false after one line on stderr.
 bool check_simple_options(const FuzzRequest& request) {
   for (const char* flag : {"--exec-node", "--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
-                           "--clock-allowance-ms", "--max-lateness-ms"}) {
+                           "--nemesis-slow-ms", "--nemesis-at-leader", "--clock-allowance-ms", "--max-lateness-ms"}) {
     if (request.was_given(flag)) {
-      fmt::print(stderr, "fuzz: {} is cluster mode's: give --mode cluster\n", flag);
+      fmt::print(stderr, "lockstep fuzz: {} is cluster mode's: give --mode cluster\n", flag);
       return false;
     }
   }
   if (request.target.find(',') != std::string::npos) {
-    fmt::print(stderr, "fuzz: --target names one server in simple mode; a list of nodes needs --mode cluster\n");
+    fmt::print(stderr, "lockstep fuzz: --target names one server in simple mode; a list of nodes needs --mode cluster\n");
     return false;
   }
   if (request.target.empty() == request.fuzz.command.empty()) {
-    fmt::print(stderr, "fuzz: give exactly one of --target HOST:PORT and --exec 'CMD'\n");
+    fmt::print(stderr, "lockstep fuzz: give exactly one of --target HOST:PORT and --exec 'CMD'\n");
     return false;
   }
   return true;
@@ -35,7 +35,7 @@ bool check_no_limits(const FuzzRequest& request) {
   if (!request.fuzz.clear_of_limits) return true;
   for (const char* name : {"max_keys", "max_waiters_per_key", "max_waiters"}) {
     if (request.limit_given(name)) {
-      fmt::print(stderr, "fuzz: --no-limits says the target has no {}; do not give one\n", name);
+      fmt::print(stderr, "lockstep fuzz: --no-limits says the target has no {}; do not give one\n", name);
       return false;
     }
   }
@@ -46,18 +46,18 @@ bool check_no_limits(const FuzzRequest& request) {
 bool read_target(FuzzRequest& request) {
   const auto colon = request.target.rfind(':');
   if (colon == std::string::npos) {
-    fmt::print(stderr, "fuzz: --target must be HOST:PORT\n");
+    fmt::print(stderr, "lockstep fuzz: --target must be HOST:PORT\n");
     return false;
   }
   request.fuzz.host = request.target.substr(0, colon);
   try {
     request.fuzz.port = static_cast<std::uint16_t>(std::stoul(request.target.substr(colon + 1)));
   } catch (...) {
-    fmt::print(stderr, "fuzz: bad port in --target {}\n", request.target);
+    fmt::print(stderr, "lockstep fuzz: bad port in --target {}\n", request.target);
     return false;
   }
   if (request.fuzz.restart_every_s > 0) {
-    fmt::print(stderr, "fuzz: --restart-every-s needs --exec (the fuzzer must start the target)\n");
+    fmt::print(stderr, "lockstep fuzz: --restart-every-s needs --exec (the fuzzer must start the target)\n");
     return false;
   }
   return true;
@@ -88,6 +88,7 @@ void print_run(const FuzzRun& run, std::int64_t tolerance_ms) {
              "waited as long, and --tolerance-ms {} must cover that\n",
              static_cast<double>(run.tester_stall_us) / 1000.0, static_cast<double>(run.tester_stall_at_us) / 1000.0,
              tolerance_ms);
+  for (const auto& line : resource_lines(run.processes, run.tester)) fmt::print("{}\n", line);
 }
 
 }  // namespace
@@ -99,13 +100,19 @@ int run_fuzz_request(FuzzRequest& request) {
   const auto limits_source = settle_limits(request);
   auto& f = request.fuzz;
   if (auto error = validate(f.limits)) {
-    fmt::print(stderr, "fuzz: {}\n", *error);
+    fmt::print(stderr, "lockstep fuzz: {}\n", *error);
     return 2;
   }
   if (!read_ranges(request, f.limits, f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms)) return 2;
   default_ranges(f);
-  print_plan(f, limits_source);
-  const auto run = run_fuzz(f);
+  const auto run = run_fuzz(f, [&] { print_plan(f, limits_source); });
+  if (!run.started) {
+    // Nothing was sent: the reason comes first and alone, not after a
+    // run's statistics.
+    fmt::print(stderr, "fuzz: {}\n", run.error);
+    if (!run.target_output.empty()) fmt::print("the target's output:\n{}\n", run.target_output);
+    return 2;
+  }
   print_run(run, f.tolerance_ms);
   return finish_fuzz_run(run.history, run.error, request.outputs);
 }

@@ -110,7 +110,7 @@ int finish_fuzz_run(const history::History& recorded, const std::string& error, 
   });
   if (!written) return 2;
   if (!error.empty()) {
-    fmt::print(stderr, "fuzz: the run could not be completed: {}\n", error);
+    fmt::print(stderr, "lockstep fuzz: the run could not be completed: {}\n", error);
     fmt::print("violations: unknown\n");
     return 2;
   }

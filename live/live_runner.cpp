@@ -25,12 +25,15 @@ const std::string control_name = "(control)";
 
 class LiveRun {
  public:
-  LiveRun(const Vector& vector, const LiveOptions& options, std::uint16_t port)
-      : vector_(vector), options_(options), port_(port), judge_(vector) {}
+  // `control`: a connection the server has accepted, the runner's own.
+  LiveRun(const Vector& vector, const LiveOptions& options, std::uint16_t port, LineSocket control)
+      : vector_(vector), options_(options), port_(port), judge_(vector) {
+    sockets_.emplace(control_name, std::move(control));
+  }
 
   std::optional<VectorError> run() {
     if (judge_.problem()) return judge_.problem();
-    if (auto error = open(control_name, TimeMs{0})) return error;
+    if (auto error = barrier(control_name, TimeMs{0}, line_at_or_before(TimeMs{0}))) return error;
     std::optional<TimeMs> previous;
     for (const TimeMs instant : named_instants(vector_)) {
       if (auto error = run_instant(instant, previous)) return error;
@@ -38,6 +41,9 @@ class LiveRun {
     }
     return std::nullopt;
   }
+
+  // Empty, or how the server showed it has no test clock.
+  const std::string& no_test_clock() const { return no_test_clock_; }
 
  private:
   int line_at_or_before(TimeMs instant) const { return lockstep::line_at_or_before(vector_, instant); }
@@ -132,6 +138,17 @@ class LiveRun {
           break;
         }
         if (text == marker) break;
+        // Only markers come on the runner's connection: an `E` there
+        // answers a `C`, which a server without the test clock refuses
+        // (docs/protocol.md, "Exact, with a test clock"). No answer will
+        // come, so it is said at once rather than after the patience.
+        if (name == control_name && text.starts_with("E")) {
+          no_test_clock_ = fmt::format(
+              "the server has no test clock: it answered '{}' to '{}' (start it with its test-clock option, "
+              "as `lockstep serve --test-clock`; docs/protocol.md, \"Exact, with a test clock\")",
+              text, marker);
+          return VectorError{line, no_test_clock_};
+        }
         received_.push_back({name, text});
       }
     }
@@ -165,6 +182,7 @@ class LiveRun {
   VectorJudge judge_;
   std::map<std::string, LineSocket> sockets_;
   std::vector<ObservedResponse> received_;
+  std::string no_test_clock_;
 };
 
 std::string instant_of(const std::string& message) {
@@ -174,46 +192,50 @@ std::string instant_of(const std::string& message) {
   return message.substr(3, end == std::string::npos ? std::string::npos : end - 3);
 }
 
+LiveVerdict judged(VectorVerdict verdict) { return LiveVerdict{std::move(verdict), {}, {}}; }
+LiveVerdict cannot_run(std::string why, std::string output = {}) {
+  return LiveVerdict{{}, std::move(why), std::move(output)};
+}
+
 }  // namespace
 
-VectorVerdict run_live_vector(const Vector& vector, const LiveOptions& options) {
+LiveVerdict run_live_vector(const Vector& vector, const LiveOptions& options) {
   const bool cluster = vector.mode == VectorMode::cluster;
   if (cluster && options.cluster_command_template.empty()) {
-    return VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster vectors need a cluster-mode server"};
+    return judged(VectorVerdict{VectorVerdict::Status::skip, 0, "mode=cluster vectors need a cluster-mode server"});
   }
   if (!cluster && options.command_template.empty()) {
-    return VectorVerdict{VectorVerdict::Status::skip, 0, "simple-mode vectors need a simple-mode server"};
+    return judged(VectorVerdict{VectorVerdict::Status::skip, 0, "simple-mode vectors need a simple-mode server"});
   }
   const auto port = client::pick_free_port();
-  if (!port) return VectorVerdict{VectorVerdict::Status::fail, 0, "no free port"};
+  if (!port) return cannot_run("no free port on 127.0.0.1 for the server");
   auto values = template_values(*port, vector.limits);
   static int vectors_run = 0;
   values["etcd"] = options.etcd_endpoints;
   values["prefix"] = fmt::format("lockstep-conform-{}-{}-{}", getpid(), *port, ++vectors_run);
   const auto command = fill_template(cluster ? options.cluster_command_template : options.command_template, values);
-  const auto log_path = fmt::format("/tmp/lockstep-conform-{}-{}.log", getpid(), *port);
+  const auto log_path = fmt::format("{}/lockstep-conform-{}-{}.log", temporary_base(), getpid(), *port);
   auto server = ServerProcess::start(command, log_path);
-  if (!server) return VectorVerdict{VectorVerdict::Status::fail, 0, fmt::format("cannot start '{}'", command)};
-  LiveRun run(vector, options, *port);
+  if (!server) return cannot_run(fmt::format("cannot start '{}'", command));
+  auto accepted = wait_until_accepting(*server, options.host, *port, options.connect_patience);
+  if (!accepted.socket) {
+    server->stop();
+    ::unlink(log_path.c_str());
+    return cannot_run(fmt::format("the server '{}' cannot start: {}", command, accepted.why_not), accepted.output);
+  }
+  LiveRun run(vector, options, *port, std::move(*accepted.socket));
   auto error = run.run();
   const bool still_running = server->running();
   const auto log = server->log_tail();
   server->stop();
   ::unlink(log_path.c_str());
-  if (!error) return VectorVerdict{};
+  if (!run.no_test_clock().empty()) return cannot_run(run.no_test_clock());
+  if (!error) return judged(VectorVerdict{});
   std::string message = error->message;
   if (!still_running) message += fmt::format("\n  the server exited; its output:\n{}", log);
   const auto at = instant_of(error->message);
   if (!at.empty()) message += "\n" + model_view_at(vector, TimeMs{std::stoll(at)});
-  return VectorVerdict{VectorVerdict::Status::fail, error->line, message};
-}
-
-VectorVerdict run_live_vector_file(const std::string& path, const LiveOptions& options) {
-  auto parsed = read_vector_file(path);
-  if (auto* error = std::get_if<VectorError>(&parsed)) {
-    return VectorVerdict{VectorVerdict::Status::fail, error->line, error->message};
-  }
-  return run_live_vector(std::get<Vector>(parsed), options);
+  return judged(VectorVerdict{VectorVerdict::Status::fail, error->line, message});
 }
 
 }  // namespace lockstep::live

@@ -30,7 +30,16 @@ struct LiveOptions {
   std::chrono::milliseconds answer_patience{5'000};
 };
 
-VectorVerdict run_live_vector(const Vector& vector, const LiveOptions& options);
-VectorVerdict run_live_vector_file(const std::string& path, const LiveOptions& options);
+// A vector's verdict, or why no vector can be judged against this server:
+// it did not start or accept connections, or it has no test clock (it
+// answered `E` to `C`). That is the environment's fault, not a failed
+// vector: `conform` stops and exits 2 (docs/protocol.md, "Exit codes").
+struct LiveVerdict {
+  VectorVerdict verdict;
+  std::string cannot_run;     // non-empty: the server could not be run (one line)
+  std::string server_output;  // then, the tail of what it printed
+};
+
+LiveVerdict run_live_vector(const Vector& vector, const LiveOptions& options);
 
 }  // namespace lockstep::live

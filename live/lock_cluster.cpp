@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -66,44 +67,104 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
     node.log_path = fmt::format("{}/{}.log", cluster->folder_->path(), node.id);
     cluster->nodes_.push_back(std::move(node));
   }
+  if (options.relays && !cluster->set_up_relays(error)) return nullptr;
   for (int i = 0; i < options.nodes; ++i) {
     if (!cluster->start_node(i)) {
       error = fmt::format("cannot start node {}", i);
       return nullptr;
     }
   }
+  const auto give_up = std::chrono::steady_clock::now() + patience;
   if (cluster->leader(patience) < 0) {
     error = fmt::format("no node leads within {} ms; node 1 said:\n{}", patience.count(), cluster->log_tail(0));
     return nullptr;
   }
+  // Up once every node serves too: a node listens only after it has caught
+  // up with etcd, and one still catching up when a test cuts etcd's majority
+  // would never listen (a CI run saw a follower silent for 8 s that way).
+  for (int i = 0; i < options.nodes; ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+    const auto port = cluster->nodes_[static_cast<std::size_t>(i)].port;
+    if (!client::LineSocket::connect("127.0.0.1", port, std::max(left, std::chrono::milliseconds{1}))) {
+      error = fmt::format("node {} does not accept connections within {} ms; it said:\n{}", i + 1, patience.count(),
+                          cluster->log_tail(i));
+      return nullptr;
+    }
+  }
   return cluster;
+}
+
+bool LockCluster::set_up_relays(std::string& error) {
+  relays_ = FaultProxy::start(error);
+  if (!relays_) return false;
+  for (int i = 0; i < size(); ++i) {
+    const auto to_clients = relays_->add_link(nodes_[static_cast<std::size_t>(i)].port, error);
+    if (!to_clients) return false;
+    client_links_.push_back(*to_clients);
+    etcd_links_.emplace_back();
+    for (int m = 0; etcd_ && m < etcd_->size(); ++m) {
+      const auto endpoint = etcd_->endpoint(m);
+      const auto port = static_cast<std::uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+      const auto to_etcd = relays_->add_link(port, error);
+      if (!to_etcd) return false;
+      etcd_links_.back().push_back(*to_etcd);
+    }
+  }
+  return true;
+}
+
+int LockCluster::etcd_link(int node, int member) const {
+  return etcd_links_.at(static_cast<std::size_t>(node)).at(static_cast<std::size_t>(member));
+}
+
+int LockCluster::client_link(int node) const { return client_links_.at(static_cast<std::size_t>(node)); }
+
+std::string LockCluster::advertise(int node) const {
+  if (relays_) return relays_->address(client_link(node));
+  return fmt::format("127.0.0.1:{}", nodes_[static_cast<std::size_t>(node)].port);
 }
 
 LockCluster::~LockCluster() {
   for (auto& node : nodes_) {
     if (node.process) node.process->stop();
   }
+  relays_.reset();  // after the nodes, before etcd: nothing is left to relay
   etcd_.reset();
   folder_.reset();  // after every process that wrote into it
 }
 
+int LockCluster::etcd_member_of(int node) const {
+  return options_.etcd_member_per_node && etcd_ ? node % etcd_->size() : 0;
+}
+
 std::string LockCluster::command(int index) const {
   const auto& node = nodes_[static_cast<std::size_t>(index)];
-  const std::string endpoints = etcd_ ? etcd_->endpoints() : std::string();
+  std::string endpoints;
+  for (int i = 0; etcd_ && i < etcd_->size(); ++i) {
+    const int member = (etcd_member_of(index) + i) % etcd_->size();
+    endpoints += (i == 0 ? "" : ",") + (relays_ ? relays_->address(etcd_link(index, member)) : etcd_->endpoint(member));
+  }
+  std::string peers, members;
+  for (int i = 0; i < size(); ++i) {
+    peers += fmt::format("{}{}", peers.empty() ? "" : ",", advertise(i));
+    members += fmt::format("{}{}={}", members.empty() ? "" : ",", nodes_[static_cast<std::size_t>(i)].id, advertise(i));
+  }
   if (options_.node_command.empty()) {
+    // Every node creates the cluster if it is not there yet, with all of
+    // them as its members: the first one to start writes it.
     return fmt::format(
-        "exec {} serve --cluster --etcd {} --node-id {} --advertise 127.0.0.1:{} --port {} --prefix {} "
-        "--leader-ttl-s {} --inject-bug {} {}",
-        options_.lockstep_binary, endpoints, node.id, node.port, node.port, prefix_, options_.leader_ttl_s,
-        options_.bug, options_.extra_options);
+        "exec {} serve --cluster --etcd {} --init --members {} --node-id {} --advertise {} --port {} "
+        "--prefix {} --leader-ttl-s {} --inject-bug {} {}",
+        options_.lockstep_binary, endpoints, members, node.id, advertise(index), node.port, prefix_,
+        options_.leader_ttl_s, options_.bug, options_.extra_options);
   }
   auto values = template_values(node.port, options_.limits);
+  values["advertise"] = advertise(index);
   values["node"] = node.id;
   values["etcd"] = endpoints;
   values["prefix"] = prefix_;
-  std::string peers;
-  for (const auto& other : nodes_) peers += fmt::format("{}127.0.0.1:{}", peers.empty() ? "" : ",", other.port);
   values["peers"] = peers;
+  values["members"] = members;
   return fill_template(options_.node_command, values);
 }
 
@@ -127,7 +188,14 @@ std::vector<client::NodeAddress> LockCluster::addresses() const {
 }
 
 client::NodeAddress LockCluster::address(int node) const {
+  if (relays_) return {"127.0.0.1", relays_->port(client_link(node))};
   return {"127.0.0.1", nodes_[static_cast<std::size_t>(node)].port};
+}
+
+std::optional<pid_t> LockCluster::pid(int node) const {
+  const auto& process = nodes_[static_cast<std::size_t>(node)].process;
+  if (!process) return std::nullopt;
+  return process->pid();
 }
 
 bool LockCluster::running(int node) {
@@ -190,21 +258,27 @@ int LockCluster::leader(std::chrono::milliseconds patience) {
 std::optional<LockCluster::Status> LockCluster::status(int index, std::chrono::milliseconds patience) {
   auto& node = nodes_[static_cast<std::size_t>(index)];
   if (!node.process || !node.process->running()) return std::nullopt;
-  const auto count_lines = [&] {
-    const auto text = read_file(node.log_path);
+  // Complete status lines in one reading of the log (counted and read from
+  // the same text: the node may be writing meanwhile).
+  const auto count_lines = [](const std::string& text) {
     std::size_t count = 0;
     for (std::size_t at = text.find("status node="); at != std::string::npos; at = text.find("status node=", at + 1)) {
-      ++count;
+      if (text.find('\n', at) != std::string::npos) ++count;
     }
     return count;
   };
-  const auto before = count_lines();
+  const auto before = count_lines(read_file(node.log_path));
   node.process->send_signal(SIGUSR1);
   const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
     const auto text = read_file(node.log_path);
-    if (count_lines() > before) {
-      const auto at = text.rfind("status node=");
+    if (count_lines(text) > before) {
+      // The last complete one.
+      std::size_t at = 0;
+      for (auto found = text.find("status node="); found != std::string::npos;
+           found = text.find("status node=", found + 1)) {
+        if (text.find('\n', found) != std::string::npos) at = found;
+      }
       const auto line = text.substr(at, text.find('\n', at) - at);
       Status status;
       status.line = line;

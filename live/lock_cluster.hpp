@@ -17,6 +17,7 @@
 
 #include "client/cluster_client.hpp"
 #include "live/etcd_cluster.hpp"
+#include "live/fault_proxy.hpp"
 #include "live/process.hpp"
 
 namespace lockstep::live {
@@ -29,17 +30,30 @@ class LockCluster {
     int etcd_members = 3;
     std::int64_t leader_ttl_s = 2;
     std::string bug = "none";
+    // Node i lists etcd member i (modulo their number) first, and its etcd
+    // client talks to that member while it answers: a test cuts one node
+    // off from etcd by pausing its member. Otherwise every node lists the
+    // members in one order.
+    bool etcd_member_per_node = false;
     // More `serve` options for every node (limits, --snapshot-every ...).
     std::string extra_options;
     // Instead of `lockstep serve --cluster`: a shell command template per
     // node, with `{node}` (n1, n2 ...), `{port}`, `{etcd}` (the members'
     // client addresses, comma-separated; empty without members),
     // `{prefix}` (etcd keys of its own for this cluster), `{peers}` (every
-    // node's 127.0.0.1:port, comma-separated) and the limits of
-    // docs/protocol.md (`{max_keys}` ...) filled in. 0 etcd members are
-    // then allowed: a service that needs none.
+    // node's 127.0.0.1:port, comma-separated), `{members}` (every node as
+    // `n1=127.0.0.1:port`, comma-separated, for `serve --cluster --init
+    // --members`) and the limits of docs/protocol.md (`{max_keys}` ...)
+    // filled in. 0 etcd members are then allowed: a service that needs none.
+    // With `{advertise}` too: the address its clients reach it at
+    // (127.0.0.1:{port}, or its relay's with `relays`).
     std::string node_command;
     Limits limits;  // what the template's limits are filled with
+    // Every node's etcd connections go through a relay per (node, member),
+    // and its clients' through a relay of its own, which `{advertise}`,
+    // `{members}` and `{peers}` name (live/fault_proxy.hpp), so that the
+    // fuzzer's nemesis can cut and slow them.
+    bool relays = false;
   };
   // Starts etcd, then the nodes, and waits until one of them leads.
   static std::unique_ptr<LockCluster> start(const Options& options, std::string& error,
@@ -50,14 +64,23 @@ class LockCluster {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   EtcdCluster& etcd() { return *etcd_; }
+  // The etcd member node `node` talks to (with etcd_member_per_node), else 0.
+  int etcd_member_of(int node) const;
   bool has_etcd() const { return etcd_ != nullptr; }
   // The command node `node` runs (the template filled in).
   std::string command(int node) const;
   std::vector<client::NodeAddress> addresses() const;
   client::NodeAddress address(int node) const;
   const std::string& prefix() const { return prefix_; }
+  // With Options::relays: the relays, node's link to etcd member `member`,
+  // and the link its clients reach it through.
+  FaultProxy* relays() { return relays_.get(); }
+  int etcd_link(int node, int member) const;
+  int client_link(int node) const;
 
   bool running(int node);
+  // The node's process (what its command exec'd), if it runs.
+  std::optional<pid_t> pid(int node) const;
   void kill(int node);    // SIGKILL
   void stop(int node);    // SIGTERM (SIGKILL a second later if it is still running)
   void pause(int node);   // SIGSTOP
@@ -97,9 +120,14 @@ class LockCluster {
 
   Options options_;
   std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<FaultProxy> relays_;
+  std::vector<std::vector<int>> etcd_links_;  // [node][member]
+  std::vector<int> client_links_;
   std::optional<TemporaryFolder> folder_;  // the nodes' logs
   std::string prefix_;
   std::vector<Node> nodes_;
+  bool set_up_relays(std::string& error);
+  std::string advertise(int node) const;
 };
 
 }  // namespace lockstep::live

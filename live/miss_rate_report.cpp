@@ -6,14 +6,20 @@
 
 #include <fmt/format.h>
 
+#include "live/shard_summary.hpp"
 #include "sim/history/miss_rate.hpp"
 
 namespace lockstep::live {
 
 namespace {
 
-std::vector<sim::SimBug> bugs_of(const std::string& mode) {
-  return mode == "cluster" ? sim::cluster_mode_bugs() : sim::simple_mode_bugs();
+// The whole run as a command line: what every shard of it shares.
+std::string miss_rate_run(const MissRateRequest& command) {
+  std::string run = fmt::format("lockstep miss-rate --mode {} --seeds {}..{}", command.mode, command.seed_range.first,
+                                command.seed_range.second);
+  for (const auto& bug : command.bugs) run += " --bug " + bug;
+  if (command.mode == "cluster") run += fmt::format(" --nodes {}", command.nodes);
+  return run + fmt::format(" --budget-states {}", command.budget_states);
 }
 
 std::string seed_list(const std::vector<std::uint64_t>& seeds) {
@@ -25,38 +31,60 @@ std::string seed_list(const std::vector<std::uint64_t>& seeds) {
 
 }  // namespace
 
+std::vector<sim::SimBug> miss_rate_bugs(const std::string& mode) {
+  return mode == "cluster" ? sim::cluster_mode_bugs() : sim::simple_mode_bugs();
+}
+
 int run_miss_rate(const MissRateRequest& command) {
   sim::MissRateOptions options;
-  std::tie(options.first_seed, options.last_seed) = command.seed_range;
+  const SeedRange seeds = command.shard ? shard_seeds(command.seed_range, *command.shard) : command.seed_range;
+  std::tie(options.first_seed, options.last_seed) = seeds;
   options.budget_states = command.budget_states;
   options.nodes = command.nodes;
-  const auto all = bugs_of(command.mode);
+  const auto all = miss_rate_bugs(command.mode);
   if (command.bugs.empty()) {
     options.bugs = all;
   } else {
     for (const auto& name : command.bugs) {
       const auto found = std::find_if(all.begin(), all.end(), [&](const sim::SimBug& bug) { return bug.name == name; });
       if (found == all.end()) {
-        fmt::print(stderr, "miss-rate: --bug {} is not a bug of --mode {}\n", name, command.mode);
+        fmt::print(stderr, "lockstep miss-rate: --bug {} is not a bug of --mode {}\n", name, command.mode);
         return 2;
       }
       options.bugs.push_back(*found);
     }
   }
+  MissRateSummary summary{command.mode, command.nodes, seeds, options.budget_states, {}, 0};
+  print_miss_rate_header(summary);
+  const auto started = std::chrono::steady_clock::now();
+  summary.tallies = sim::measure_miss_rate(options);
+  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const int code = print_miss_rate_table(summary);
+  if (!command.summary_json.empty()) {
+    const ShardOf of{"miss-rate", miss_rate_run(command), command.seed_range, command.shard.value_or(Shard{})};
+    if (const auto error = write_miss_rate_summary(command.summary_json, of, summary)) {
+      fmt::print(stderr, "miss-rate: {}\n", *error);
+      return 2;
+    }
+  }
+  return code;
+}
+
+void print_miss_rate_header(const MissRateSummary& summary) {
   fmt::print("miss rate of the black-box checker on simulated histories: {} swarm seeds {}..{}, each run's clients' "
              "view\nchecked by check-history ({} configurations at most per history)\n",
-             command.mode == "cluster" ? fmt::format("cluster ({} nodes)", command.nodes) : std::string("simple-mode"),
-             options.first_seed, options.last_seed, options.budget_states);
-  const auto started = std::chrono::steady_clock::now();
-  const auto tallies = sim::measure_miss_rate(options);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+             summary.mode == "cluster" ? fmt::format("cluster ({} nodes)", summary.nodes) : std::string("simple-mode"),
+             summary.seeds.first, summary.seeds.second, summary.budget_states);
+}
+
+int print_miss_rate_table(const MissRateSummary& summary) {
   fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>9}\n", "bug", "seeds", "simulator", "its clients",
              "checker", "missed", "undecided", "miss rate");
   bool ok = true;
   std::uint64_t caught = 0, missed = 0, visible_caught = 0, visible_missed = 0, client_missed = 0, within_bounds = 0;
   std::uint64_t false_alarms = 0, clean_undecided = 0;
   std::vector<std::string> notes;
-  for (const auto& tally : tallies) {
+  for (const auto& tally : summary.tallies) {
     const auto& name = tally.bug.name;
     if (name == "none") {
       fmt::print("  {:<26} {:>5} {:>9} {:>11} {:>7} {:>6} {:>9} {:>9}\n", "none (clean)", tally.seeds, "-", "-", "-", "-",
@@ -113,7 +141,7 @@ int run_miss_rate(const MissRateRequest& command) {
              within_bounds == 0 ? std::string()
                                   : fmt::format(" (and {} passed within their run's own bounds)", within_bounds));
   fmt::print("false alarms: {}, clean seeds undecided: {}\n", false_alarms, clean_undecided);
-  fmt::print("wall time: {:.1f} s\n", wall_s);
+  fmt::print("wall time: {:.1f} s\n", summary.wall_s);
   return ok ? 0 : 1;
 }
 

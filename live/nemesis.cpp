@@ -15,22 +15,40 @@ const char* nemesis_fault_name(NemesisFault fault) {
     case NemesisFault::kill: return "kill";
     case NemesisFault::pause: return "pause";
     case NemesisFault::restart: return "restart";
+    case NemesisFault::partition_node: return "partition-node";
+    case NemesisFault::partition_clients: return "partition-clients";
+    case NemesisFault::slow_etcd: return "slow-etcd";
   }
   return "?";
 }
 
+bool is_link_fault(NemesisFault fault) {
+  return fault == NemesisFault::partition_node || fault == NemesisFault::partition_clients ||
+         fault == NemesisFault::slow_etcd;
+}
+
+const std::vector<NemesisFault>& nemesis_faults_known() {
+  static const std::vector<NemesisFault> known{NemesisFault::kill,           NemesisFault::pause,
+                                               NemesisFault::restart,        NemesisFault::partition_node,
+                                               NemesisFault::partition_clients, NemesisFault::slow_etcd};
+  return known;
+}
+
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error) {
+  if (text == "all") return nemesis_faults_known();
   std::vector<NemesisFault> faults;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const auto end = std::min(text.find(',', begin), text.size());
     const auto word = text.substr(begin, end - begin);
     std::optional<NemesisFault> fault;
-    for (const auto candidate : {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart}) {
+    std::string names;
+    for (const auto candidate : nemesis_faults_known()) {
       if (word == nemesis_fault_name(candidate)) fault = candidate;
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", nemesis_fault_name(candidate));
     }
     if (!fault) {
-      error = fmt::format("'{}' is not a fault: kill, pause or restart, comma-separated", word);
+      error = fmt::format("'{}' is not a fault: {} (comma-separated), or all", word, names);
       return std::nullopt;
     }
     if (std::find(faults.begin(), faults.end(), *fault) != faults.end()) {
@@ -43,9 +61,32 @@ std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view t
   return faults;
 }
 
+NemesisFault NemesisStep::fault() const {
+  switch (kind) {
+    case Kind::kill:
+    case Kind::start: return NemesisFault::kill;
+    case Kind::pause:
+    case Kind::resume: return NemesisFault::pause;
+    case Kind::restart: return NemesisFault::restart;
+    case Kind::cut_etcd:
+    case Kind::heal_etcd: return NemesisFault::partition_node;
+    case Kind::cut_clients:
+    case Kind::heal_clients: return NemesisFault::partition_clients;
+    case Kind::slow_etcd:
+    case Kind::heal_slow: return NemesisFault::slow_etcd;
+  }
+  return NemesisFault::kill;
+}
+
 std::string NemesisStep::what() const {
   const char* verb = "kill";
   switch (kind) {
+    case Kind::cut_etcd: return fmt::format("cut n{} from etcd", index + 1);
+    case Kind::heal_etcd: return fmt::format("heal n{} from etcd", index + 1);
+    case Kind::cut_clients: return fmt::format("cut n{} from its clients", index + 1);
+    case Kind::heal_clients: return fmt::format("heal n{} from its clients", index + 1);
+    case Kind::slow_etcd: return "slow etcd links";
+    case Kind::heal_slow: return "heal etcd links";
     case Kind::kill: verb = "kill"; break;
     case Kind::start: verb = "start"; break;
     case Kind::pause: verb = "pause"; break;
@@ -68,9 +109,13 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
     const auto pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(targets)));
     NemesisStep step;
     step.at_us = at;
-    step.etcd = pick >= options.nodes;
-    step.index = step.etcd ? pick - options.nodes : pick;
+    // A link fault acts on a node's links (slow-etcd on every node's), never
+    // on an etcd member; the draws are the same, so a plan of process faults
+    // stays what it was.
+    step.etcd = pick >= options.nodes && !is_link_fault(fault);
+    step.index = step.etcd ? pick - options.nodes : pick % options.nodes;
     step.leader = !step.etcd && rng.chance(0.5);
+    if (fault == NemesisFault::slow_etcd) step.index = 0, step.leader = false;  // every node's links
     const int fault_at = static_cast<int>(steps.size());
     // Healed half a period later, and by the run's end at the latest.
     const auto heal_at = std::min(at + period_us / 2, end_us);
@@ -79,6 +124,9 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
       switch (fault) {
         case NemesisFault::kill: return {NemesisStep::Kind::kill, NemesisStep::Kind::start};
         case NemesisFault::pause: return {NemesisStep::Kind::pause, NemesisStep::Kind::resume};
+        case NemesisFault::partition_node: return {NemesisStep::Kind::cut_etcd, NemesisStep::Kind::heal_etcd};
+        case NemesisFault::partition_clients: return {NemesisStep::Kind::cut_clients, NemesisStep::Kind::heal_clients};
+        case NemesisFault::slow_etcd: return {NemesisStep::Kind::slow_etcd, NemesisStep::Kind::heal_slow};
         case NemesisFault::restart: break;
       }
       return {NemesisStep::Kind::restart, std::nullopt};

@@ -7,7 +7,17 @@
 //   kill     SIGKILL a process, start it again (same port, same data) half a
 //            period later;
 //   pause    SIGSTOP a process, SIGCONT it half a period later;
-//   restart  stop a process (SIGTERM) and start it again at once.
+//   restart  stop a process (SIGTERM) and start it again at once;
+//
+// and, through the relays the fuzzer puts between the processes
+// (live/fault_proxy.hpp), faults of the links, each healed half a period
+// later:
+//
+//   partition-node     a node cut from every etcd member both ways (a black
+//                      hole: its connections stay open and carry nothing)
+//                      while its clients stay connected;
+//   partition-clients  a node's clients cut from it, both ways;
+//   slow-etcd          every node's etcd links slowed by `slow_ms` each way.
 //
 // Half the faults on nodes hit the node that leads when they are done.
 //
@@ -24,15 +34,23 @@
 
 namespace lockstep::live {
 
-enum class NemesisFault { kill, pause, restart };
+enum class NemesisFault { kill, pause, restart, partition_node, partition_clients, slow_etcd };
 
-// "kill,pause,restart" (any non-empty subset, each once); nothing and
-// `error` set otherwise.
+// Every fault the nemesis knows, by name, in the order `all` lists them: a
+// new kind of fault is added here (with its steps in nemesis_plan and the
+// driver's apply), and `--nemesis all`, which the soak runs, includes it.
+const std::vector<NemesisFault>& nemesis_faults_known();
+
+// "kill,pause,restart,partition-node,partition-clients,slow-etcd" (any
+// non-empty subset, each once), or "all" (every
+// fault known); nothing and `error` set otherwise.
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error);
 const char* nemesis_fault_name(NemesisFault fault);
+// Whether the fault acts on links, through relays, rather than on processes.
+bool is_link_fault(NemesisFault fault);
 
 struct NemesisStep {
-  enum class Kind { kill, start, pause, resume, restart };
+  enum class Kind { kill, start, pause, resume, restart, cut_etcd, heal_etcd, cut_clients, heal_clients, slow_etcd, heal_slow };
   std::int64_t at_us = 0;  // since the run's start
   Kind kind = Kind::kill;
   bool etcd = false;       // an etcd member, else a node
@@ -41,8 +59,11 @@ struct NemesisStep {
   // answers as leader, `index`); its heal, `heals` >= 0, acts on the same.
   bool leader = false;
   int heals = -1;          // a heal: the index in the plan of the fault it heals
-  // As the history's `nemesis` event says it: "kill n2", "resume etcd1".
+  // As the history's `nemesis` event says it: "kill n2", "resume etcd1",
+  // "cut n2 from etcd", "heal n2 from its clients", "slow etcd links".
   std::string what() const;
+  // The fault it opens or heals, as --nemesis names it.
+  NemesisFault fault() const;
 };
 
 struct NemesisPlanOptions {

@@ -1,5 +1,6 @@
 #include "live/process.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -117,13 +118,15 @@ extern "C" void stop_groups_and_die(int signal_number) {
     if (group > 0) ::kill(-group, SIGTERM);
   }
   // Reap each server (up to two seconds, then SIGKILL), so none is left
-  // running or unreaped when this process is gone.
+  // running or unreaped when this process is gone: every process of its
+  // group, not only the command (a shell that did not `exec` exits first).
   for (int waited_ms = 0;; waited_ms += 10) {
     bool any = false;
     for (auto& slot : running_groups) {
       const pid_t group = slot.load();
       if (group <= 0) continue;
-      if (::waitpid(group, nullptr, WNOHANG) == 0) {
+      ::waitpid(group, nullptr, WNOHANG);
+      if (::kill(-group, 0) == 0) {
         any = true;
         if (waited_ms >= 2'000) {
           ::kill(-group, SIGKILL);
@@ -188,6 +191,31 @@ void keep_on_signal(const std::string& folder) {
   folders_lock.clear();
 }
 
+// Whether a process of `group` has not exited. kill() finds zombies too,
+// and a server orphaned by its shell is reaped by whoever adopted it, maybe
+// never: /proc tells a zombie from a process that runs.
+bool group_has_live_member(pid_t group) {
+  if (::kill(-group, 0) != 0 && errno == ESRCH) return false;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream file(entry.path() / "stat");
+    std::string stat;
+    std::getline(file, stat);
+    // "pid (command) state ppid pgrp ...": the command may hold spaces and
+    // parentheses, so the fields are read after the last ')'.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    char state = 0;
+    long parent = 0, process_group = 0;
+    if (!(fields >> state >> parent >> process_group)) continue;
+    if (process_group == group && state != 'Z' && state != 'X') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void stop_on_signal(pid_t group) {
@@ -241,43 +269,66 @@ std::optional<ServerProcess> ServerProcess::start(const std::string& command, co
 }
 
 ServerProcess::ServerProcess(ServerProcess&& other) noexcept
-    : pid_(other.pid_), log_path_(std::move(other.log_path_)) {
+    : pid_(other.pid_), reaped_(other.reaped_), status_(other.status_), log_path_(std::move(other.log_path_)) {
   other.pid_ = -1;
 }
 
 ServerProcess::~ServerProcess() { stop(); }
 
+void ServerProcess::reap_if_exited() {
+  if (pid_ < 0 || reaped_) return;
+  if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+}
+
 bool ServerProcess::running() {
   if (pid_ < 0) return false;
-  int status = 0;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) {
-    kill(-pid_, SIGKILL);  // whatever else the command started
-    forget_group(pid_);
-    pid_ = -1;
-    return false;
-  }
-  return true;
+  reap_if_exited();
+  if (!reaped_) return true;
+  kill(-pid_, SIGKILL);  // whatever else the command started
+  forget_group(pid_);
+  pid_ = -1;
+  return false;
+}
+
+void ServerProcess::terminate() {
+  if (pid_ < 0) return;
+  kill(-pid_, SIGTERM);
+  kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
+}
+
+bool ServerProcess::group_alive() {
+  if (pid_ < 0) return false;
+  reap_if_exited();
+  return group_has_live_member(pid_);
 }
 
 int ServerProcess::stop(std::chrono::milliseconds grace) {
   if (pid_ < 0) return -1;
-  kill(-pid_, SIGTERM);
-  kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
-  const auto give_up = std::chrono::steady_clock::now() + grace;
-  int status = 0;
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= give_up) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      break;
+  terminate();
+  // The whole group, not only the command: a shell that did not `exec` its
+  // server exits at once, and the server may take its time.
+  const auto wait_for_group = [this](std::chrono::steady_clock::time_point until) {
+    while (group_alive()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return true;
+  };
+  if (!wait_for_group(std::chrono::steady_clock::now() + grace)) {
+    kill(-pid_, SIGKILL);
+    // SIGKILL cannot be caught: what is left ends within moments, unless it
+    // is stuck in the kernel; the tool does not wait for that forever.
+    wait_for_group(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   }
-  kill(-pid_, SIGKILL);  // whatever else the command started
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+  }
   forget_group(pid_);
   pid_ = -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  reaped_ = false;
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  return WIFSIGNALED(status_) ? 128 + WTERMSIG(status_) : -1;
 }
 
 void ServerProcess::send_signal(int signal) {
@@ -291,6 +342,34 @@ std::string ServerProcess::log_tail() const {
   auto all = text.str();
   if (all.size() > 2000) all = all.substr(all.size() - 2000);
   return all;
+}
+
+}  // namespace lockstep::live
+
+namespace lockstep::live {
+
+Accepting wait_until_accepting(ServerProcess& server, const std::string& host, std::uint16_t port,
+                               std::chrono::milliseconds patience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (true) {
+    if (auto socket = client::LineSocket::connect(host, port, std::chrono::milliseconds(0))) {
+      return Accepting{std::move(socket), {}, {}};
+    }
+    if (!server.running()) {
+      return Accepting{std::nullopt, fmt::format("it exited before it accepted a connection on port {}", port),
+                       server.log_tail()};
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return Accepting{std::nullopt,
+                       fmt::format("it did not accept a connection on port {} within {} ms", port, patience.count()),
+                       server.log_tail()};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool port_accepts(const std::string& host, std::uint16_t port) {
+  return client::LineSocket::connect(host, port, std::chrono::milliseconds(0)).has_value();
 }
 
 }  // namespace lockstep::live

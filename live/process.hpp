@@ -1,6 +1,9 @@
 // A server under test, started from a shell command template and stopped
 // again: the `{name}` placeholders of the template are filled in, the
-// command runs in its own process group, and stopping it ends the group.
+// command runs in its own process group, and stopping it ends the group:
+// SIGTERM to every process of it, and the server is gone only when every
+// one has exited (a template without `exec` leaves /bin/sh as the group's
+// leader and the server as its child, and the shell exits first).
 // No server outlives the tool that started it: SIGINT, SIGTERM or SIGHUP
 // to the tool first sends SIGTERM to every group still running (unless the
 // tool handles those signals itself) and then removes the tool's temporary
@@ -17,6 +20,7 @@
 #include <utility>
 #include <sys/types.h>
 
+#include "client/line_socket.hpp"
 #include "impl/limits.hpp"
 
 namespace lockstep::live {
@@ -74,24 +78,54 @@ class ServerProcess {
   ServerProcess& operator=(ServerProcess&&) = delete;
   ~ServerProcess();
 
-  // SIGTERM to the group, then SIGKILL if it has not exited within `grace`.
-  // Returns the exit status (128 + signal if it was killed), -1 if it had
-  // already been reaped. The tool's own uses keep the short default; a test
-  // that asserts a clean exit passes a longer grace, since a sanitized server
-  // on a loaded machine can take seconds to reach its exit.
+  // SIGTERM to the group, then SIGKILL to what is left of it if it has not
+  // all exited within `grace`; returns once every process of the group has
+  // exited. Returns the exit status of the command (128 + signal if it was
+  // killed), -1 if it had already been reaped. The tool's own uses keep the
+  // short default; a test that asserts a clean exit passes a longer grace,
+  // since a sanitized server on a loaded machine can take seconds to reach
+  // its exit.
   int stop(std::chrono::milliseconds grace = std::chrono::seconds(2));
+  // The first half of stop(), for a caller that has more to do while the
+  // server shuts down (read what it still sends): SIGTERM (and SIGCONT) to
+  // the group, without waiting.
+  void terminate();
+  // Whether some process of the group has not exited yet (a zombie counts
+  // as exited). Reaps the command when it has exited.
+  bool group_alive();
   pid_t pid() const { return pid_; }
   // Sends `signal` to its process group (SIGKILL, SIGSTOP, SIGCONT ...).
   void send_signal(int signal);
-  // Whether it is still running (it may have exited on its own).
+  // Whether the command is still running (it may have exited on its own);
+  // when it has exited, what it left of its group is killed.
   bool running();
   // The tail of what it printed, for error messages.
   std::string log_tail() const;
 
  private:
   ServerProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+  // Reaps the command if it has exited (status_ then holds its status).
+  void reap_if_exited();
   pid_t pid_ = -1;
+  bool reaped_ = false;  // the command (the group's leader) has been waited for
+  int status_ = 0;
   std::string log_path_;
 };
+
+// Waits until `server` accepts a connection on host:port. Returns the
+// connection, or why there is none (one line: the command exited first, or
+// `patience` passed) and the tail of what the server printed. A server is
+// ready only when it accepts: a tool that started it never counts on it
+// before.
+struct Accepting {
+  std::optional<client::LineSocket> socket;
+  std::string why_not;
+  std::string output;
+};
+Accepting wait_until_accepting(ServerProcess& server, const std::string& host, std::uint16_t port,
+                               std::chrono::milliseconds patience);
+
+// Whether something accepts a connection on host:port now (one attempt).
+bool port_accepts(const std::string& host, std::uint16_t port);
 
 }  // namespace lockstep::live

@@ -10,7 +10,7 @@ namespace {
 
 int run_cluster_serve(ServeRequest& options) {
   if (!options.simple_only_given.empty()) {
-    fmt::print(stderr, "serve: {} has no meaning with --cluster\n", options.simple_only_given.front());
+    fmt::print(stderr, "lockstep serve: {} has no meaning with --cluster\n", options.simple_only_given.front());
     return 2;
   }
   if (options.list_bugs) {
@@ -19,7 +19,7 @@ int run_cluster_serve(ServeRequest& options) {
   }
   const auto bug = cluster::cluster_bug_from_name(options.bug);
   if (!bug) {
-    fmt::print(stderr, "serve: '{}' is not a bug of the cluster catalogue (lockstep serve --cluster --list-bugs lists it)\n",
+    fmt::print(stderr, "lockstep serve: '{}' is not a bug of the cluster catalogue (lockstep serve --cluster --list-bugs lists it)\n",
                options.bug);
     return 2;
   }
@@ -35,7 +35,7 @@ int run_cluster_serve(ServeRequest& options) {
   c.quiet = options.config.quiet;
   c.bug = *bug;
   if (auto error = validate(c)) {
-    fmt::print(stderr, "serve: {}\n", *error);
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return 2;
   }
   return run_cluster_server(c);
@@ -46,7 +46,7 @@ int run_cluster_serve(ServeRequest& options) {
 int run_serve(ServeRequest& options) {
   if (options.cluster) return run_cluster_serve(options);
   if (!options.cluster_only_given.empty()) {
-    fmt::print(stderr, "serve: {} needs --cluster\n", options.cluster_only_given.front());
+    fmt::print(stderr, "lockstep serve: {} needs --cluster\n", options.cluster_only_given.front());
     return 2;
   }
   if (options.list_bugs) {
@@ -55,7 +55,7 @@ int run_serve(ServeRequest& options) {
   }
   const auto bug = bug_from_name(options.bug);
   if (!bug) {
-    fmt::print(stderr, "serve: '{}' is not a bug of the engine's catalogue (lockstep serve --list-bugs lists it)\n",
+    fmt::print(stderr, "lockstep serve: '{}' is not a bug of the engine's catalogue (lockstep serve --list-bugs lists it)\n",
                options.bug);
     return 2;
   }

@@ -51,7 +51,7 @@ int run_server_bench(const ServerBenchOptions& options) {
   const auto lockstep_port = client::pick_free_port();
   const auto redis_port = client::pick_free_port();
   if (!lockstep_port || !redis_port || *lockstep_port == *redis_port) {
-    fmt::print(stderr, "bench server: no free ports\n");
+    fmt::print(stderr, "lockstep bench server: no free ports\n");
     return 2;
   }
   const auto log = [&](const char* name) { return fmt::format("/tmp/lockstep-bench-{}-{}.log", name, getpid()); };
@@ -63,20 +63,20 @@ int run_server_bench(const ServerBenchOptions& options) {
                   options.redis_binary, *redis_port),
       log("redis"));
   if (!lockstep || !redis) {
-    fmt::print(stderr, "bench server: cannot start the servers\n");
+    fmt::print(stderr, "lockstep bench server: cannot start the servers\n");
     return 2;
   }
   // Wait for both, and load the release script into Redis.
   if (!wait_until_listening(*lockstep, *lockstep_port, std::chrono::seconds(10)) ||
       !wait_until_listening(*redis, *redis_port, std::chrono::seconds(10))) {
-    fmt::print(stderr, "bench server: a server did not start:\n{}\n{}\n", lockstep->log_tail(), redis->log_tail());
+    fmt::print(stderr, "lockstep bench server: a server did not start:\n{}\n{}\n", lockstep->log_tail(), redis->log_tail());
     return 2;
   }
   redisContext* setup = redisConnect("127.0.0.1", *redis_port);
   auto* loaded = setup == nullptr ? nullptr
                                   : static_cast<redisReply*>(redisCommand(setup, "SCRIPT LOAD %s", release_script));
   if (loaded == nullptr || loaded->type != REDIS_REPLY_STRING) {
-    fmt::print(stderr, "bench server: cannot load the release script into Redis\n");
+    fmt::print(stderr, "lockstep bench server: cannot load the release script into Redis\n");
     if (loaded != nullptr) freeReplyObject(loaded);
     if (setup != nullptr) redisFree(setup);
     return 2;
@@ -102,7 +102,7 @@ int run_server_bench(const ServerBenchOptions& options) {
     auto theirs = redis_protocol(sha);
     const auto b = run_load(config, *theirs);
     if (!a.error.empty() || !b.error.empty()) {
-      fmt::print(stderr, "bench server: the load failed: {} {}\n", a.error, b.error);
+      fmt::print(stderr, "lockstep bench server: the load failed: {} {}\n", a.error, b.error);
       return 2;
     }
     fmt::print("pipeline depth {}:\n", depth);
@@ -130,7 +130,7 @@ int run_server_bench(const ServerBenchOptions& options) {
   ::unlink(log("lockstep").c_str());
   ::unlink(log("redis").c_str());
   if (!c.error.empty()) {
-    fmt::print(stderr, "bench server: the contention load failed: {}\n", c.error);
+    fmt::print(stderr, "lockstep bench server: the contention load failed: {}\n", c.error);
     return 2;
   }
   return 0;

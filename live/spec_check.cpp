@@ -33,7 +33,7 @@ int emit_vectors(const Explorer& explorer, const SpecCheckOptions& options, cons
   std::error_code error;
   std::filesystem::create_directories(options.emit_directory, error);
   if (error) {
-    fmt::print(stderr, "check: cannot create {}: {}\n", options.emit_directory, error.message());
+    fmt::print(stderr, "lockstep check: cannot create {}: {}\n", options.emit_directory, error.message());
     return 2;
   }
   const auto count = explorer.state_count();
@@ -45,7 +45,7 @@ int emit_vectors(const Explorer& explorer, const SpecCheckOptions& options, cons
     const auto path = std::filesystem::path(options.emit_directory) /
                       fmt::format("{}-{:06}.vec", stem, state);
     if (!write_file(path, explorer.vector_text(explorer.behaviour_to(state), comment))) {
-      fmt::print(stderr, "check: cannot write {}\n", path.string());
+      fmt::print(stderr, "lockstep check: cannot write {}\n", path.string());
       return 2;
     }
   }
@@ -76,7 +76,7 @@ int run_spec_check(const SpecCheckOptions& options) {
   const std::filesystem::path config_path(options.config_path);
   const auto config_text = read_file(config_path);
   if (!config_text) {
-    fmt::print(stderr, "check: cannot read {}\n", options.config_path);
+    fmt::print(stderr, "lockstep check: cannot read {}\n", options.config_path);
     return 2;
   }
   // The MC module beside the config, for `Name <- Definition` constants.
@@ -85,7 +85,7 @@ int run_spec_check(const SpecCheckOptions& options) {
   const auto module_text = read_file(module_path).value_or("");
   if (is_cluster_config(*config_text, module_text)) {
     fmt::print(stderr,
-               "check: {} is a config of the cluster spec (LockCluster.tla): the explorer covers simple mode "
+               "lockstep check: {} is a config of the cluster spec (LockCluster.tla): the explorer covers simple mode "
                "only (LockServer.tla: MCsweep, MCcapacity, MCliveness, Bug*.cfg); the cluster configs "
                "(ClusterMC*.cfg, ClusterBug*.cfg) are checked by TLC, see spec/README.md\n",
                options.config_path);
@@ -93,7 +93,7 @@ int run_spec_check(const SpecCheckOptions& options) {
   }
   auto parsed = parse_spec_config(*config_text, module_text);
   if (auto* error = std::get_if<std::string>(&parsed)) {
-    fmt::print(stderr, "check: {}: {}\n", options.config_path, *error);
+    fmt::print(stderr, "lockstep check: {}: {}\n", options.config_path, *error);
     return 2;
   }
   const auto& config = std::get<SpecConfig>(parsed);
@@ -130,7 +130,7 @@ int run_spec_check(const SpecCheckOptions& options) {
                     stem, result.failure->property));
     fmt::print("as a vector:\n{}", vec);
     if (!options.counterexample_path.empty() && !write_file(options.counterexample_path, vec)) {
-      fmt::print(stderr, "check: cannot write {}\n", options.counterexample_path);
+      fmt::print(stderr, "lockstep check: cannot write {}\n", options.counterexample_path);
       return 2;
     }
     return 1;

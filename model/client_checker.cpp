@@ -180,7 +180,27 @@ void ClientChecker::on_deferred(TimeMs now, const Outbound& o) {
   // grant, so the earlier grant is no longer live: on_grant checks that.
   const Queued taken = *found;
   queued_.erase(found);
+  if (const auto holder = grants_.find(r.key);
+      holder != grants_.end() && !holder->second.released && holder->second.expiry <= now) {
+    on_sweep_handoff(now, r.key, holder->second.token, r.token);
+  }
   on_grant(now, r.key, r.token, taken.lease_ms);
+}
+
+void ClientChecker::on_sweep_handoff(TimeMs now, const std::string& key, Token holder, Token granted) {
+  if (now != sweep_instant_) {
+    sweep_instant_ = now;
+    sweep_handoffs_.clear();
+  }
+  for (const auto& earlier : sweep_handoffs_) {
+    if ((earlier.holder < holder) != (earlier.granted < granted)) {
+      violation(now, fmt::format("the sweep handed {} (holder's token {}) over with token {} and {} (holder's token "
+                                 "{}) with token {}: not in the order of their holders' tokens",
+                                 earlier.key, earlier.holder.value, earlier.granted.value, key, holder.value,
+                                 granted.value));
+    }
+  }
+  sweep_handoffs_.push_back(SweepHandoff{key, holder, granted});
 }
 
 void ClientChecker::end_request(TimeMs now) {

@@ -6,6 +6,10 @@
 // - never two live grants of one key (live: not released, lease not ended);
 // - a deferred grant goes to the oldest queued request of its key (FIFO, on
 //   the release path and through the sweep alike);
+// - one sweep hands keys over in the order their holders' tokens were issued
+//   (docs/protocol.md, simple mode point 8): of two hand-offs of expired,
+//   unreleased grants at one instant, the older holder's gets the smaller
+//   token;
 // - nothing early: a T for a queued request comes exactly at its deadline, a
 //   grant strictly before it; a try-lock is refused only while a grant of its
 //   key is live;
@@ -80,8 +84,17 @@ class ClientChecker {
   std::size_t queued_on(const std::string& key) const;
   std::size_t live_keys(TimeMs now) const;
 
+  // A hand-off by the sweep: the expired holder's token and the new one.
+  struct SweepHandoff {
+    std::string key;
+    Token holder, granted;
+  };
+  void on_sweep_handoff(TimeMs now, const std::string& key, Token holder, Token granted);
+
   Limits limits_;
   std::optional<Sent> sent_;
+  TimeMs sweep_instant_{-1};
+  std::vector<SweepHandoff> sweep_handoffs_;  // at sweep_instant_
   std::deque<Queued> queued_;  // oldest first, all keys
   std::map<std::string, Grant> grants_;
   std::map<ConnectionId, bool> closed_;

@@ -17,6 +17,7 @@ ClusterModel::ClusterModel(Limits limits, Token first_token, cluster::SessionLim
 
 Outputs ClusterModel::apply(const cluster::Command& command) {
   clock_ = std::max(clock_, cluster::stamped_time(command));
+  see_epoch(cluster::command_epoch(command));
   Outputs out;
   std::visit(
       [&](const auto& c) {
@@ -39,21 +40,54 @@ std::size_t ClusterModel::waiter_count() const {
 
 // ---- sessions ---------------------------------------------------------------
 
-bool ClusterModel::handled_by_session(const cluster::Session& session, ConnectionId connection, Outputs& out) {
+namespace {
+
+// What a request asks, as its line without the session fields.
+std::string asked(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) {
+    return fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value);
+  }
+  const auto& r = std::get<cluster::Release>(command);
+  return fmt::format("R {} {}", r.key, r.token.value);
+}
+
+const cluster::Session& session_of(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return a->session;
+  return std::get<cluster::Release>(command).session;
+}
+
+ConnectionId connection_of(const cluster::Command& command) {
+  if (const auto* a = std::get_if<cluster::Acquire>(&command)) return a->connection;
+  return std::get<cluster::Release>(command).connection;
+}
+
+}  // namespace
+
+bool ClusterModel::handled_by_session(const cluster::Command& command, Outputs& out) {
+  const auto& session = session_of(command);
+  const auto connection = connection_of(command);
   if (session.anonymous()) return false;
   auto client = clients_.find(session.client);
   if (client == clients_.end()) return false;
   auto request = client->second.requests.find(session.sequence);
   if (request != client->second.requests.end()) {
+    const Remembered& what = request->second;
+    if (what.request != asked(command)) {
+      // Another request under a number already used: refused, never told
+      // what the first one came to.
+      out.push_back({connection, Response::error(cluster::reused_reason)});
+      return true;
+    }
     // A retry: what the request came to, heard where the client now asks.
     client->second.last_use = ++uses_;
-    const Remembered& what = request->second;
     if (what.kind != Remembered::Kind::queued) {
       out.push_back({connection, what.response});
     } else {
       for (auto& [key, state] : keys_) {
         for (auto& waiter : state.queue) {
-          if (waiter.id == what.waiter) waiter.connection = connection;
+          if (waiter.id != what.waiter) continue;
+          waiter.connection = connection;
+          belong(waiter, cluster::command_epoch(command));
         }
       }
     }
@@ -67,8 +101,10 @@ bool ClusterModel::handled_by_session(const cluster::Session& session, Connectio
   return false;
 }
 
-void ClusterModel::remember(const cluster::Session& session, Remembered what) {
+void ClusterModel::remember(const cluster::Command& command, Remembered what) {
+  const auto& session = session_of(command);
   if (session.anonymous()) return;
+  what.request = asked(command);
   if (!clients_.contains(session.client) && clients_.size() >= session_limits_.clients_max) {
     // Forget the client used longest ago.
     auto oldest = clients_.begin();
@@ -95,15 +131,16 @@ void ClusterModel::answered_later(const Waiter& waiter, Remembered what) {
   // Forgotten and asked again since (an evicted client reusing its number):
   // the request remembered now is another one.
   if (request->second.kind != Remembered::Kind::queued || request->second.waiter != waiter.id) return;
+  what.request = std::move(request->second.request);
   request->second = std::move(what);
 }
 
 // ---- requests -----------------------------------------------------------------
 
 void ClusterModel::acquire(const cluster::Acquire& command, Outputs& out) {
-  if (handled_by_session(command.session, command.connection, out)) return;
+  if (handled_by_session(command, out)) return;
   const auto answer = [&](Response response) {
-    remember(command.session, Remembered{Remembered::Kind::answered, response, 0});
+    remember(command, Remembered{Remembered::Kind::answered, response, 0, {}});
     out.push_back({command.connection, std::move(response)});
   };
   // No token left: every acquire is E, whatever its key's state.
@@ -125,17 +162,18 @@ void ClusterModel::acquire(const cluster::Acquire& command, Outputs& out) {
   // The tail, whoever holds the key (the same owner is no exception).
   const std::uint64_t id = next_waiter_++;
   state.queue.push_back(Waiter{id, command.owner, command.lease_ms, clock_ + command.wait_ms, command.connection,
-                               command.session});
-  remember(command.session, Remembered{Remembered::Kind::queued, {}, id});
+                               command.session, 0, std::nullopt});
+  belong(state.queue.back(), command.epoch);
+  remember(command, Remembered{Remembered::Kind::queued, {}, id, {}});
 }
 
 void ClusterModel::release(const cluster::Release& command, Outputs& out) {
-  if (handled_by_session(command.session, command.connection, out)) return;
+  if (handled_by_session(command, out)) return;
   auto found = keys_.find(command.key);
   const bool holds = found != keys_.end() && found->second.token == command.token;
   Response response =
       holds ? Response::released(command.token, command.key) : Response::not_held(command.token, command.key);
-  remember(command.session, Remembered{Remembered::Kind::answered, response, 0});
+  remember(command, Remembered{Remembered::Kind::answered, response, 0, {}});
   out.push_back({command.connection, std::move(response)});
   if (holds) pass_on(command.key, out);
 }
@@ -155,8 +193,15 @@ void ClusterModel::timeout(const cluster::Timeout& command, Outputs& out) {
   const auto waiter = std::find_if(queue.begin(), queue.end(),
                                    [&](const Waiter& w) { return w.id == command.waiter.value; });
   if (waiter == queue.end()) return;  // granted, timed out or dropped since
+  if (waiter->detached_at) {
+    // Its client did not come back within the grace: it leaves, unheard.
+    answered_later(*waiter, Remembered{Remembered::Kind::dropped, Response::timed_out(waiter->owner, command.key), 0, {}});
+    queue.erase(waiter);
+    return;
+  }
+  if (clock_ < waiter->deadline) return;  // not due: it stays
   const auto response = Response::timed_out(waiter->owner, command.key);
-  answered_later(*waiter, Remembered{Remembered::Kind::answered, response, 0});
+  answered_later(*waiter, Remembered{Remembered::Kind::answered, response, 0, {}});
   out.push_back({waiter->connection, response});
   queue.erase(waiter);
 }
@@ -166,7 +211,7 @@ void ClusterModel::close(const cluster::Close& command) {
     for (const auto& w : state.queue) {
       if (w.connection != command.connection) continue;
       // Never answered; a retry of it hears T (it can no longer be granted).
-      answered_later(w, Remembered{Remembered::Kind::dropped, Response::timed_out(w.owner, key), 0});
+      answered_later(w, Remembered{Remembered::Kind::dropped, Response::timed_out(w.owner, key), 0, {}});
     }
     std::erase_if(state.queue, [&](const Waiter& w) { return w.connection == command.connection; });
   }
@@ -179,11 +224,16 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
   while (!state.queue.empty()) {
     const Waiter head = state.queue.front();
     state.queue.pop_front();
+    if (head.detached_at) {
+      // Nobody would hear it: dropped, as its closed connection would.
+      answered_later(head, Remembered{Remembered::Kind::dropped, Response::timed_out(head.owner, key), 0, {}});
+      continue;
+    }
     if (clock_ >= head.deadline || tokens_exhausted()) {
       // docs/protocol.md, "Time": at now >= deadline a waiter is answered T,
       // never granted; and "Tokens": with no token left, so is every waiter.
       const auto response = Response::timed_out(head.owner, key);
-      answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
+      answered_later(head, Remembered{Remembered::Kind::answered, response, 0, {}});
       out.push_back({head.connection, response});
       continue;
     }
@@ -192,11 +242,32 @@ void ClusterModel::pass_on(const std::string& key, Outputs& out) {
     state.granted_at = clock_;
     state.expiry = clock_ + head.lease_ms;
     const auto response = Response::granted(state.token, head.owner, key);
-    answered_later(head, Remembered{Remembered::Kind::answered, response, 0});
+    answered_later(head, Remembered{Remembered::Kind::answered, response, 0, {}});
     out.push_back({head.connection, response});
     return;
   }
   keys_.erase(key);
+}
+
+// ---- leader changes ---------------------------------------------------------------
+
+void ClusterModel::see_epoch(std::uint64_t epoch) {
+  if (epoch <= epoch_) return;
+  epoch_ = epoch;
+  for (auto& [key, state] : keys_) {
+    for (auto& w : state.queue) {
+      if (w.epoch < epoch_ && !w.detached_at) w.detached_at = clock_;
+    }
+  }
+}
+
+void ClusterModel::belong(Waiter& waiter, std::uint64_t epoch) {
+  waiter.epoch = epoch;
+  if (epoch >= epoch_) {
+    waiter.detached_at.reset();
+  } else if (!waiter.detached_at) {
+    waiter.detached_at = clock_;
+  }
 }
 
 Token ClusterModel::new_token() {
@@ -213,8 +284,21 @@ std::string ClusterModel::canonical() const {
     text += fmt::format("key {} holder {} token {} granted_at {} expiry {}\n", key, state.holder, state.token.value,
                         state.granted_at.value, state.expiry.value);
     for (const auto& w : state.queue) {
-      text += fmt::format("  waiter {} owner {} lease {} deadline {} connection {}\n", w.id, w.owner,
-                          w.lease_ms.value, w.deadline.value, w.connection.value);
+      text += fmt::format("  waiter {} owner {} lease {} deadline {} connection {} epoch {}", w.id, w.owner,
+                          w.lease_ms.value, w.deadline.value, w.connection.value, w.epoch);
+      text += w.detached_at ? fmt::format(" detached {}\n", w.detached_at->value) : "\n";
+    }
+  }
+  return text;
+}
+
+std::string ClusterModel::canonical_sessions() const {
+  std::string text;
+  for (const auto& [name, client] : clients_) {
+    text += fmt::format("client {} highest {}\n", name, client.highest);
+    for (const auto& [sequence, what] : client.requests) {
+      text += fmt::format("  {} {} {} {}\n", sequence, static_cast<int>(what.kind), format_response(what.response),
+                          what.waiter);
     }
   }
   return text;

@@ -18,6 +18,16 @@
 //   cannot be granted and are answered T, head first; the first one still
 //   waiting gets the key (new token, its lease from the instant); with none
 //   left the key is deleted.
+// Leader changes (docs/protocol.md, "Waiters and leader changes"): every
+// command names the leadership (epoch) that proposed it; the model's epoch
+// is the highest it applied.
+// - a waiter belongs to the epoch of the command that queued it, or of the
+//   retry that last found it queued; when the model's epoch passes it, it is
+//   detached (since that command's instant): its client's connection is gone;
+// - a detached waiter is never granted: passing a key on drops it silently,
+//   before anything else is looked at, and so does a Timeout of it;
+// - a retry of its request under the model's epoch attaches it again, in its
+//   place, with its deadline.
 // Waiters are numbered 1, 2, ... in the order they are queued, over the whole
 // table: Timeout commands name them by that number.
 // Sessions (docs/protocol.md, "Cluster nodes on the wire"), for requests that
@@ -25,9 +35,12 @@
 // - the model remembers, per client, what each of its last `window`
 //   sequence numbers came to: answered (the response), still queued (the
 //   waiter), or dropped with its closed connection (a retry hears T);
-// - a request already remembered is a retry: not applied again; an answered
-//   or dropped one is answered the same on the retry's connection, a queued
-//   one moves its waiter to that connection;
+// - a request already remembered is a retry when it asks the same (the
+//   same request line but the session fields): not applied again; an
+//   answered or dropped one is answered the same on the retry's connection,
+//   a queued one moves its waiter to that connection; a request that asks
+//   something else under a remembered number is `E session reused for
+//   another request`, and nothing changes;
 // - a sequence number at or below the client's highest minus `window` that
 //   is not remembered is `E stale request`;
 // - at most `clients_max` clients are remembered: a new one past that makes
@@ -37,6 +50,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "impl/cluster/commands.hpp"
@@ -56,6 +70,8 @@ class ClusterModel {
     TimeMs deadline;
     ConnectionId connection;
     cluster::Session session;
+    std::uint64_t epoch = 0;
+    std::optional<TimeMs> detached_at;  // since when it waits for a retry
   };
   struct Key {
     std::string holder;
@@ -74,11 +90,18 @@ class ClusterModel {
   // A canonical text of the lock table, identical to
   // cluster::canonical_table(const LockMachine&) for the same state.
   std::string canonical() const;
+  // A canonical text of what the sessions remember (per client, its highest
+  // sequence number and what each remembered request came to), without the
+  // order of use, which decides only which client is forgotten past
+  // clients_max. Two models with equal canonical() and canonical_sessions()
+  // answer every later command alike (up to that order).
+  std::string canonical_sessions() const;
   Token next_token() const { return next_token_; }  // 0 once 2^64 - 1 was issued
   bool tokens_exhausted() const { return next_token_.value == 0; }
 
   const std::map<std::string, Key>& keys() const { return keys_; }
   TimeMs clock() const { return clock_; }
+  std::uint64_t epoch() const { return epoch_; }  // the highest a command carried
   const Limits& limits() const { return limits_; }
   std::size_t waiter_count() const;
 
@@ -89,6 +112,7 @@ class ClusterModel {
     Kind kind = Kind::answered;
     Response response;        // answered, dropped (the T a retry gets)
     std::uint64_t waiter = 0;  // queued
+    std::string request;       // what it asked: `A k o lease wait` or `R k token`
   };
   struct Client {
     std::uint64_t highest = 0;
@@ -98,8 +122,8 @@ class ClusterModel {
 
   // Session handling before a request: true when the request is done (a
   // retry or stale), with what it answers in `out`.
-  bool handled_by_session(const cluster::Session& session, ConnectionId connection, Outputs& out);
-  void remember(const cluster::Session& session, Remembered what);
+  bool handled_by_session(const cluster::Command& command, Outputs& out);
+  void remember(const cluster::Command& command, Remembered what);
   // A queued waiter was answered or dropped: what its request came to, if
   // the session still remembers that request as this waiter.
   void answered_later(const Waiter& waiter, Remembered what);
@@ -110,6 +134,10 @@ class ClusterModel {
   void timeout(const cluster::Timeout& command, Outputs& out);
   void close(const cluster::Close& command);
   void pass_on(const std::string& key, Outputs& out);
+  // A command of `epoch` is applied: a newer one detaches the older waiters.
+  void see_epoch(std::uint64_t epoch);
+  // A waiter belongs to `epoch` now (a retry found it).
+  void belong(Waiter& waiter, std::uint64_t epoch);
   Token new_token();
 
   Limits limits_;
@@ -117,6 +145,7 @@ class ClusterModel {
   std::map<std::string, Client> clients_;
   std::uint64_t uses_ = 0;  // requests applied or retried: the order of use
   TimeMs clock_{0};
+  std::uint64_t epoch_ = 0;
   Token next_token_;
   std::uint64_t next_waiter_ = 1;
   std::map<std::string, Key> keys_;

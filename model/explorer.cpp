@@ -1,10 +1,11 @@
 #include "model/explorer.hpp"
 
 #include <algorithm>
-#include <deque>
-#include <unordered_set>
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "model/state_store.hpp"
 
 namespace lockstep {
 
@@ -72,7 +73,20 @@ Explorer::Explorer(SpecBounds bounds, std::optional<InjectedBug> bug)
     : bounds_(std::move(bounds)),
       bug_(bug.value_or(bounds_.bug())),
       names_(bounds_),
-      actions_(all_actions(bounds_)) {}
+      actions_(all_actions(bounds_)) {
+  // apply() calls the model's typed requests instead of on_line: each line
+  // must be one the model reads (no E), so that the two are the same step.
+  for (const auto& a : actions_) {
+    if (a.kind != StepKind::acquire && a.kind != StepKind::release) continue;
+    Model model = initial_model();
+    Outputs out;
+    model.on_line(connection_of(a.conn), a.line, TimeMs{0}, out);
+    if (!out.empty() && out.front().response.kind == ResponseKind::error) {
+      throw std::invalid_argument(fmt::format("the model does not read \"{}\": {}", a.line,
+                                              out.front().response.reason));
+    }
+  }
+}
 
 Model Explorer::initial_model() const { return Model(bounds_.limits(), Token{1}, bug_); }
 
@@ -90,8 +104,13 @@ bool Explorer::apply(const ExplorerAction& a, Model& model, std::uint32_t& open,
   const TimeMs now = model.now();
   switch (a.kind) {
     case StepKind::acquire:
+      // What on_line does with a.line, without reading it again (the
+      // constructor checked that the model reads each line so).
+      model.on_acquire(connection_of(a.conn), bounds_.keys[a.key], bounds_.owners[a.owner],
+                       DurationMs{a.lease_ms}, DurationMs{a.wait_ms}, now, out);
+      return model.next_token().value <= bounds_.max_token + 1;
     case StepKind::release:
-      model.on_line(connection_of(a.conn), a.line, now, out);
+      model.on_release(connection_of(a.conn), bounds_.keys[a.key], Token{a.token}, now, out);
       return model.next_token().value <= bounds_.max_token + 1;
     case StepKind::close:
       model.on_close(connection_of(a.conn), now, out);
@@ -105,16 +124,12 @@ bool Explorer::apply(const ExplorerAction& a, Model& model, std::uint32_t& open,
 }
 
 ExploreResult Explorer::run(std::optional<int> steps_max) {
-  struct Node {
-    Model model;
-    StateView view;
-    std::uint32_t index;
-    int steps;
-  };
   ExploreResult result;
   parents_.clear();
-  std::unordered_set<std::string> seen;  // encoded views; only looked up, never iterated
-  std::deque<Node> frontier;
+  // Every distinct state as its encoded view, numbered in the order found:
+  // the seen-set, and (breadth-first) the frontier too, expanded in number
+  // order. A state's model is rebuilt from its view when it is expanded.
+  StateStore states;
   std::string bytes;
 
   const auto stop = [&](PropertyFailure failure, std::vector<std::uint32_t> behaviour) {
@@ -123,61 +138,72 @@ ExploreResult Explorer::run(std::optional<int> steps_max) {
     result.complete = false;
   };
 
+  StateView before;
   {
-    Node init{initial_model(), {}, 0, 0};
-    view_of(init.model, all_open(bounds_), {}, names_, init.view);
-    encode(init.view, bytes);
-    seen.insert(bytes);
+    const Model init = initial_model();
+    view_of(init, all_open(bounds_), {}, names_, before);
+    encode(before, bytes);
+    states.insert(bytes);
     parents_.push_back({0, 0});
     result.states_generated = 1;
     result.depth = 1;
-    if (auto failure = check_state(init.view, bounds_)) {
+    if (auto failure = check_state(before, bounds_)) {
       stop(*failure, {});
       result.distinct_states = 1;
       return result;
     }
-    frontier.push_back(std::move(init));
   }
 
   // Reused for every successor: assigning a model to it reuses its storage.
+  Model base = initial_model();
   Model scratch = initial_model();
   StateView after;
   Outputs out;
-  while (!frontier.empty() && !result.failure) {
-    const Node& node = frontier.front();
-    if (steps_max && node.steps >= *steps_max) {
-      result.complete = false;
-      frontier.pop_front();
-      continue;
+  int steps = 0;                  // of the states numbered below level_end
+  std::uint32_t level_end = 1;    // the first state one step further
+  for (std::uint32_t index = 0; index < states.size() && !result.failure; ++index) {
+    if (index == level_end) {
+      ++steps;
+      level_end = states.size();
     }
-    for (std::uint32_t a = 0; a < actions_.size() && !result.failure; ++a) {
+    if (steps_max && steps >= *steps_max) {
+      result.complete = false;
+      break;
+    }
+    decode(states.at(index), bounds_.sweep_ms, before);
+    base = model_of(before, bounds_, bug_);
+    bool scratch_is_base = false;
+    for (std::uint32_t a = 0; a < actions_.size(); ++a) {
       const auto& action = actions_[a];
-      if (!enabled(action, node.view)) continue;
-      scratch = node.model;
-      std::uint32_t open = node.view.open;
+      if (!enabled(action, before)) continue;
+      if (!scratch_is_base) scratch = base;
+      scratch_is_base = false;
+      std::uint32_t open = before.open;
       out.clear();
       if (!apply(action, scratch, open, out)) continue;
       ++result.states_generated;
       view_of(scratch, open, out, names_, after);
-      count_step(node.view, after, action.kind, bounds_, result.coverage);
-      if (auto failure = check_step(node.view, after, action.kind, bounds_)) {
-        auto behaviour = behaviour_to(node.index);
+      // A step that changed nothing of the model's view (an N, a B, a T at
+      // once) left a model that behaves as the state's does: the next
+      // action starts from it without a copy.
+      scratch_is_base = after.same_model_as(before);
+      count_step(before, after, action.kind, bounds_, result.coverage);
+      if (auto failure = check_step(before, after, action.kind, bounds_)) {
+        auto behaviour = behaviour_to(index);
         behaviour.push_back(a);
         stop(*failure, std::move(behaviour));
         break;
       }
       encode(after, bytes);
-      if (!seen.insert(bytes).second) continue;
-      const auto index = static_cast<std::uint32_t>(parents_.size());
-      parents_.push_back({node.index, a});
-      result.depth = std::max(result.depth, node.steps + 2);
+      const auto [found, fresh] = states.insert(bytes);
+      if (!fresh) continue;
+      parents_.push_back({index, a});
+      result.depth = std::max(result.depth, steps + 2);
       if (auto failure = check_state(after, bounds_)) {
-        stop(*failure, behaviour_to(index));
+        stop(*failure, behaviour_to(found));
         break;
       }
-      frontier.push_back(Node{scratch, after, index, node.steps + 1});
     }
-    frontier.pop_front();
   }
   result.distinct_states = parents_.size();
   return result;
@@ -240,12 +266,21 @@ std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
   std::vector<std::uint64_t> granted;  // tokens granted at the current instant
   bool literal = false;
   TimeMs last{0};
+  // Tokens granted at one instant come out in the order issued (a sweep's
+  // hand-offs among them): an `order` line says so, or a vector would
+  // accept them in any order.
+  const auto close_instant = [&] {
+    if (granted.size() >= 2) {
+      text += "order";
+      for (const auto token : granted) text += fmt::format(" $t{}", token);
+      text += '\n';
+    }
+    named.insert(named.end(), granted.begin(), granted.end());
+    granted.clear();
+  };
   replay(behaviour, [&](const Replayed& step) {
     if (step.action == nullptr) return;
-    if (step.at != last) {
-      named.insert(named.end(), granted.begin(), granted.end());
-      granted.clear();
-    }
+    if (step.at != last) close_instant();
     const auto& a = *step.action;
     const auto& conn = bounds_.conns[a.conn];
     if (a.kind == StepKind::acquire) {
@@ -265,6 +300,7 @@ std::string Explorer::vector_text(const std::vector<std::uint32_t>& behaviour,
     }
     last = step.at;
   });
+  close_instant();
   text += fmt::format("end {}\n", last.value);
   if (literal) {
     text.insert(text.find('\n') + 1,

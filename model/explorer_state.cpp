@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <span>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "impl/assert.hpp"
 
 namespace lockstep {
 
@@ -37,27 +40,8 @@ SentSpan deferred_of(const StateView& after, StepKind kind) {
   return {};
 }
 
-std::size_t count_waiting(const std::vector<StateView::Waiting>& waiters, std::uint8_t conn,
-                          std::uint8_t owner, std::uint8_t key) {
-  return static_cast<std::size_t>(std::count_if(waiters.begin(), waiters.end(), [&](const auto& w) {
-    return w.conn == conn && w.owner == owner && w.key == key;
-  }));
-}
-
-std::size_t count_answers(SentSpan sent, std::string_view kinds,
-                          std::uint8_t conn, std::uint8_t owner, std::uint8_t key) {
-  return static_cast<std::size_t>(std::count_if(sent.begin(), sent.end(), [&](const auto& s) {
-    return kinds.find(s.kind) != std::string_view::npos && s.conn == conn && s.owner == owner &&
-           s.key == key;
-  }));
-}
-
 bool contains(const std::vector<std::int64_t>& values, std::int64_t value) {
   return std::binary_search(values.begin(), values.end(), value);
-}
-
-void put(std::string& bytes, std::uint64_t value, int width) {
-  for (int i = 0; i < width; ++i) bytes.push_back(static_cast<char>(value >> (8 * i) & 0xffu));
 }
 
 std::optional<PropertyFailure> failure(std::string property, std::string detail) {
@@ -199,37 +183,58 @@ std::optional<PropertyFailure> answered_once_and_in_time(const StateView& before
                                                          const StateView& after,
                                                          SentSpan deferred,
                                                          const SpecBounds& b) {
-  const bool grew = after.waiters.size() == before.waiters.size() + 1;
-  for (std::uint8_t c = 0; c < b.conns.size(); ++c) {
-    for (std::uint8_t o = 0; o < b.owners.size(); ++o) {
-      for (std::uint8_t k = 0; k < b.keys.size(); ++k) {
-        const auto answers = count_answers(deferred, "AT", c, o, k);
-        if (after.is_open(c)) {
-          const std::size_t appended =
-              grew && after.waiters.back().conn == c && after.waiters.back().owner == o &&
-                      after.waiters.back().key == k
-                  ? 1
-                  : 0;
-          if (count_waiting(before.waiters, c, o, k) + appended !=
-              count_waiting(after.waiters, c, o, k) + answers) {
-            return failure("AnsweredAtMostOnce",
-                           fmt::format("waiters of ({}, {}, {}) and their answers do not balance",
-                                       b.conns[c], b.owners[o], b.keys[k]));
-          }
-        } else if (answers != 0) {
-          return failure("AnsweredAtMostOnce", "an answer went to a closed connection");
-        }
-        const auto due = static_cast<std::size_t>(
-            std::count_if(before.waiters.begin(), before.waiters.end(), [&](const auto& w) {
-              return w.conn == c && w.owner == o && w.key == k && w.deadline_ms <= after.clock_ms;
-            }));
-        if (count_answers(deferred, "T", c, o, k) != due) {
-          return failure("AnsweredInTime",
-                         fmt::format("({}, {}, {}): {} waiter(s) due at {} but {} T sent",
-                                     b.conns[c], b.owners[o], b.keys[k], due, after.clock_ms,
-                                     count_answers(deferred, "T", c, o, k)));
-        }
+  // The spec quantifies over every (connection, owner, key). One that no
+  // waiter before or after the step and no deferred answer names has every
+  // count 0 and passes, so only those named are tallied, in one pass over
+  // each sequence, and checked in the spec's order (the first failure is the
+  // one the full loops would report).
+  struct Tally {
+    std::uint32_t code = 0;  // connection << 16 | owner << 8 | key
+    std::size_t waiting_before = 0, waiting_after = 0, answers = 0, timeouts = 0, due = 0;
+  };
+  thread_local std::vector<Tally> tallies;
+  tallies.clear();
+  const auto tally = [](std::uint8_t c, std::uint8_t o, std::uint8_t k) -> Tally& {
+    const std::uint32_t code = std::uint32_t{c} << 16 | std::uint32_t{o} << 8 | k;
+    for (auto& t : tallies) {
+      if (t.code == code) return t;
+    }
+    return tallies.emplace_back(Tally{code});
+  };
+  for (const auto& w : before.waiters) {
+    auto& t = tally(w.conn, w.owner, w.key);
+    ++t.waiting_before;
+    if (w.deadline_ms <= after.clock_ms) ++t.due;
+  }
+  // A step appends at most one waiter, its request's: it counts as waiting before.
+  if (after.waiters.size() == before.waiters.size() + 1) {
+    const auto& w = after.waiters.back();
+    ++tally(w.conn, w.owner, w.key).waiting_before;
+  }
+  for (const auto& w : after.waiters) ++tally(w.conn, w.owner, w.key).waiting_after;
+  for (const auto& s : deferred) {
+    auto& t = tally(s.conn, s.owner, s.key);
+    if (s.kind == 'A' || s.kind == 'T') ++t.answers;
+    if (s.kind == 'T') ++t.timeouts;
+  }
+  std::sort(tallies.begin(), tallies.end(), [](const Tally& x, const Tally& y) { return x.code < y.code; });
+  for (const auto& t : tallies) {
+    const auto c = static_cast<std::uint8_t>(t.code >> 16);
+    const auto o = static_cast<std::uint8_t>(t.code >> 8);
+    const auto k = static_cast<std::uint8_t>(t.code);
+    if (after.is_open(c)) {
+      if (t.waiting_before != t.waiting_after + t.answers) {
+        return failure("AnsweredAtMostOnce",
+                       fmt::format("waiters of ({}, {}, {}) and their answers do not balance",
+                                   b.conns[c], b.owners[o], b.keys[k]));
       }
+    } else if (t.answers != 0) {
+      return failure("AnsweredAtMostOnce", "an answer went to a closed connection");
+    }
+    if (t.timeouts != t.due) {
+      return failure("AnsweredInTime",
+                     fmt::format("({}, {}, {}): {} waiter(s) due at {} but {} T sent", b.conns[c],
+                                 b.owners[o], b.keys[k], t.due, after.clock_ms, t.timeouts));
     }
   }
   return std::nullopt;
@@ -262,11 +267,38 @@ std::size_t StateView::queue_length(std::uint8_t key) const {
       std::count_if(waiters.begin(), waiters.end(), [&](const Waiting& w) { return w.key == key; }));
 }
 
-std::uint8_t NameTable::index_in(const std::vector<std::string>& names, const std::string& name) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<std::uint8_t>(i);
+NameTable::NameTable(const SpecBounds& bounds)
+    : bounds_(bounds), keys_(names_of(bounds.keys)), owners_(names_of(bounds.owners)) {}
+
+NameTable::Name NameTable::name_of(const std::string& text) {
+  Name name{text.size(), 0, &text};
+  // Byte by byte: a call to memcpy of a variable length costs more than this.
+  for (std::size_t i = 0; i < std::min<std::size_t>(text.size(), 8); ++i) {
+    name.prefix |= std::uint64_t{static_cast<unsigned char>(text[i])} << (8 * i);
   }
-  throw std::logic_error("the model used a name outside the bounds: " + name);
+  return name;
+}
+
+std::vector<NameTable::Name> NameTable::names_of(const std::vector<std::string>& texts) {
+  std::vector<Name> names;
+  for (const auto& text : texts) names.push_back(name_of(text));
+  return names;
+}
+
+std::uint8_t NameTable::index_in(const std::vector<Name>& names, const std::string& text) {
+  const Name name = name_of(text);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& candidate = names[i];
+    if (candidate.size == name.size && candidate.prefix == name.prefix &&
+        (name.size <= 8 || *candidate.text == text)) {
+      return static_cast<std::uint8_t>(i);
+    }
+  }
+  unknown_name(text);
+}
+
+void NameTable::unknown_name(const std::string& text) {
+  throw std::logic_error("the model used a name outside the bounds: " + text);
 }
 
 void view_of(const Model& model, std::uint32_t open, const Outputs& sent, const NameTable& names,
@@ -314,35 +346,112 @@ void view_of(const Model& model, std::uint32_t open, const Outputs& sent, const 
   }
 }
 
+// The widths of encode(): the bounds keep the clock, deadlines and tokens
+// below 2^16 (MaxTime and MaxToken are at most 1000), leases and expiries
+// below 2^32. A value that does not fit is a bug (TypeOK would fail on it
+// too), and must not make two views one: encode() refuses it.
+namespace widths {
+constexpr int clock = 2, token = 2, lease = 4, count = 1, index = 1;
+}
+
 void encode(const StateView& v, std::string& bytes) {
-  bytes.clear();
-  put(bytes, static_cast<std::uint64_t>(v.clock_ms), 4);
-  put(bytes, v.next_token, 4);
-  put(bytes, static_cast<std::uint64_t>(v.next_sweep_ms), 4);
-  put(bytes, v.keys.size(), 1);
+  namespace w = widths;
+  const std::size_t size = 2 * w::clock + 3 * w::count + 1 +
+                           v.keys.size() * (2 * w::index + w::token + w::lease) +
+                           v.waiters.size() * (3 * w::index + w::lease + w::clock) +
+                           v.sent.size() * (4 * w::index + w::token);
+  bytes.resize(size);
+  char* at = bytes.data();
+  const auto put = [&at](std::uint64_t value, int width) {
+    if (width < 8 && value >> (8 * width) != 0) {
+      throw std::logic_error(fmt::format("a view's value {} does not fit in {} bytes", value, width));
+    }
+    for (int i = 0; i < width; ++i) *at++ = static_cast<char>(value >> (8 * i) & 0xffu);
+  };
+  // nextSweep is not written: it is a function of the clock (view_of).
+  put(static_cast<std::uint64_t>(v.clock_ms), w::clock);
+  put(v.next_token, w::token);
+  put(v.keys.size(), w::count);
   for (const auto& e : v.keys) {
-    put(bytes, e.key, 1);
-    put(bytes, e.holder, 1);
-    put(bytes, e.token, 4);
-    put(bytes, static_cast<std::uint64_t>(e.expiry_ms), 4);
+    put(e.key, w::index);
+    put(e.holder, w::index);
+    put(e.token, w::token);
+    put(static_cast<std::uint64_t>(e.expiry_ms), w::lease);
   }
-  put(bytes, v.waiters.size(), 1);
-  for (const auto& w : v.waiters) {
-    put(bytes, w.key, 1);
-    put(bytes, w.owner, 1);
-    put(bytes, static_cast<std::uint64_t>(w.lease_ms), 4);
-    put(bytes, static_cast<std::uint64_t>(w.deadline_ms), 4);
-    put(bytes, w.conn, 1);
+  put(v.waiters.size(), w::count);
+  for (const auto& x : v.waiters) {
+    put(x.key, w::index);
+    put(x.owner, w::index);
+    put(static_cast<std::uint64_t>(x.lease_ms), w::lease);
+    put(static_cast<std::uint64_t>(x.deadline_ms), w::clock);
+    put(x.conn, w::index);
   }
-  put(bytes, v.open, 1);
-  put(bytes, v.sent.size(), 1);
+  put(v.open, 1);
+  put(v.sent.size(), w::count);
   for (const auto& s : v.sent) {
-    put(bytes, static_cast<std::uint8_t>(s.kind), 1);
-    put(bytes, s.conn, 1);
-    put(bytes, s.owner, 1);
-    put(bytes, s.key, 1);
-    put(bytes, s.token, 4);
+    put(static_cast<std::uint8_t>(s.kind), 1);
+    put(s.conn, w::index);
+    put(s.owner, w::index);
+    put(s.key, w::index);
+    put(s.token, w::token);
   }
+  LOCKSTEP_ASSERT(at == bytes.data() + bytes.size());
+}
+
+void decode(std::string_view bytes, std::int64_t sweep_ms, StateView& v) {
+  namespace w = widths;
+  const char* at = bytes.data();
+  const auto get = [&at](int width) {
+    std::uint64_t value = 0;
+    for (int i = 0; i < width; ++i) value |= std::uint64_t{static_cast<unsigned char>(*at++)} << (8 * i);
+    return value;
+  };
+  const auto byte = [&get] { return static_cast<std::uint8_t>(get(1)); };
+  v.clock_ms = static_cast<std::int64_t>(get(w::clock));
+  v.next_token = get(w::token);
+  v.next_sweep_ms = (v.clock_ms / sweep_ms + 1) * sweep_ms;
+  v.keys.resize(get(w::count));
+  for (auto& e : v.keys) {
+    e.key = byte();
+    e.holder = byte();
+    e.token = get(w::token);
+    e.expiry_ms = static_cast<std::int64_t>(get(w::lease));
+  }
+  v.waiters.resize(get(w::count));
+  for (auto& x : v.waiters) {
+    x.key = byte();
+    x.owner = byte();
+    x.lease_ms = static_cast<std::int64_t>(get(w::lease));
+    x.deadline_ms = static_cast<std::int64_t>(get(w::clock));
+    x.conn = byte();
+  }
+  v.open = byte();
+  v.sent.resize(get(w::count));
+  for (auto& s : v.sent) {
+    s.kind = static_cast<char>(byte());
+    s.conn = byte();
+    s.owner = byte();
+    s.key = byte();
+    s.token = get(w::token);
+  }
+  LOCKSTEP_ASSERT(at == bytes.data() + bytes.size());
+}
+
+Model model_of(const StateView& v, const SpecBounds& bounds, InjectedBug bug) {
+  std::map<std::string, Model::Key> keys;
+  for (const auto& e : v.keys) {
+    keys.emplace(bounds.keys[e.key], Model::Key{bounds.owners[e.holder], Token{e.token}, TimeMs{0},
+                                               TimeMs{e.expiry_ms}, {}});
+  }
+  std::uint64_t order = 0;
+  for (const auto& x : v.waiters) {
+    keys.at(bounds.keys[x.key])
+        .queue.push_back({bounds.owners[x.owner], DurationMs{x.lease_ms}, TimeMs{x.deadline_ms},
+                          connection_of(x.conn), order++});
+  }
+  Model model(bounds.limits(), Token{1}, bug);
+  model.restore(TimeMs{v.clock_ms}, Token{v.next_token}, std::move(keys));
+  return model;
 }
 
 std::string describe(const StateView& v, const SpecBounds& b) {

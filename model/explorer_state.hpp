@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/protocol.hpp"
@@ -27,6 +28,7 @@ struct StateView {
     std::uint8_t holder = 0;
     std::uint64_t token = 0;
     std::int64_t expiry_ms = 0;
+    friend bool operator==(const Entry&, const Entry&) = default;
   };
   struct Waiting {  // an element of waiters
     std::uint8_t key = 0;
@@ -34,6 +36,7 @@ struct StateView {
     std::int64_t lease_ms = 0;
     std::int64_t deadline_ms = 0;
     std::uint8_t conn = 0;
+    friend bool operator==(const Waiting&, const Waiting&) = default;
   };
   struct Sent {  // an element of sent
     char kind = 'E';
@@ -54,21 +57,40 @@ struct StateView {
   std::vector<Sent> sent;
 
   bool is_open(std::uint8_t conn) const { return (open >> conn & 1u) != 0; }
+  // The model's part of the state (not `open`, not `sent`) is the same.
+  bool same_model_as(const StateView& other) const {
+    return clock_ms == other.clock_ms && next_token == other.next_token && keys == other.keys &&
+           waiters == other.waiters;
+  }
   const Entry* find(std::uint8_t key) const;
   std::size_t queue_length(std::uint8_t key) const;
 };
 
-// The names of the bounds as small indices, and back.
+// The names of the bounds as small indices, and back. The explorer asks for
+// every key and owner of every state it generates, so each name is kept as
+// its length and first eight bytes too: most names are told apart by those
+// alone, without a call to compare strings.
 class NameTable {
  public:
-  explicit NameTable(const SpecBounds& bounds) : bounds_(bounds) {}
-  std::uint8_t key(const std::string& name) const { return index_in(bounds_.keys, name); }
-  std::uint8_t owner(const std::string& name) const { return index_in(bounds_.owners, name); }
+  explicit NameTable(const SpecBounds& bounds);
+  std::uint8_t key(const std::string& name) const { return index_in(keys_, name); }
+  std::uint8_t owner(const std::string& name) const { return index_in(owners_, name); }
   const SpecBounds& bounds() const { return bounds_; }
 
  private:
-  static std::uint8_t index_in(const std::vector<std::string>& names, const std::string& name);
+  struct Name {
+    std::size_t size = 0;
+    std::uint64_t prefix = 0;  // the first eight bytes, zero-padded
+    const std::string* text = nullptr;
+  };
+  static Name name_of(const std::string& text);
+  static std::vector<Name> names_of(const std::vector<std::string>& texts);
+  static std::uint8_t index_in(const std::vector<Name>& names, const std::string& name);
+  // Out of line, so that the lookup itself stays small.
+  [[noreturn]] [[gnu::noinline]] static void unknown_name(const std::string& text);
   const SpecBounds& bounds_;
+  std::vector<Name> keys_;
+  std::vector<Name> owners_;
 };
 
 // Connection index c is the model's ConnectionId c + 1.
@@ -79,8 +101,17 @@ inline ConnectionId connection_of(std::uint8_t conn) { return ConnectionId{conn 
 void view_of(const Model& model, std::uint32_t open, const Outputs& sent, const NameTable& names,
              StateView& view);
 
-// The view as bytes: equal bytes if and only if equal views.
+// The view as bytes: equal bytes if and only if equal views. Throws
+// std::logic_error on a value too large for its field (a bug).
 void encode(const StateView& view, std::string& bytes);
+// The view back from encode()'s bytes, nextSweep derived from the clock.
+void decode(std::string_view bytes, std::int64_t sweep_ms, StateView& view);
+// A model whose view is `view` (its open connections and what was sent
+// aside, which are not the model's): the keys and queues as viewed, waiters
+// numbered in their queueing order, the grant instants (which the view does
+// not keep, as they never decide the future) at 0. The explorer keeps states
+// as bytes and rebuilds the model of each when it expands it.
+Model model_of(const StateView& view, const SpecBounds& bounds, InjectedBug bug);
 
 // One line for traces: `clock=3 next_token=4 keys={k1: o1 #2 until 5} ...`.
 std::string describe(const StateView& view, const SpecBounds& bounds);

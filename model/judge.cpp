@@ -1,5 +1,7 @@
 #include "model/judge.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -28,7 +30,7 @@ std::string describe(const std::string& connection, const std::string& line) {
 
 }  // namespace
 
-VectorJudge::VectorJudge(const Vector& vector) {
+VectorJudge::VectorJudge(const Vector& vector) : orders_(vector.orders) {
   for (const auto& step : vector.steps) {
     last_line_ = std::max(last_line_, step.line);
     if (step.kind != VectorStep::Kind::expect) continue;
@@ -39,6 +41,38 @@ VectorJudge::VectorJudge(const Vector& vector) {
     }
     patterns_.push_back(std::get<Pattern>(std::move(parsed)));
   }
+  // An `order` line speaks of tokens expect lines bind; a name no expect
+  // line binds could never be checked.
+  for (const auto& order : orders_) {
+    for (const auto& name : order.names) {
+      const bool bound_somewhere = std::any_of(patterns_.begin(), patterns_.end(),
+                                               [&](const Pattern& p) { return p.token_name == name; });
+      if (!bound_somewhere && !problem_) {
+        problem_ = VectorError{order.line, fmt::format("order names ${}, which no expect line binds", name)};
+      }
+    }
+  }
+}
+
+std::optional<Token> VectorJudge::bound(const std::string& name, const std::map<std::string, Token>& fresh) const {
+  if (const auto found = bindings_.find(name); found != bindings_.end()) return found->second;
+  if (const auto found = fresh.find(name); found != fresh.end()) return found->second;
+  return std::nullopt;
+}
+
+const TokenOrder* VectorJudge::broken_order(const std::map<std::string, Token>& fresh) const {
+  for (const auto& order : orders_) {
+    // The names bound so far, in the order the line gives, must carry
+    // increasing tokens (the others are checked once they are bound).
+    std::optional<Token> previous;
+    for (const auto& name : order.names) {
+      const auto token = bound(name, fresh);
+      if (!token) continue;
+      if (previous && *token <= *previous) return &order;
+      previous = token;
+    }
+  }
+  return nullptr;
 }
 
 std::variant<VectorJudge::Pattern, VectorError> VectorJudge::parse_pattern(const VectorStep& step) {
@@ -136,14 +170,14 @@ bool VectorJudge::compatible(const Pattern& p, const Candidate& c,
 
 bool VectorJudge::match_from(std::size_t index, const std::vector<const Pattern*>& patterns,
                              const std::vector<Candidate>& candidates, std::vector<bool>& used,
-                             std::map<std::string, Token>& fresh) const {
-  if (index == patterns.size()) return true;
+                             std::map<std::string, Token>& fresh, bool ordered) const {
+  if (index == patterns.size()) return !ordered || broken_order(fresh) == nullptr;
   for (std::size_t j = 0; j < candidates.size(); ++j) {
     if (used[j]) continue;
     auto attempt = fresh;
     if (!compatible(*patterns[index], candidates[j], attempt)) continue;
     used[j] = true;
-    if (match_from(index + 1, patterns, candidates, used, attempt)) {
+    if (match_from(index + 1, patterns, candidates, used, attempt, ordered)) {
       fresh = std::move(attempt);
       return true;
     }
@@ -201,7 +235,25 @@ std::optional<VectorError> VectorJudge::judge_instant(TimeMs instant,
   }
   std::vector<bool> used(candidates.size(), false);
   std::map<std::string, Token> fresh;
-  if (patterns.size() != candidates.size() || !match_from(0, patterns, candidates, used, fresh)) {
+  if (patterns.size() != candidates.size() || !match_from(0, patterns, candidates, used, fresh, true)) {
+    // What was sent matches the expect lines, but only with tokens in
+    // another order than an `order` line says: name that line.
+    std::vector<bool> unordered_used(candidates.size(), false);
+    std::map<std::string, Token> unordered;
+    if (patterns.size() == candidates.size() &&
+        match_from(0, patterns, candidates, unordered_used, unordered, false)) {
+      if (const auto* order = broken_order(unordered)) {
+        std::vector<std::string> values;
+        for (const auto& name : order->names) {
+          const auto token = bound(name, unordered);
+          values.push_back(token ? fmt::format("${} = {}", name, token->value) : fmt::format("${} not yet bound", name));
+        }
+        return VectorError{order->line, fmt::format("at {}: the tokens were not issued in the order `order ${}` "
+                                                    "states: {}",
+                                                    instant.value, fmt::join(order->names, " $"),
+                                                    fmt::join(values, ", "))};
+      }
+    }
     return describe_mismatch(patterns, candidates, instant);
   }
   for (const auto& [name, token] : fresh) {
@@ -220,6 +272,37 @@ VectorError VectorJudge::unexpected(TimeMs instant, const std::vector<ObservedRe
   return VectorError{line_hint, fmt::format("at {} (an instant the vector does not name): expected "
                                             "nothing, got {}",
                                             instant.value, fmt::join(lines, ", "))};
+}
+
+std::optional<VectorError> vector_problem(const Vector& vector) {
+  VectorJudge judge(vector);
+  if (judge.problem()) return judge.problem();
+  // Where each name is first bound: the earliest expect line that names it
+  // where a token stands (A, R and N carry one, second word).
+  std::map<std::string, TimeMs> bound_at;
+  for (const auto& step : vector.steps) {
+    if (step.kind != VectorStep::Kind::expect) continue;
+    const auto words = words_of(step.text);
+    if (words.size() < 2 || words[1].size() < 2 || words[1][0] != '$') continue;
+    const auto [where, added] = bound_at.emplace(words[1].substr(1), step.time);
+    if (!added) where->second = std::min(where->second, step.time);
+  }
+  for (const auto& step : vector.steps) {
+    if (step.kind != VectorStep::Kind::at) continue;
+    for (const auto& word : words_of(step.text)) {
+      if (word.size() < 2 || word[0] != '$') continue;
+      const auto found = bound_at.find(word.substr(1));
+      if (found == bound_at.end()) {
+        return VectorError{step.line, fmt::format("'{}' is bound by no expect line", word)};
+      }
+      if (found->second >= step.time) {
+        return VectorError{step.line, fmt::format("'{}' is bound only at {}: an at line may use a name bound at an "
+                                                  "earlier instant",
+                                                  word, found->second.value)};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace lockstep

@@ -2,7 +2,8 @@
 // at a time, with the token rules of docs/protocol.md, "Conformance vectors": `$name` binds to the token
 // found at its place and must match once bound; two names never share one
 // token; a token bound at an instant is greater than every token bound at an
-// earlier one. Both the in-process runner and the live runner (against a
+// earlier one; and the tokens of an `order` line increase in the order it
+// names them (which fixes the order of tokens granted at one instant). Both the in-process runner and the live runner (against a
 // server over TCP) judge through this class, so they agree by construction.
 #pragma once
 
@@ -68,17 +69,29 @@ class VectorJudge {
   static std::variant<Pattern, VectorError> parse_pattern(const VectorStep& step);
   bool compatible(const Pattern& pattern, const Candidate& candidate,
                   std::map<std::string, Token>& fresh) const;
+  // With `ordered`, a matching counts only if the `order` lines hold.
   bool match_from(std::size_t index, const std::vector<const Pattern*>& patterns,
                   const std::vector<Candidate>& candidates, std::vector<bool>& used,
-                  std::map<std::string, Token>& fresh) const;
+                  std::map<std::string, Token>& fresh, bool ordered) const;
+  // The first `order` line that the bound names break, with `fresh` bound
+  // beside the names bound before.
+  const TokenOrder* broken_order(const std::map<std::string, Token>& fresh) const;
+  std::optional<Token> bound(const std::string& name, const std::map<std::string, Token>& fresh) const;
   VectorError describe_mismatch(const std::vector<const Pattern*>& patterns,
                                 const std::vector<Candidate>& candidates, TimeMs instant) const;
 
   std::vector<Pattern> patterns_;
+  std::vector<TokenOrder> orders_;
   std::optional<VectorError> problem_;
   std::map<std::string, Token> bindings_;
   std::optional<Token> highest_bound_;
   int last_line_ = 0;
 };
+
+// What is wrong with a vector as written, before any service runs it: an
+// expect line that is not a response, an `at` line that uses a `$name` no
+// expect line binds at an earlier instant. A runner refuses such a file as
+// bad input rather than report it as a failing service.
+std::optional<VectorError> vector_problem(const Vector& vector);
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 #include "model/model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -12,28 +13,33 @@ namespace {
 
 // ---- the model's own reading of the wire syntax (docs/protocol.md, "Wire protocol")
 
-std::vector<std::string> split_on_single_spaces(std::string_view line) {
-  std::vector<std::string> fields;
-  std::string field;
-  for (char c : line) {
-    if (c == ' ') {
-      fields.push_back(field);
-      field.clear();
-    } else {
-      field += c;
-    }
+// At most `fields_max` fields (a longer line is no request either way); the
+// fields are views into the line, so reading one allocates nothing.
+constexpr std::size_t fields_max = 6;
+struct Fields {
+  std::array<std::string_view, fields_max> at;
+  std::size_t count = 0;  // fields_max + 1 when there were more
+};
+
+Fields split_on_single_spaces(std::string_view line) {
+  Fields fields;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= line.size(); ++i) {
+    if (i < line.size() && line[i] != ' ') continue;
+    if (fields.count < fields_max) fields.at[fields.count] = line.substr(start, i - start);
+    if (fields.count <= fields_max) ++fields.count;
+    start = i + 1;
   }
-  fields.push_back(field);
   return fields;
 }
 
-bool is_name(const std::string& text) {
+bool is_name(std::string_view text) {
   if (text.empty() || text.size() > 250) return false;
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= '!' && c <= '~'; });
 }
 
 // Digits only, no leading zero but for "0" itself, within [low, high].
-std::optional<std::uint64_t> number_in(const std::string& text, std::uint64_t low,
+std::optional<std::uint64_t> number_in(std::string_view text, std::uint64_t low,
                                        std::uint64_t high) {
   if (text.empty() || text.size() > 20) return std::nullopt;
   if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -41,7 +47,8 @@ std::optional<std::uint64_t> number_in(const std::string& text, std::uint64_t lo
   }
   if (text.size() > 1 && text[0] == '0') return std::nullopt;
   if (text.size() == 20 && text > "18446744073709551615") return std::nullopt;
-  const std::uint64_t value = std::stoull(text);
+  std::uint64_t value = 0;  // cannot overflow: at most 2^64 - 1, checked above
+  for (const char c : text) value = value * 10 + static_cast<std::uint64_t>(c - '0');
   if (value < low || value > high) return std::nullopt;
   return value;
 }
@@ -67,8 +74,9 @@ LineOutcome Model::on_line(ConnectionId connection, std::string_view line, TimeM
     malformed("line too long");
     return LineOutcome::close_connection;
   }
-  const auto f = split_on_single_spaces(line);
-  if (f[0] == "A" && f.size() == 5) {
+  const auto fields = split_on_single_spaces(line);
+  const auto& f = fields.at;
+  if (f[0] == "A" && fields.count == 5) {
     const auto lease = number_in(f[3], 1, static_cast<std::uint64_t>(limits_.max_lease_ms.value));
     const auto wait = number_in(f[4], 0, static_cast<std::uint64_t>(limits_.max_wait_ms.value));
     if (!is_name(f[1]) || !is_name(f[2]) || !lease || !wait) {
@@ -77,7 +85,7 @@ LineOutcome Model::on_line(ConnectionId connection, std::string_view line, TimeM
       acquire(connection, f[1], f[2], DurationMs{static_cast<std::int64_t>(*lease)},
               DurationMs{static_cast<std::int64_t>(*wait)}, out);
     }
-  } else if (f[0] == "R" && f.size() == 3) {
+  } else if (f[0] == "R" && fields.count == 3) {
     const auto token = number_in(f[2], 1, UINT64_MAX);
     if (!is_name(f[1]) || !token) {
       malformed("bad release");
@@ -92,14 +100,26 @@ LineOutcome Model::on_line(ConnectionId connection, std::string_view line, TimeM
 
 // ---- requests (docs/protocol.md, "Simple mode") ---------------------------------
 
-void Model::acquire(ConnectionId connection, std::string key, std::string owner,
+void Model::on_acquire(ConnectionId connection, std::string_view key, std::string_view owner,
+                       DurationMs lease_ms, DurationMs wait_ms, TimeMs now, Outputs& out) {
+  advance(now, out);
+  acquire(connection, key, owner, lease_ms, wait_ms, out);
+}
+
+void Model::on_release(ConnectionId connection, std::string_view key, Token token, TimeMs now,
+                       Outputs& out) {
+  advance(now, out);
+  release(connection, key, token, out);
+}
+
+void Model::acquire(ConnectionId connection, std::string_view key, std::string_view owner,
                     DurationMs lease_ms, DurationMs wait_ms, Outputs& out) {
   // Tokens: once the last one is issued, every acquire is E and changes nothing.
   if (tokens_exhausted_) {
     out.push_back({connection, Response::error("tokens exhausted")});
     return;
   }
-  auto found = keys_.find(key);
+  auto found = keys_.find(std::string(key));
 
   // 1. Unregistered key: register it, grant at once.  5. Unless max_keys are registered.
   if (found == keys_.end()) {
@@ -108,7 +128,7 @@ void Model::acquire(ConnectionId connection, std::string key, std::string owner,
       return;
     }
     const Token token = new_token();
-    keys_[key] = Key{owner, token, now_, now_ + lease_ms, {}};
+    keys_.emplace(std::string(key), Key{std::string(owner), token, now_, now_ + lease_ms, {}});
     out.push_back({connection, Response::granted(token, owner, key)});
     return;
   }
@@ -135,11 +155,13 @@ void Model::acquire(ConnectionId connection, std::string key, std::string owner,
   }
   // 4. Valid holder, wait > 0: queued at the tail; answered later. (9: the holder's
   // own owner is queued like anyone else.)
-  state.queue.push_back(Waiter{owner, lease_ms, now_ + wait_ms, connection, next_queued_order_++});
+  state.queue.push_back(
+      Waiter{std::string(owner), lease_ms, now_ + wait_ms, connection, next_queued_order_++});
+  deadlines_.insert(now_ + wait_ms);
 }
 
-void Model::release(ConnectionId connection, const std::string& key, Token token, Outputs& out) {
-  auto found = keys_.find(key);
+void Model::release(ConnectionId connection, std::string_view key, Token token, Outputs& out) {
+  auto found = keys_.find(std::string(key));
   // 7. Any other token, or an unregistered key: N with the request's token; nothing changes.
   if (found == keys_.end() || found->second.token != token) {
     out.push_back({connection, Response::not_held(token, key)});
@@ -151,7 +173,7 @@ void Model::release(ConnectionId connection, const std::string& key, Token token
   if (found->second.queue.empty()) {
     keys_.erase(found);
   } else {
-    give_to_head_waiter(key, /*from_release=*/true, out);
+    give_to_head_waiter(std::string(key), /*from_release=*/true, out);
   }
 }
 
@@ -159,7 +181,11 @@ void Model::on_close(ConnectionId connection, TimeMs now, Outputs& out) {
   advance(now, out);
   // 10. The connection's waiters leave their queues silently; held locks stay.
   for (auto& [key, state] : keys_) {
-    std::erase_if(state.queue, [&](const Waiter& w) { return w.connection == connection; });
+    std::erase_if(state.queue, [&](const Waiter& w) {
+      if (w.connection != connection) return false;
+      forget_deadline(w.deadline);
+      return true;
+    });
   }
 }
 
@@ -169,9 +195,7 @@ std::optional<TimeMs> Model::next_due() const {
   if (keys_.empty()) return std::nullopt;
   const auto sweep_ms = limits_.sweep_ms.value;
   TimeMs due{(now_.value / sweep_ms + 1) * sweep_ms};
-  for (const auto& [key, state] : keys_) {
-    for (const auto& waiter : state.queue) due = std::min(due, waiter.deadline);
-  }
+  if (!deadlines_.empty()) due = std::min(due, *deadlines_.begin());
   return due;
 }
 
@@ -196,6 +220,7 @@ void Model::advance(TimeMs now, Outputs& out) {
 
 void Model::fire_timeouts(Outputs& out) {
   // Every waiter whose deadline is now gets T; several at once go in queueing order.
+  if (deadlines_.empty() || *deadlines_.begin() > now_) return;
   std::vector<std::pair<std::uint64_t, std::string>> due;  // (queued_order, key)
   for (const auto& [key, state] : keys_) {
     for (const auto& waiter : state.queue) {
@@ -210,6 +235,7 @@ void Model::fire_timeouts(Outputs& out) {
     const auto waiter = std::find_if(queue.begin(), queue.end(),
                                      [&](const Waiter& w) { return w.queued_order == order; });
     out.push_back({waiter->connection, Response::timed_out(waiter->owner, key)});
+    forget_deadline(waiter->deadline);
     queue.erase(waiter);
   }
 }
@@ -237,16 +263,20 @@ void Model::give_to_head_waiter(const std::string& key, bool from_release, Outpu
   if (tokens_exhausted_) {
     // Tokens: no token is left for the next holder. Every waiter hears T now,
     // in queue order, and the key is deleted.
-    for (const auto& waiter : state.queue) out.push_back({waiter.connection, Response::timed_out(waiter.owner, key)});
+    for (const auto& waiter : state.queue) {
+      out.push_back({waiter.connection, Response::timed_out(waiter.owner, key)});
+      forget_deadline(waiter.deadline);
+    }
     keys_.erase(key);
     return;
   }
   const bool lifo = from_release && bug_ == InjectedBug::lifo_handoff;
   const Waiter waiter = lifo ? state.queue.back() : state.queue.front();
+  forget_deadline(waiter.deadline);
   if (lifo) {
     state.queue.pop_back();
   } else {
-    state.queue.pop_front();
+    state.queue.erase(state.queue.begin());
   }
   state.holder = waiter.owner;
   state.token = new_token();
@@ -266,10 +296,29 @@ Token Model::new_token() {
   return token;
 }
 
+void Model::restore(TimeMs now, Token next_token, std::map<std::string, Key> keys) {
+  now_ = now;
+  next_token_ = next_token;
+  tokens_exhausted_ = false;
+  next_queued_order_ = 0;
+  deadlines_.clear();
+  for (const auto& [key, state] : keys) {
+    for (const auto& waiter : state.queue) {
+      next_queued_order_ = std::max(next_queued_order_, waiter.queued_order + 1);
+      deadlines_.insert(waiter.deadline);
+    }
+  }
+  keys_ = std::move(keys);
+}
+
 std::size_t Model::waiter_count() const {
-  std::size_t count = 0;
-  for (const auto& [key, state] : keys_) count += state.queue.size();
-  return count;
+  return deadlines_.size();
+}
+
+void Model::forget_deadline(TimeMs deadline) {
+  const auto found = deadlines_.find(deadline);
+  if (found == deadlines_.end()) throw std::logic_error("a waiter's deadline was not recorded");
+  deadlines_.erase(found);
 }
 
 }  // namespace lockstep

@@ -51,7 +51,7 @@ struct LineParser {
   }
 
   std::optional<VectorError> parse_config(std::string_view rest) {
-    if (seen_step) return error("config must come before any at, close, expect or end");
+    if (seen_step) return error("config must come before any at, close, expect, order or end");
     while (!rest.empty()) {
       const auto setting = next_word(rest);
       const auto equals = setting.find('=');
@@ -70,6 +70,25 @@ struct LineParser {
         return error(*problem);
       }
     }
+    return std::nullopt;
+  }
+
+  std::optional<VectorError> parse_order(std::string_view rest) {
+    if (end_time) return error("nothing may follow end");
+    TokenOrder order;
+    order.line = line_number;
+    while (!rest.empty()) {
+      const auto word = next_word(rest);
+      if (word.size() < 2 || word[0] != '$') return error(fmt::format("order takes $names, not '{}'", word));
+      const std::string name(word.substr(1));
+      if (std::find(order.names.begin(), order.names.end(), name) != order.names.end()) {
+        return error(fmt::format("order names ${} twice", name));
+      }
+      order.names.push_back(name);
+    }
+    if (order.names.size() < 2) return error("order takes two $names or more");
+    seen_step = true;
+    vector.orders.push_back(std::move(order));
     return std::nullopt;
   }
 
@@ -136,8 +155,9 @@ std::variant<Vector, VectorError> parse_vector(std::string_view text) {
     if (rest.empty()) continue;
     const auto directive = next_word(rest);
     LineParser parser{vector, line_number, seen_step, last_ordered_time, end_time};
-    const auto problem = directive == "config" ? parser.parse_config(rest)
-                                               : parser.parse_step(directive, rest);
+    const auto problem = directive == "config"  ? parser.parse_config(rest)
+                         : directive == "order" ? parser.parse_order(rest)
+                                                : parser.parse_step(directive, rest);
     if (problem) return *problem;
   }
   if (vector.steps.empty()) return VectorError{line_number, "the vector has no steps"};

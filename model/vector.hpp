@@ -26,10 +26,20 @@ struct VectorStep {
   std::string text;        // the request line of `at`, the response of `expect`
 };
 
+// `order $a $b ...`: the tokens bound to these names were issued in this
+// order (each greater than the one before). Tokens bound at different
+// instants are ordered by the instants already; this says the order of
+// tokens granted at one instant, such as the hand-offs of one sweep.
+struct TokenOrder {
+  int line = 0;
+  std::vector<std::string> names;  // without the `$`, two or more, distinct
+};
+
 struct Vector {
   Limits limits;
   VectorMode mode = VectorMode::simple;
   std::vector<VectorStep> steps;  // in file order
+  std::vector<TokenOrder> orders;  // in file order
   // Where the run stops: `end T`, or else the latest time the file names.
   TimeMs final_time;
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long the black-box checker takes over a cluster's history of the size
-# the README quotes: `fuzz --mode cluster` records 60 s of 50 clients on 100
+# docs/testing-your-server.md quotes: `fuzz --mode cluster` records 60 s of 50 clients on 100
 # keys against three `serve --cluster` nodes on three etcd members (all
 # started by the fuzzer), the nemesis killing, pausing or restarting a node
 # every 5 s; then `check-history` reads the history alone, timed. Prints
@@ -13,7 +13,7 @@ lockstep=${1:-build/default/lockstep}
 seconds=${2:-60}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
+template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
 "$lockstep" fuzz --mode cluster --exec-node "$template" --nodes 3 --etcd-members 3 --clients 50 --keys 100 \
   --duration-s "$seconds" --nemesis kill,pause,restart --nemesis-every-s 5 --max-lateness-ms 8000 \
   --history "$work/history.ndjson" > "$work/fuzz.out" 2>&1

@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
 # Installs what lockstep needs to build and test, from Debian's packages.
 # Idempotent: prints nothing and changes nothing when everything is there.
+# `--tool`: only what the `tool` preset needs to build the tools and the
+# client library (another project's CI), without the test suite's.
 set -euo pipefail
 
-packages=(
+# What the build needs (the `tool` preset).
+tool_packages=(
   g++ cmake ninja-build pkg-config
-  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libhiredis-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+)
+case "${1:-}" in
+  --tool) tool_only=1 ;;
+  "") tool_only=0 ;;
+  *) echo "usage: setup.sh [--tool]" >&2; exit 2 ;;
+esac
+
+packages=(
+  "${tool_packages[@]}"
   googletest libgtest-dev librapidcheck-dev
-  libhiredis-dev redis-server
+  redis-server  # lockstep-redis-lock's tests and bench server
+  help2man dpkg-dev  # the man pages of `cmake --install` and the .deb's dependencies (tests/install/)
   chromium  # headless, renders the HTML report in tests/report
   python3   # tests/history/other_server.py, a second server the fuzzer is tested against; tests/cli
   procps    # ps and pkill: tests/cli checks that no process is left in a test's session
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
   emscripten  # the web preset: the playground page in WebAssembly (web/)
-  # cluster mode on etcd: gRPC C++ and protobuf, whose compilers generate the
-  # client from drivers/etcd/proto/ at build time, and etcd itself for the tests
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler etcd-server
+  etcd-server  # cluster mode's tests and lockstep-etcd-lock's
 )
+[ "$tool_only" -eq 0 ] || packages=("${tool_packages[@]}")
 
 missing=()
 for package in "${packages[@]}"; do

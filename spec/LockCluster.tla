@@ -40,8 +40,23 @@
 (* Sessions (Raft dissertation, 6.3): a client has one request outstanding *)
 (* at a time, numbered 1, 2, ...; any leader may propose it, any number of *)
 (* times (retries after a timeout or a leader change).  The applied state  *)
-(* keeps each client's last applied number and skips a command that is     *)
-(* not newer.                                                              *)
+(* keeps each client's last applied number, with what that request asked,  *)
+(* and skips a command that is not newer: a retry of the same request, or  *)
+(* another request reusing the number (a client run again with its id;     *)
+(* ReuseSeq lets clients do it), which is refused (E) and changes nothing. *)
+(*                                                                         *)
+(* No ghost grants (docs/protocol.md, "Waiters and leader changes").  Every *)
+(* entry carries the term of the leader that proposed it (`epoch`); the    *)
+(* lock state's epoch is the highest applied.  A waiter belongs to the     *)
+(* epoch of the entry that queued it, or of the retry that last found it   *)
+(* queued: that leader's node holds the client's connection, and a node    *)
+(* that stops leading closes it.  When the state's epoch passes a waiter's *)
+(* it is detached (at that entry's time): never granted (a hand-off drops  *)
+(* it), dropped by its Timeout, which a leader proposes Grace after the    *)
+(* detachment, and attached again by a retry of its request under the      *)
+(* state's epoch.  NoGhostGrant checks, from the committed log alone, that  *)
+(* a hand-off goes only to a client whose latest committed copy of its     *)
+(* request was proposed in the newest epoch committed.                      *)
 (*                                                                         *)
 (* Lease safety, the bound.  Let S = MaxSkew: |clock[n] - now| <= S for    *)
 (* every node at every instant.  A grant with expiry e, stamped by node g, *)
@@ -87,17 +102,21 @@ CONSTANTS
   MaxTerm,     \* bound: at most this many elections
   MaxLog,      \* bound: no leader's log grows beyond this many entries
   MaxSeq,      \* bound: a client sends at most this many requests
+  Grace,       \* a leader drops a detached waiter this long after its detachment
+  ReuseSeq,    \* clients may send another request under their last number
   ExpireWithoutTokenCheck,  \* bug: applying Expire(key, token) ignores the token
   SkewBeyondBound,          \* bug: clocks drift up to MaxSkew + 1 from global time
   ApplyReadsClock,          \* bug: apply stamps times with the applying node's clock
-  NoSessionCheck            \* bug: apply re-executes a retried request
+  NoSessionCheck,           \* bug: apply re-executes a retried request
+  GhostGrant                \* bug: a hand-off grants a detached waiter
 
 ASSUME
   /\ Nodes # {} /\ Keys # {} /\ Clients # {}
   /\ Leases \subseteq Nat \ {0} /\ Waits \subseteq Nat
   /\ {MaxKeys, MaxWaitersPerKey, MaxWaiters} \subseteq Nat
-  /\ {MaxSkew, MaxTime, MaxTerm, MaxLog, MaxSeq} \subseteq Nat
-  /\ {ExpireWithoutTokenCheck, SkewBeyondBound, ApplyReadsClock, NoSessionCheck} \subseteq BOOLEAN
+  /\ {MaxSkew, MaxTime, MaxTerm, MaxLog, MaxSeq, Grace} \subseteq Nat
+  /\ {ReuseSeq, ExpireWithoutTokenCheck, SkewBeyondBound, ApplyReadsClock, NoSessionCheck, GhostGrant}
+       \subseteq BOOLEAN
 
 VARIABLES
   now,        \* global time, in ms; no node reads it
@@ -112,10 +131,11 @@ VARIABLES
   request,    \* client -> its outstanding (or last) request
   granted,    \* history: token -> [key, owner, expiry, by, start, index] of its grant
   released,   \* history: the tokens whose Release committed
-  executed    \* history: <<client, seq>> -> how many times it took effect
+  executed,   \* history: <<client, seq>> -> how many times it took effect
+  listens     \* history: client -> the epoch of the latest committed copy of its request
 
 vars == <<now, clock, term, leading, pending, log, applied, replica, committed, request,
-          granted, released, executed>>
+          granted, released, executed, listens>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -137,49 +157,62 @@ Without(s, I, i) ==
   ELSE (IF i \in I THEN <<>> ELSE <<s[i]>>) \o Without(s, I, i + 1)
 
 \* Entries of the log.  Every field is present in every entry, so that any
-\* two entries compare; `time` is the proposer's clock, `by` the proposer.
-Entry(type, c, seq, k, l, wt, tok, t, n) ==
+\* two entries compare; `time` is the proposer's clock, `by` the proposer,
+\* `epoch` the term it led when it proposed (0 for a request not proposed).
+Entry(type, c, seq, k, l, wt, tok, t, n, ep) ==
   [type |-> type, client |-> c, seq |-> seq, key |-> k, lease |-> l, wait |-> wt,
-   token |-> tok, time |-> t, by |-> n]
+   token |-> tok, time |-> t, by |-> n, epoch |-> ep]
 
 \* What identifies a command, whatever stamped it.
 Id(e) == <<e.type, e.client, e.seq, e.key, e.token>>
 
 IsRequest(e) == e.type \in {"Acquire", "Release"}
 
+\* What a request asks, whoever sent or stamped it: a retry asks the same.
+Asked(e) == <<e.type, e.key, e.lease, e.wait, e.token>>
+
 \* Requests a client may send (seq is filled in when it is sent).
-NoRequest == Entry("None", NoClient, 0, "", 0, 0, NoToken, 0, "")
+NoRequest == Entry("None", NoClient, 0, "", 0, 0, NoToken, 0, "", 0)
 
 -----------------------------------------------------------------------------
 (* The replicated lock state machine.  Apply reads no clock, only the entry and the state. *)
 
 Holder(c, tok, e) == [holder |-> c, token |-> tok, expiry |-> e]
-Waiter(k, c, seq, l, d) == [key |-> k, client |-> c, seq |-> seq, lease |-> l, deadline |-> d]
+\* A waiter's `detached` is <<>> while attached, <<t>> once detached at t.
+Waiter(k, c, seq, l, d, ep, det) ==
+  [key |-> k, client |-> c, seq |-> seq, lease |-> l, deadline |-> d, epoch |-> ep, detached |-> det]
 
 \* `clock` is the latest time applied: time in the lock state never goes
 \* back (LogCabin's cluster time), whatever the order of the stamps.
+NoSession == [seq |-> 0, asked |-> <<>>]
 InitState == [keys |-> [k \in {} |-> Holder(NoClient, NoToken, 0)],
               waiters |-> <<>>,
               nextToken |-> 1,
-              sessions |-> [c \in Clients |-> 0],
-              clock |-> 0]
+              sessions |-> [c \in Clients |-> NoSession],
+              clock |-> 0,
+              epoch |-> 0]
 
 \* The time an entry is applied at: its stamp, raised to the state's clock
 \* (the bug: the applier's clock).
 At(s, e, clk) == IF ApplyReadsClock THEN clk ELSE Max(s.clock, e.time)
 
-\* The position in w of key k's first waiter whose deadline is after t, or 0.
-FirstLive(w, k, t) ==
-  LET live == {i \in 1..Len(w) : w[i].key = k /\ w[i].deadline > t}
+Attached(x) == x.detached = <<>>
+
+\* The position in w of key k's first waiter whose deadline is after t and
+\* that is attached (with `ghosts`, the bug, attached or not), or 0.
+FirstLiveOf(w, k, t, ghosts) ==
+  LET live == {i \in 1..Len(w) : w[i].key = k /\ w[i].deadline > t /\ (ghosts \/ Attached(w[i]))}
   IN IF live = {} THEN 0 ELSE CHOOSE i \in live : \A j \in live : i <= j
+FirstLive(w, k, t) == FirstLiveOf(w, k, t, FALSE)
 
 \* Hand key k on at time t: going down its queue, waiters due by t leave
-\* (timed out) until the first one that is not due gets the key (new token,
-\* its lease from t); with none, the key is deleted.  Waiters behind the new
-\* holder stay, due or not: their Timeouts come.
+\* (timed out), and detached ones (silently), until the first attached one
+\* that is not due gets the key (new token, its lease from t); with none,
+\* the key is deleted.  Waiters behind the new holder stay, due, detached
+\* or not: their Timeouts come.
 HandOff(s, k, t) ==
   LET w == s.waiters
-      i == FirstLive(w, k, t)
+      i == FirstLiveOf(w, k, t, GhostGrant)
       gone == {j \in 1..Len(w) : w[j].key = k /\ (i = 0 \/ j <= i)}
   IN IF i = 0
      THEN [s EXCEPT !.keys = DropKey(s.keys, k), !.waiters = Without(w, gone, 1)]
@@ -188,7 +221,31 @@ HandOff(s, k, t) ==
                     !.nextToken = s.nextToken + 1]
 
 \* A request takes effect unless its session already applied it.
-Executes(s, e) == IsRequest(e) /\ (NoSessionCheck \/ s.sessions[e.client] < e.seq)
+Executes(s, e) == IsRequest(e) /\ (NoSessionCheck \/ s.sessions[e.client].seq < e.seq)
+
+\* Another request under the number of the client's last applied one (not
+\* a retry of it); clients reuse only their last number.
+IsReuse(s, e) == e.seq = s.sessions[e.client].seq /\ Asked(e) # s.sessions[e.client].asked
+
+\* The state as entry e finds it at time t: the clock raised to t, and, if
+\* e is of a newer epoch, that epoch, every older waiter detached at t.
+Prepared(s, e, t) ==
+  LET ep == Max(s.epoch, e.epoch)
+  IN [s EXCEPT !.clock = Max(s.clock, t), !.epoch = ep,
+               !.waiters = [j \in 1..Len(s.waiters) |->
+                              IF s.waiters[j].epoch < ep /\ Attached(s.waiters[j])
+                              THEN [s.waiters[j] EXCEPT !.detached = <<t>>] ELSE s.waiters[j]]]
+
+\* A retry of a request still queued: its waiter belongs to the retry's
+\* epoch, attached again if that is the state's (a stale leader's retry
+\* leaves it detached).
+Reattach(s, e, t) ==
+  [s EXCEPT !.waiters = [j \in 1..Len(s.waiters) |->
+     LET x == s.waiters[j] IN
+     IF x.client = e.client /\ x.seq = e.seq
+     THEN [x EXCEPT !.epoch = e.epoch,
+                    !.detached = IF e.epoch >= s.epoch THEN <<>> ELSE IF Attached(x) THEN <<t>> ELSE x.detached]
+     ELSE x]]
 
 HolderOf(s, k, tok) == k \in DOMAIN s.keys /\ s.keys[k].token = tok
 
@@ -201,16 +258,19 @@ Busy(s, k) ==
 Apply(s, e, clk) ==
   LET t == At(s, e, clk)
       k == e.key
-      s0 == [s EXCEPT !.clock = Max(s.clock, t)]
-      s1 == [s0 EXCEPT !.sessions[e.client] = e.seq]
+      s0 == Prepared(s, e, t)
+      s1 == [s0 EXCEPT !.sessions[e.client] = [seq |-> e.seq, asked |-> Asked(e)]]
   IN CASE e.type = "Acquire" ->
-            IF ~Executes(s, e) THEN s0
+            IF ~Executes(s, e)
+            THEN IF IsReuse(s, e) THEN s0 ELSE Reattach(s0, e, t)  \* E, or a retry
             ELSE IF k \in DOMAIN s.keys /\ e.wait = 0 THEN s1             \* answered T
             ELSE IF Busy(s, k) THEN s1                                   \* answered B
             ELSE IF k \notin DOMAIN s.keys
             THEN [s1 EXCEPT !.keys = SetKey(s.keys, k, Holder(e.client, s.nextToken, t + e.lease)),
                             !.nextToken = s.nextToken + 1]
-            ELSE [s1 EXCEPT !.waiters = Append(s.waiters, Waiter(k, e.client, e.seq, e.lease, t + e.wait))]
+            ELSE [s1 EXCEPT !.waiters = Append(s0.waiters,
+                                               Waiter(k, e.client, e.seq, e.lease, t + e.wait, e.epoch,
+                                                      IF e.epoch < s0.epoch THEN <<t>> ELSE <<>>))]
        [] e.type = "Release" ->
             IF ~Executes(s, e) THEN s0
             ELSE IF HolderOf(s, k, e.token) THEN HandOff(s1, k, t)      \* R
@@ -220,8 +280,9 @@ Apply(s, e, clk) ==
             THEN HandOff(s0, k, t)
             ELSE s0                                                     \* a stale Expire
        [] e.type = "Timeout" ->
-            [s0 EXCEPT !.waiters = SelectSeq(s.waiters, LAMBDA x :
-                ~(x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t))]
+            \* Due (answered T), or detached (dropped silently); else it stays.
+            [s0 EXCEPT !.waiters = SelectSeq(s0.waiters, LAMBDA x :
+                ~(x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ (x.deadline <= t \/ ~Attached(x))))]
 
 -----------------------------------------------------------------------------
 (* Clocks *)
@@ -236,14 +297,14 @@ Tick ==
   /\ now' = now + 1
   /\ clock' = [n \in Nodes |-> IF clock[n] < now + 1 - Drift THEN now + 1 - Drift ELSE clock[n]]
   /\ UNCHANGED <<term, leading, pending, log, applied, replica, committed, request,
-                 granted, released, executed>>
+                 granted, released, executed, listens>>
 
 \* A node's clock advances, never more than Drift ahead of global time.
 ClockTick(n) ==
   /\ clock[n] < now + Drift
   /\ clock' = [clock EXCEPT ![n] = @ + 1]
   /\ UNCHANGED <<now, term, leading, pending, log, applied, replica, committed, request,
-                 granted, released, executed>>
+                 granted, released, executed, listens>>
 
 -----------------------------------------------------------------------------
 (* The abstract consensus log *)
@@ -264,7 +325,7 @@ ElectWith(n, p) ==
   /\ term' = term + 1
   /\ leading' = [leading EXCEPT ![n] = term + 1]
   /\ pending' = [pending EXCEPT ![n] = p]
-  /\ UNCHANGED <<now, clock, log, applied, replica, committed, request, granted, released, executed>>
+  /\ UNCHANGED <<now, clock, log, applied, replica, committed, request, granted, released, executed, listens>>
 
 Elect(n) ==
   /\ term < MaxTerm
@@ -304,6 +365,10 @@ Commit(n) ==
                        THEN released \cup {e.token} ELSE released
         /\ executed' = IF Executes(committed, e)
                        THEN [executed EXCEPT ![<<e.client, e.seq>>] = @ + 1] ELSE executed
+        \* A copy of the client's outstanding request: the client waits on the
+        \* connection of the leader that proposed it.
+        /\ listens' = IF IsRequest(e) /\ e.seq = request[e.client].seq /\ Asked(e) = Asked(request[e.client])
+                      THEN [listens EXCEPT ![e.client] = e.epoch] ELSE listens
   /\ UNCHANGED <<now, clock, term, leading, applied, replica, request>>
 
 \* A node applies the next committed entry.
@@ -312,10 +377,15 @@ ApplyNext(n) ==
   /\ applied' = [applied EXCEPT ![n] = @ + 1]
   /\ replica' = [replica EXCEPT ![n] = Apply(@, log[applied[n] + 1], clock[n])]
   /\ UNCHANGED <<now, clock, term, leading, pending, log, committed, request, granted, released,
-                 executed>>
+                 executed, listens>>
 
 -----------------------------------------------------------------------------
 (* The leader: deadlines and requests *)
+
+\* When a waiter is due for its Timeout: its deadline, or, detached, the
+\* earlier of that and its detachment plus Grace (the leader drops it then).
+DueAt(x) == IF Attached(x) THEN x.deadline ELSE IF x.deadline <= x.detached[1] + Grace THEN x.deadline
+                                               ELSE x.detached[1] + Grace
 
 \* Deadlines as <<instant, 0 (Timeout) or 1 (Expire), queue position or
 \* token, entry>>, in the heap's order: by instant; at one instant Timeouts
@@ -330,12 +400,12 @@ Sorted(S) == IF S = {} THEN <<>>
 \* (waiters' deadlines, holders' expiries), with the Timeout or Expire entry
 \* that acts on it, stamped c by n.
 DueSet(s, c, n) ==
-  LET timeouts == {<<s.waiters[j].deadline, 0, j,
+  LET timeouts == {<<DueAt(s.waiters[j]), 0, j,
                      Entry("Timeout", s.waiters[j].client, s.waiters[j].seq, s.waiters[j].key,
-                           0, 0, NoToken, c, n)>> :
-                   j \in {j \in 1..Len(s.waiters) : s.waiters[j].deadline <= c}}
+                           0, 0, NoToken, c, n, leading[n])>> :
+                   j \in {j \in 1..Len(s.waiters) : DueAt(s.waiters[j]) <= c}}
       expires == {<<s.keys[k].expiry, 1, s.keys[k].token,
-                    Entry("Expire", NoClient, 0, k, 0, 0, s.keys[k].token, c, n)>> :
+                    Entry("Expire", NoClient, 0, k, 0, 0, s.keys[k].token, c, n, leading[n])>> :
                   k \in {k \in DOMAIN s.keys : s.keys[k].expiry <= c}}
   IN timeouts \cup expires
 
@@ -374,7 +444,7 @@ ProposeDueWith(n, es) ==
   /\ InHeapOrder(n, es)
   /\ pending' = [pending EXCEPT ![n] = @ \o es]
   /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
-                 released, executed>>
+                 released, executed, listens>>
 
 \* It proposes everything due on its clock at once that it has not among its
 \* uncommitted entries.
@@ -388,15 +458,27 @@ ProposeDue(n) ==
 ProposeRequestWith(n, c) ==
   /\ leading[n] > 0
   /\ request[c].type # "None"
-  /\ pending' = [pending EXCEPT ![n] = Append(@, [request[c] EXCEPT !.time = clock[n], !.by = n])]
+  /\ pending' = [pending EXCEPT ![n] = Append(@, [request[c] EXCEPT !.time = clock[n], !.by = n,
+                                                                     !.epoch = leading[n]])]
   /\ UNCHANGED <<now, clock, term, leading, log, applied, replica, committed, request, granted,
-                 released, executed>>
+                 released, executed, listens>>
+
+\* A leader proposes a request its applied state has not applied; or a retry
+\* of one still waiting there that belongs to an older epoch than its own
+\* (the client retries on the new leader, which attaches it again); or a
+\* request reusing an applied number for another one (refused when applied).
+NotApplied(n, e) ==
+  LET s == replica[n] IN
+  \/ s.sessions[e.client].seq < e.seq
+  \/ \E j \in 1..Len(s.waiters) :
+       s.waiters[j].client = e.client /\ s.waiters[j].seq = e.seq /\ s.waiters[j].epoch < leading[n]
+  \/ ReuseSeq /\ e.seq = s.sessions[e.client].seq /\ Asked(e) # s.sessions[e.client].asked
 
 \* Requests come after what is due at the instant.
 ProposeRequest(n, c) ==
-  LET e == [request[c] EXCEPT !.time = clock[n], !.by = n] IN
+  LET e == [request[c] EXCEPT !.time = clock[n], !.by = n, !.epoch = leading[n]] IN
   /\ MayPropose(n)
-  /\ replica[n].sessions[c] < e.seq
+  /\ NotApplied(n, e)
   /\ Id(e) \notin Proposed(n)
   /\ Due(n) = <<>>
   /\ Fits(n, <<e>>)
@@ -408,17 +490,33 @@ ProposeRequest(n, c) ==
 \* A client's request is finished once it was applied and the client does not
 \* wait in a queue any more (it got A or T).
 Finished(c) ==
-  /\ committed.sessions[c] >= request[c].seq
+  /\ committed.sessions[c].seq >= request[c].seq
   /\ \A i \in 1..Len(committed.waiters) : committed.waiters[i].client # c
 
-\* The rule: a client sends its next request r once the last is finished.
-SendWith(c, r) ==
-  /\ Finished(c)
+\* The rule: a client sends its next request r (numbered one above its last).
+NextRequestWith(c, r) ==
   /\ r.type \in {"Acquire", "Release"} /\ r.client = c /\ r.seq = request[c].seq + 1
-  /\ r.time = 0 /\ r.by = ""
+  /\ r.time = 0 /\ r.by = "" /\ r.epoch = 0
   /\ request' = [request EXCEPT ![c] = r]
   /\ UNCHANGED <<now, clock, term, leading, pending, log, applied, replica, committed, granted,
-                 released, executed>>
+                 released, executed, listens>>
+
+\* The rule: a client sends its next request once the last is finished.
+\* (NextRequestWith alone is a client that gave its last one up: the trace
+\* spec's, which follows the simulator's clients that do.)
+SendWith(c, r) == Finished(c) /\ NextRequestWith(c, r)
+
+\* The rule: a client sends another request r under the number of its last
+\* one, once that is finished (a program run twice with one client id).
+ReuseWith(c, r) ==
+  /\ Finished(c)
+  /\ request[c].seq > 0
+  /\ r.type \in {"Acquire", "Release"} /\ r.client = c /\ r.seq = request[c].seq
+  /\ Asked(r) # Asked(request[c])
+  /\ r.time = 0 /\ r.by = "" /\ r.epoch = 0
+  /\ request' = [request EXCEPT ![c] = r]
+  /\ UNCHANGED <<now, clock, term, leading, pending, log, applied, replica, committed, granted,
+                 released, executed, listens>>
 
 \* An Acquire, or a Release of a token it was granted (maybe one it no
 \* longer holds).
@@ -426,10 +524,21 @@ Send(c) ==
   LET seq == request[c].seq + 1 IN
   /\ seq <= MaxSeq
   /\ \/ \E k \in Keys, l \in Leases, wt \in Waits :
-          SendWith(c, Entry("Acquire", c, seq, k, l, wt, NoToken, 0, ""))
+          SendWith(c, Entry("Acquire", c, seq, k, l, wt, NoToken, 0, "", 0))
      \/ \E tok \in DOMAIN granted :
           /\ granted[tok].owner = c
-          /\ SendWith(c, Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, ""))
+          /\ SendWith(c, Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, "", 0))
+
+\* Another Acquire, or a Release of a token it was granted, under its last
+\* number.
+Reuse(c) ==
+  LET seq == request[c].seq IN
+  /\ ReuseSeq
+  /\ \/ \E k \in Keys, l \in Leases, wt \in Waits :
+          ReuseWith(c, Entry("Acquire", c, seq, k, l, wt, NoToken, 0, "", 0))
+     \/ \E tok \in DOMAIN granted :
+          /\ granted[tok].owner = c
+          /\ ReuseWith(c, Entry("Release", c, seq, granted[tok].key, 0, 0, tok, 0, "", 0))
 
 -----------------------------------------------------------------------------
 
@@ -447,12 +556,13 @@ Init ==
   /\ granted = [t \in {} |-> 0]
   /\ released = {}
   /\ executed = [x \in Clients \X (1..MaxSeq) |-> 0]
+  /\ listens = [c \in Clients |-> 0]
 
 Next ==
   \/ Tick
   \/ \E n \in Nodes : ClockTick(n) \/ Elect(n) \/ Commit(n) \/ ApplyNext(n) \/ ProposeDue(n)
   \/ \E n \in Nodes, c \in Clients : ProposeRequest(n, c)
-  \/ \E c \in Clients : Send(c)
+  \/ \E c \in Clients : Send(c) \/ Reuse(c)
 
 Spec == Init /\ [][Next]_vars
 
@@ -468,11 +578,16 @@ LockStateOK(s) ==
   /\ \A k \in DOMAIN s.keys :
        s.keys[k] \in [holder : Clients, token : 1..(s.nextToken - 1), expiry : 0..(TimeBound + MaxLease)]
   /\ \A i \in 1..Len(s.waiters) :
-       s.waiters[i] \in [key : Keys, client : Clients, seq : 1..MaxSeq, lease : Leases,
-                         deadline : 0..(TimeBound + MaxWait)]
+       /\ s.waiters[i] \in [key : Keys, client : Clients, seq : 1..MaxSeq, lease : Leases,
+                            deadline : 0..(TimeBound + MaxWait), epoch : 0..MaxTerm,
+                            detached : {<<>>} \cup [1..1 -> 0..TimeBound]]
+       \* Detached exactly when of an older epoch than the state's.
+       /\ s.waiters[i].epoch <= s.epoch
+       /\ Attached(s.waiters[i]) <=> s.waiters[i].epoch = s.epoch
   /\ s.nextToken \in 1..(MaxLog + 1)
-  /\ s.sessions \in [Clients -> 0..MaxSeq]
+  /\ \A c \in Clients : s.sessions[c].seq \in 0..MaxSeq
   /\ s.clock \in 0..TimeBound
+  /\ s.epoch \in 0..MaxTerm
 
 TypeOK ==
   /\ now \in 0..MaxTime
@@ -486,6 +601,7 @@ TypeOK ==
   /\ LockStateOK(committed)
   /\ DOMAIN granted = 1..(committed.nextToken - 1)
   /\ released \subseteq DOMAIN granted
+  /\ listens \in [Clients -> 0..MaxTerm]
 
 \* Replicas that applied the same prefix hold the same lock state, and a
 \* replica that applied the whole log holds the committed state.
@@ -537,19 +653,23 @@ NoTakeoverOK(s, s2, e) ==
     (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
       e.type \in {"Release", "Expire"} /\ e.key = k /\ e.token = s.keys[k].token
 
+\* A queue as the requests in it, in order.
+QueueIds(q) == [j \in 1..Len(q) |-> <<q[j].client, q[j].seq>>]
+
 \* FIFO: a key changing hands goes, with a new token, to the first waiter of
-\* its queue not due at t, the waiters before it (due) left and the rest
-\* keep their order; a key is deleted only when every waiter is due at t.
-FIFOHandoffOK(s, s2, t) ==
+\* its queue not due at t and attached (once e's epoch detached what it
+\* detaches), the waiters before it left and the rest keep their order; a
+\* key is deleted only when no waiter is attached and not due at t.
+FIFOHandoffOK(s, s2, e, t) ==
   \A k \in DOMAIN s.keys :
-    LET q == Queue(s.waiters, k)
+    LET q == Queue(Prepared(s, e, t).waiters, k)
         i == FirstLive(q, k, t)
     IN (k \notin DOMAIN s2.keys \/ s2.keys[k].token # s.keys[k].token) =>
          IF k \in DOMAIN s2.keys
          THEN /\ i > 0
               /\ s2.keys[k].holder = q[i].client
               /\ s2.keys[k].token >= s.nextToken
-              /\ Queue(s2.waiters, k) = SubSeq(q, i + 1, Len(q))
+              /\ QueueIds(Queue(s2.waiters, k)) = QueueIds(SubSeq(q, i + 1, Len(q)))
          ELSE i = 0
 
 \* Every apply step, at a replica or at commit, satisfies Check(s, s2, e, t).
@@ -561,7 +681,21 @@ EveryApply(Check(_, _, _, _)) ==
        LET e == log'[Len(log')] IN Check(committed, committed', e, At(committed, e, e.time))
 
 NoTakeoverStep == EveryApply(LAMBDA s, s2, e, t : NoTakeoverOK(s, s2, e))
-FIFOHandoffStep == EveryApply(LAMBDA s, s2, e, t : FIFOHandoffOK(s, s2, t))
+FIFOHandoffStep == EveryApply(LAMBDA s, s2, e, t : FIFOHandoffOK(s, s2, e, t))
+
+\* No ghost grants: a hand-off (a Release or an Expire committing) gives a
+\* key only to a client whose latest committed copy of its request came
+\* from the newest epoch committed, whose leader's node holds the
+\* connection the client waits on (a node that stops leading closes its
+\* waiters' connections).  Judged from the log alone (`listens`), not from
+\* the waiters' own bookkeeping.
+NoGhostGrantStep ==
+  Len(log') = Len(log) + 1 =>
+    LET e == log'[Len(log')]
+    IN e.type \in {"Release", "Expire"} =>
+         \A k \in DOMAIN committed'.keys :
+           (k \notin DOMAIN committed.keys \/ committed'.keys[k].token # committed.keys[k].token) =>
+             listens[committed'.keys[k].holder] = committed'.epoch
 
 \* The token counter never goes back, on any replica.
 TokensIncreaseStep ==
@@ -571,5 +705,6 @@ TokensIncreaseStep ==
 NoTakeover == [][NoTakeoverStep]_vars
 FIFOHandoff == [][FIFOHandoffStep]_vars
 TokensIncrease == [][TokensIncreaseStep]_vars
+NoGhostGrant == [][NoGhostGrantStep]_vars
 
 =============================================================================

@@ -28,7 +28,12 @@
 (* Each event and the LockCluster action it is an instance of:             *)
 (*   Elect    a node won an election, with the uncommitted entries of its  *)
 (*            log: ElectWith (a prefix of some node's uncommitted entries) *)
-(*   Send     a client's next request: SendWith (its last one finished)    *)
+(*   Send     a client's next request: SendWith (its last one finished,   *)
+(*            or given up: NextRequestWith), or another request under its *)
+(*            last number: ReuseWith                                       *)
+(*   GiveUp   a client stops waiting for its request, unanswered (the node *)
+(*            closed its connection): no action of LockCluster; it may     *)
+(*            send its next request before the last is finished            *)
 (*   HeapDue  a leader asked its deadline heap what is due at its clock:   *)
 (*            Tick and ClockTick to that instant, then a check against its *)
 (*            applied state, no action of LockCluster (the heap is not a   *)
@@ -51,8 +56,10 @@
 (*    apply answers from the same state and entry as `Apply`, a retried    *)
 (*    request is answered from its session (with `Outcomes`, each          *)
 (*    request's answer where the trace first shows it, checked against     *)
-(*    `Out` there) or, below the session window, E; `lastOut` is what a    *)
-(*    node's last apply produced, which is all it may send;                *)
+(*    `Out` there) or, below the session window, E, and so is another      *)
+(*    request under an applied number (`Requests`: what each request       *)
+(*    first committed asked); `lastOut` is what a node's last apply        *)
+(*    produced, which is all it may send;                                  *)
 (*  - the heap's in-flight set (`flight`): what a leader's heap yielded    *)
 (*    since it became leader and has not applied since.  The heap yields   *)
 (*    everything due on its applied state that is not in flight (and       *)
@@ -70,16 +77,18 @@ EXTENDS LockCluster, TLC
 CONSTANT SessionWindow   \* requests kept per client: older retries are answered E
 CONSTANT Trace           \* the run's events (see the module comment)
 CONSTANT Outcomes        \* client -> the answers to its requests, by seq (below)
+CONSTANT Requests        \* client -> what its requests asked, by seq (below)
 
 VARIABLES
   i,        \* how many events of Trace have been explained
   flight,   \* node -> Ids its heap yielded since it became leader, not applied by it since
   batch,    \* node -> what its heap yielded at its last HeapDue and it has not proposed yet
   lastOut,  \* node -> the responses of its last apply
-  kept      \* position -> the committed state after that many entries (those a snapshot restores)
+  kept,     \* position -> the committed state after that many entries (those a snapshot restores)
+  gaveUp    \* the clients that gave their outstanding request up
 
-traceVars == <<vars, i, flight, batch, lastOut, kept>>
-extraVars == <<flight, batch, lastOut, kept>>
+traceVars == <<vars, i, flight, batch, lastOut, kept, gaveUp>>
+extraVars == <<flight, batch, lastOut, kept, gaveUp>>
 
 HasNext == i < Len(Trace)
 Ev == Trace[i + 1]
@@ -87,15 +96,16 @@ Ev == Trace[i + 1]
 (***************************************************************************)
 (* The events, by position (sim/trace/cluster_tla.cpp writes them):        *)
 (*   <<"Elect", n, entries>>                                               *)
-(*   <<"Send", c, entry>>                                                  *)
+(*   <<"Send", c, entry>>   <<"GiveUp", c>>                                *)
 (*   <<"HeapDue", n, now, clock, entries>>                                 *)
 (*   <<"Propose", n, now, clock, entry>>                                   *)
 (*   <<"Commit", entry, keep>>     keep: a snapshot restores this position *)
 (*   <<"Apply", n, responses, view>>                                       *)
 (*   <<"Restore", n, position>>  <<"Restart", n, position>>                *)
 (*   <<"Reply", n, response>>                                              *)
-(* An entry is <<type, client, seq, key, lease, wait, token, time, by>>,   *)
-(* LockCluster's Entry by position; a response <<kind, client, seq, key,   *)
+(* An entry is <<type, client, seq, key, lease, wait, token, time, by,     *)
+(* epoch>>, LockCluster's Entry by position (epoch: the term, counted as   *)
+(* this spec counts elections); a response <<kind, client, seq, key,       *)
 (* token>> (the request it answers; "" and 0 where it has none); the view  *)
 (* of a key <<holder, token, expiry, queue>>, with <<client, seq>> per     *)
 (* waiter in queue order (<<"", 0, 0, <<>>>> when the key is free).        *)
@@ -107,10 +117,12 @@ Ev == Trace[i + 1]
 (* spec checks against Out), NoOutcome for a request never answered.  A    *)
 (* retry is answered with it: as a constant, not a variable, since TLC     *)
 (* normalizes every variable's value at every state, and the answers of a  *)
-(* long run number thousands.                                              *)
+(* long run number thousands.  Requests[c][q] is Asked of the first        *)
+(* committed request q of client c (<<>> for none): a request under that   *)
+(* number that asks otherwise is answered E.                               *)
 (***************************************************************************)
 EvKind == Ev[1]
-AsEntry(x) == Entry(x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9])
+AsEntry(x) == Entry(x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10])
 AsEntries(xs) == [j \in 1..Len(xs) |-> AsEntry(xs[j])]
 Ids(es) == {Id(es[j]) : j \in 1..Len(es)}
 
@@ -121,19 +133,28 @@ Resp(kind, c, seq, k, tok) == <<kind, c, seq, k, tok>>
 NoOutcome == Resp("", NoClient, 0, "", 0)
 
 \* What HandOff(s, k, t) answers: T to the due waiters it removes, in queue
-\* order, then A to the new holder.
+\* order (nothing to the detached ones, whose connections are gone), then A
+\* to the new holder.
 HandOffOut(s, k, t) ==
   LET w == s.waiters
-      h == FirstLive(w, k, t)
-      due == SelectSeq([j \in 1..Len(w) |-> <<j, w[j]>>], LAMBDA p : p[2].key = k /\ (h = 0 \/ p[1] < h))
+      h == FirstLiveOf(w, k, t, GhostGrant)
+      due == SelectSeq([j \in 1..Len(w) |-> <<j, w[j]>>],
+                       LAMBDA p : p[2].key = k /\ (h = 0 \/ p[1] < h) /\ Attached(p[2]))
   IN [j \in 1..Len(due) |-> Resp("T", due[j][2].client, due[j][2].seq, k, 0)]
      \o (IF h = 0 THEN <<>> ELSE <<Resp("A", w[h].client, w[h].seq, k, s.nextToken)>>)
+
+\* Whether e asks what the request its client first committed under its
+\* number asked.
+AsFirstAsked(e) ==
+  ~(e.client \in DOMAIN Requests /\ e.seq <= Len(Requests[e.client])
+    /\ Requests[e.client][e.seq] # <<>> /\ Requests[e.client][e.seq] # Asked(e))
 
 \* A request its session already applied: below the window E, still queued
 \* nothing (its answer comes when it is granted or times out), otherwise the
 \* response that answered it.
 RetryOut(s, e) ==
-  IF e.seq + SessionWindow <= s.sessions[e.client] THEN <<Resp("E", e.client, e.seq, "", 0)>>
+  IF e.seq + SessionWindow <= s.sessions[e.client].seq THEN <<Resp("E", e.client, e.seq, "", 0)>>
+  ELSE IF ~AsFirstAsked(e) THEN <<Resp("E", e.client, e.seq, "", 0)>>
   ELSE IF \E j \in 1..Len(s.waiters) : s.waiters[j].client = e.client /\ s.waiters[j].seq = e.seq THEN <<>>
   ELSE IF e.client \in DOMAIN Outcomes /\ e.seq <= Len(Outcomes[e.client])
           /\ Outcomes[e.client][e.seq] # NoOutcome
@@ -141,8 +162,10 @@ RetryOut(s, e) ==
   ELSE <<Resp("no outcome recorded", e.client, e.seq, "", 0)>>
 
 \* The responses of Apply(s, e, _) at time t, in the order they are sent.
-Out(s, e, t) ==
-  LET k == e.key IN
+Out(s0, e, t) ==
+  LET k == e.key
+      s == Prepared(s0, e, t)  \* a newer epoch's entry detaches first
+  IN
   CASE e.type = "Acquire" ->
          IF ~Executes(s, e) THEN RetryOut(s, e)
          ELSE IF k \in DOMAIN s.keys /\ e.wait = 0 THEN <<Resp("T", e.client, e.seq, k, 0)>>
@@ -157,8 +180,9 @@ Out(s, e, t) ==
          IF k \in DOMAIN s.keys /\ (ExpireWithoutTokenCheck \/ s.keys[k].token = e.token)
          THEN HandOffOut(s, k, t) ELSE <<>>
     [] e.type = "Timeout" ->
+         \* A detached waiter leaves unanswered.
          LET gone == SelectSeq(s.waiters, LAMBDA x :
-                       x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t)
+                       x.key = k /\ x.client = e.client /\ x.seq = e.seq /\ x.deadline <= t /\ Attached(x))
          IN [j \in 1..Len(gone) |-> Resp("T", e.client, e.seq, k, 0)]
 
 
@@ -191,21 +215,33 @@ Advance ==
   /\ <<now, clock[Ev[2]]>> # <<Ev[3], Ev[4]>>
   /\ TimeTo(Ev[2], Ev[3], Ev[4])
   /\ UNCHANGED <<term, leading, pending, log, applied, replica, committed, request, granted, released,
-                 executed, i, extraVars>>
+                 executed, listens, i, extraVars>>
 
-History == <<granted, released, executed>>
+History == <<granted, released, executed, listens>>
 
 DoElect ==
   /\ EvKind = "Elect"
   /\ ElectWith(Ev[2], AsEntries(Ev[3]))
   /\ flight' = [flight EXCEPT ![Ev[2]] = {}]
   /\ batch' = [batch EXCEPT ![Ev[2]] = <<>>]
-  /\ UNCHANGED <<lastOut, kept>>
+  /\ UNCHANGED <<lastOut, kept, gaveUp>>
 
 DoSend ==
   /\ EvKind = "Send"
-  /\ SendWith(Ev[2], AsEntry(Ev[3]))
-  /\ UNCHANGED extraVars
+  /\ LET c == Ev[2]
+         r == AsEntry(Ev[3])
+     IN \/ SendWith(c, r)
+        \/ c \in gaveUp /\ NextRequestWith(c, r)
+        \/ ReuseWith(c, r)
+  /\ gaveUp' = gaveUp \ {Ev[2]}
+  /\ UNCHANGED <<flight, batch, lastOut, kept>>
+
+DoGiveUp ==
+  /\ EvKind = "GiveUp"
+  /\ request[Ev[2]].type # "None"
+  /\ gaveUp' = gaveUp \cup {Ev[2]}
+  /\ UNCHANGED vars
+  /\ UNCHANGED <<flight, batch, lastOut, kept>>
 
 \* Every deadline due on n's applied state at its clock has its Id in ids.
 Remembered(n, ids) == \A d \in DueSet(replica[n], clock[n], n) : Id(d[4]) \in ids
@@ -225,7 +261,7 @@ DoHeapDue ==
         /\ flight' = [flight EXCEPT ![n] = @ \cup Ids(es)]
         /\ batch' = [batch EXCEPT ![n] = es]
   /\ UNCHANGED <<term, leading, pending, log, applied, replica, committed, request, History>>
-  /\ UNCHANGED <<lastOut, kept>>
+  /\ UNCHANGED <<lastOut, kept, gaveUp>>
 
 DoPropose ==
   /\ EvKind = "Propose"
@@ -233,7 +269,7 @@ DoPropose ==
          e == AsEntry(Ev[5])
      IN /\ now = Ev[3] /\ clock[n] = Ev[4]
         /\ IF IsRequest(e)
-           THEN /\ e = [request[e.client] EXCEPT !.time = clock[n], !.by = n]
+           THEN /\ e = [request[e.client] EXCEPT !.time = clock[n], !.by = n, !.epoch = leading[n]]
                 /\ Remembered(n, Proposed(n) \cup flight[n])
                 /\ ProposeRequestWith(n, e.client)
                 /\ UNCHANGED batch
@@ -241,7 +277,7 @@ DoPropose ==
                      /\ batch[n][j] = e
                      /\ batch' = [batch EXCEPT ![n] = SubSeq(@, j + 1, Len(@))]
                 /\ ProposeDueWith(n, <<e>>)
-  /\ UNCHANGED <<flight, lastOut, kept>>
+  /\ UNCHANGED <<flight, lastOut, kept, gaveUp>>
 
 DoCommit ==
   /\ EvKind = "Commit"
@@ -249,7 +285,7 @@ DoCommit ==
      /\ \E n \in Nodes : pending[n] # <<>> /\ Head(pending[n]) = e /\ CommitNext(n)
   /\ kept' = IF Ev[3] THEN SetKey(kept, Len(log'), committed') ELSE kept
   /\ UNCHANGED <<now, clock, term, leading, applied, replica, request, History>>
-  /\ UNCHANGED <<flight, batch, lastOut>>
+  /\ UNCHANGED <<flight, batch, lastOut, gaveUp>>
 
 DoApply ==
   /\ EvKind = "Apply"
@@ -261,7 +297,7 @@ DoApply ==
         /\ Ev[4] = KeyView(replica'[n], e.key)
         /\ lastOut' = [lastOut EXCEPT ![n] = Ev[3]]
         /\ flight' = [flight EXCEPT ![n] = @ \ {Id(e)}]
-  /\ UNCHANGED <<batch, kept>>
+  /\ UNCHANGED <<batch, kept, gaveUp>>
 
 \* A snapshot installed (Restore, which ApplyNext steps up to its position
 \* would reach as well) or a restart from the durable snapshot (Restart: the
@@ -276,7 +312,7 @@ DoRestore ==
         /\ replica' = [replica EXCEPT ![n] = kept[p]]
         /\ lastOut' = [lastOut EXCEPT ![n] = <<>>]
   /\ UNCHANGED <<now, clock, term, leading, pending, log, committed, request, History>>
-  /\ UNCHANGED <<flight, batch, kept>>
+  /\ UNCHANGED <<flight, batch, kept, gaveUp>>
 
 \* An R, N or E on the wire does not say which request of its client it
 \* answers: its trace record has seq 0, and any of that client's matches.
@@ -290,7 +326,7 @@ DoReply ==
 
 Explain ==
   /\ HasNext
-  /\ \/ DoElect \/ DoSend \/ DoHeapDue \/ DoPropose \/ DoCommit \/ DoApply \/ DoRestore \/ DoReply
+  /\ \/ DoElect \/ DoSend \/ DoGiveUp \/ DoHeapDue \/ DoPropose \/ DoCommit \/ DoApply \/ DoRestore \/ DoReply
   /\ i' = i + 1
 
 TraceNext == Explain \/ Advance
@@ -316,11 +352,13 @@ TraceInit ==
   /\ granted = [t \in {} |-> 0]
   /\ released = {}
   /\ executed = [x \in {} |-> 0]
+  /\ listens = [c \in {} |-> 0]
   /\ i = 0
   /\ flight = [n \in Nodes |-> {}]
   /\ batch = [n \in Nodes |-> <<>>]
   /\ lastOut = [n \in Nodes |-> <<>>]
   /\ kept = [p \in {0} |-> InitState]
+  /\ gaveUp = {}
 
 \* Two next-state relations: TraceSpecNext first, TraceLocateNext only for a
 \* path that ended early, printing each event it explains; the event after

@@ -26,7 +26,7 @@ int serve_page(const PageServerOptions& options) {
   for (const char* file : {"index.html", "lockstep.js", "app.js", "vectors.js"}) {
     if (!std::filesystem::is_regular_file(std::filesystem::path(folder) / file)) {
       fmt::print(stderr,
-                 "playground: no built page in {} ({} is missing); build it with "
+                 "lockstep playground: no built page in {} ({} is missing); build it with "
                  "`cmake --preset web && cmake --build --preset web`, or name its folder with --dir\n",
                  folder, file);
       return 2;

@@ -459,6 +459,16 @@ std::string Session::export_vector(VectorMode mode) const {
       }
     }
   }
+  // Tokens granted at one instant come out in the order issued (one
+  // sweep's hand-offs among them): an `order` line says so.
+  std::map<TimeMs, std::vector<std::uint64_t>> by_instant;
+  for (const auto& [token, at] : granted_at) by_instant[at].push_back(token);
+  for (const auto& [at, tokens] : by_instant) {
+    if (tokens.size() < 2) continue;
+    text += "order";
+    for (const auto token : tokens) text += fmt::format(" $t{}", token);
+    text += fmt::format("  # granted at {}\n", at.value);
+  }
   text += fmt::format("end {}\n", now_.value);
   return text;
 }

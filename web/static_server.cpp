@@ -122,7 +122,7 @@ int run_static_server(const StaticServerConfig& config) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (signal_fd < 0 || listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       listen(listen_fd, 64) != 0) {
-    fmt::print(stderr, "playground: cannot listen on 127.0.0.1:{}: {}\n", config.port, std::strerror(errno));
+    fmt::print(stderr, "lockstep playground: cannot listen on 127.0.0.1:{}: {}\n", config.port, std::strerror(errno));
     return 2;
   }
   socklen_t length = sizeof address;

@@ -1,531 +1,84 @@
 #include "adapters/etcd_lock/adapter.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <map>
 #include <memory>
-#include <thread>
-#include <variant>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "adapters/etcd_lock/etcd_mutex.hpp"
-#include "adapters/etcd_lock/waiting.hpp"
-#include "drivers/etcd/event_queue.hpp"
+#include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
-#include "impl/line_framer.hpp"
-#include "drivers/server/socket_connection.hpp"
-#include "impl/protocol.hpp"
 
 namespace lockstep::etcd_lock {
 
 namespace {
 
-constexpr int epoll_batch = 256;
-constexpr std::uint64_t listener_key = 0;
-constexpr std::uint64_t signal_key = UINT64_MAX;
-constexpr std::uint64_t workers_key = UINT64_MAX - 1;
-// The workers' events are small; this only bounds a flood of them.
-constexpr std::size_t worker_events_bytes_max = 1 << 20;
-constexpr std::size_t worker_event_bytes = 64;
-
-// What a worker tells the loop.
-struct Placed {
-  std::uint64_t request = 0;
-};
-struct Finished {
-  std::uint64_t request = 0;
-  std::optional<Response> response;  // nothing: the adapter stopped first
-  bool dropped = false;              // a waiter that left with its connection (response: its T)
-  bool lost = false;                 // a waiter etcd dropped: its connection is closed unanswered
-};
-using WorkerEvent = std::variant<Placed, Finished>;
-
-struct Connection : SocketConnection {
-  bool aborted = false;  // an answer it is owed cannot be given: closed once its output is out
-  std::optional<std::uint64_t> unplaced;  // a request of its own not yet placed in etcd
-  std::uint64_t answers_owed = 0;         // requests whose answer goes here
-
-  using SocketConnection::SocketConnection;
-  bool has_work() const { return !discarding && !unplaced && framer.has_complete_line(); }
-  bool finished() const {
-    return slow || (aborted && pending_output() == 0) ||
-           (!reading && (discarding || !framer.has_complete_line()) && !unplaced && answers_owed == 0 &&
-            pending_output() == 0);
-  }
-};
-
-struct Request {
-  std::optional<ConnectionId> answer_to;  // nothing once that connection closed
-  ConnectionId sent_on;
-  cluster::Session session;
-  bool acquire = false;
-  std::shared_ptr<Cancellation> cancel = std::make_shared<Cancellation>();
-  std::thread worker;
-};
-
-class Adapter {
+class EtcdService : public adapters::LockService {
  public:
-  explicit Adapter(const AdapterConfig& config)
-      : config_(config),
-        slots_(config.limits.max_waiters_per_key, config.limits.max_waiters),
-        sessions_(config.sessions),
-        events_(worker_events_bytes_max) {}
-  ~Adapter();
-  int run();
+  explicit EtcdService(const AdapterConfig& config) : config_(config) {}
+
+  std::optional<std::string> start() override {
+    std::string error;
+    const auto target = etcd::parse_endpoints(config_.etcd_endpoints, error);
+    client_ = std::make_unique<etcd::Client>(*target);
+    const std::chrono::milliseconds timeout{config_.etcd_timeout_ms};
+    mutex_ = std::make_unique<EtcdMutex>(*client_, MutexConfig{config_.prefix, timeout, std::chrono::milliseconds{100}},
+                                         stopping_);
+    etcdserverpb::LeaseGrantResponse probe;
+    const auto status = client_->lease_grant(1, probe, timeout);
+    if (!status.ok()) {
+      return fmt::format("etcd at {} did not answer within {} ms: {}", config_.etcd_endpoints, config_.etcd_timeout_ms,
+                         etcd::describe(status));
+    }
+    minimum_ttl_s_ = probe.ttl();
+    [[maybe_unused]] const auto revoked = client_->lease_revoke(probe.id(), timeout);
+    return std::nullopt;
+  }
+  std::string describe() const override {
+    return fmt::format("etcd {} prefix '{}'; leases in whole seconds, etcd's minimum TTL {} s", config_.etcd_endpoints,
+                       config_.prefix, minimum_ttl_s_);
+  }
+  adapters::AcquireOutcome acquire(const adapters::AcquireAsk& ask, adapters::WaiterSlots& slots,
+                                   adapters::Cancellation& cancel, const std::function<void()>& placed) override {
+    return mutex_->acquire(ask, slots, cancel, placed);
+  }
+  adapters::ReleaseOutcome release(const std::string& key, std::uint64_t token) override {
+    // A token past the revisions etcd can have names no grant of etcd's.
+    if (token > static_cast<std::uint64_t>(INT64_MAX)) return {adapters::ReleaseOutcome::Kind::not_held};
+    return mutex_->release(key, static_cast<std::int64_t>(token));
+  }
+  void stop() override { stopping_ = true; }
+  std::string figures() const override {
+    return fmt::format("{} etcd calls made again", mutex_ ? mutex_->calls_retried() : 0);
+  }
 
  private:
-  int start();
-  void accept_all();
-  void read_from(Connection& c);
-  void handle_lines(Connection& c);
-  void handle_line(Connection& c, std::string_view line);
-  void overlong(Connection& c);
-  void dispatch(Connection& c, const SessionRequest& parsed);
-  void on_worker_event(WorkerEvent& event);
-  void answer(std::optional<ConnectionId> to, const Response& response);
-  void end_input(Connection& c);
-  void close_connection(Connection& c);
-  void flush(Connection& c);
-  void set_interest(Connection& c);
-  void stop_workers();
-
-  AdapterConfig config_;
+  const AdapterConfig& config_;
   std::unique_ptr<etcd::Client> client_;
   std::unique_ptr<EtcdMutex> mutex_;
-  WaiterSlots slots_;
-  cluster::SessionTable sessions_;
-  std::uint64_t session_uses_ = 0;
-  etcd::EventQueue<WorkerEvent> events_;
   std::atomic<bool> stopping_{false};
-
-  int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int signal_fd_ = -1;
-  bool stop_ = false;
   std::int64_t minimum_ttl_s_ = 0;
-
-  std::uint64_t next_connection_ = 1;
-  std::uint64_t next_request_ = 1;
-  std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
-  std::map<std::uint64_t, Request> requests_;
-  AcceptCounts counts_;
-  std::uint64_t slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
 };
-
-Adapter::~Adapter() {
-  stop_workers();
-  for (auto& [id, c] : connections_) ::close(c->fd);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (signal_fd_ >= 0) ::close(signal_fd_);
-}
-
-int Adapter::start() {
-  if (auto error = validate(config_)) {
-    fmt::print(stderr, "lockstep-etcd-lock: {}\n", *error);
-    return 2;
-  }
-  // Signals are taken by the loop alone: blocked before any thread starts
-  // (gRPC's own, and the workers), which inherit the mask.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-
-  std::string error;
-  const auto target = etcd::parse_endpoints(config_.etcd_endpoints, error);
-  client_ = std::make_unique<etcd::Client>(*target);
-  const std::chrono::milliseconds timeout{config_.etcd_timeout_ms};
-  mutex_ = std::make_unique<EtcdMutex>(*client_, MutexConfig{config_.prefix, timeout, std::chrono::milliseconds{100}},
-                                       stopping_);
-
-  // etcd must answer before anyone is served; its answer to a 1 s lease
-  // also tells its minimum TTL, which every shorter lease is raised to.
-  etcdserverpb::LeaseGrantResponse probe;
-  const auto status = client_->lease_grant(1, probe, timeout);
-  if (!status.ok()) {
-    fmt::print(stderr, "lockstep-etcd-lock: etcd at {} did not answer within {} ms: {}\n", config_.etcd_endpoints,
-               config_.etcd_timeout_ms, etcd::describe(status));
-    return 2;
-  }
-  minimum_ttl_s_ = probe.ttl();
-  [[maybe_unused]] const auto revoked = client_->lease_revoke(probe.id(), timeout);
-
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const int yes = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(config_.port);
-  inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "lockstep-etcd-lock: cannot listen on {}:{}: {}\n", config_.host, config_.port,
-               std::strerror(errno));
-    return 2;
-  }
-  socklen_t length = sizeof address;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
-  config_.port = ntohs(address.sin_port);
-
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  for (const auto& [fd, key] : {std::pair{signal_fd_, signal_key}, std::pair{events_.fd(), workers_key},
-                                std::pair{listen_fd_, listener_key}}) {
-    event.data.u64 = key;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-  }
-  if (!config_.quiet) {
-    const auto& l = config_.limits;
-    fmt::print(stderr,
-               "lockstep-etcd-lock: on {}:{}, etcd {} prefix '{}'; leases in whole seconds, etcd's minimum TTL {} s "
-               "(max_lease_ms={} max_wait_ms={} max_line_bytes={} max_waiters_per_key={} max_waiters={} "
-               "max_in_flight={} max_connections={} session_window={} session_clients_max={})\n",
-               config_.host, config_.port, config_.etcd_endpoints, config_.prefix, minimum_ttl_s_,
-               l.max_lease_ms.value, l.max_wait_ms.value, l.max_line_bytes, l.max_waiters_per_key, l.max_waiters,
-               config_.max_in_flight, config_.max_connections, config_.sessions.window, config_.sessions.clients_max);
-  }
-  return 0;
-}
-
-int Adapter::run() {
-  if (const int code = start(); code != 0) return code;
-  std::vector<epoll_event> events(epoll_batch);
-  while (!stop_) {
-    const bool backlog = std::any_of(connections_.begin(), connections_.end(),
-                                     [](const auto& entry) { return entry.second->has_work(); });
-    const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, backlog ? 0 : -1);
-    if (ready < 0 && errno != EINTR) {
-      fmt::print(stderr, "lockstep-etcd-lock: epoll_wait: {}\n", std::strerror(errno));
-      return 2;
-    }
-    for (int i = 0; i < ready; ++i) {
-      const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == signal_key) {
-        signalfd_siginfo info{};
-        while (::read(signal_fd_, &info, sizeof info) == sizeof info) stop_ = true;
-      } else if (event.data.u64 == workers_key) {
-        for (auto& worker_event : events_.take_all()) on_worker_event(worker_event);
-      } else if (event.data.u64 == listener_key) {
-        accept_all();
-      } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
-        if (event.events & EPOLLOUT) flush(*found->second);
-        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
-      }
-    }
-    for (auto& [id, c] : connections_) handle_lines(*c);
-    std::vector<Connection*> done;
-    for (auto& [id, c] : connections_) {
-      flush(*c);
-      if (c->finished()) done.push_back(c.get());
-    }
-    for (auto* c : done) close_connection(*c);
-  }
-  stop_workers();
-  if (!config_.quiet) {
-    fmt::print(stderr,
-               "lockstep-etcd-lock: stopped ({} connections accepted, {} refused at the limit, {} closed for not "
-               "reading, {} lines, {} grants, {} waiters etcd dropped, {} etcd calls made again)\n",
-               counts_.accepted, counts_.refused, slow_closed_, lines_, granted_, lost_, mutex_->calls_retried());
-  }
-  return 0;
-}
-
-// Every worker ends: failed calls are not made again, waiting acquires are
-// cancelled (each takes its key out of etcd's queue, or keeps the key if it
-// holds it by then), and events posted after the queue closed are dropped.
-void Adapter::stop_workers() {
-  stopping_ = true;
-  for (auto& [id, request] : requests_) request.cancel->cancel();
-  events_.close();
-  for (auto& [id, request] : requests_) {
-    if (request.worker.joinable()) request.worker.join();
-  }
-  requests_.clear();
-}
-
-// ---- workers ------------------------------------------------------------------
-
-void Adapter::dispatch(Connection& c, const SessionRequest& parsed) {
-  const std::uint64_t id = next_request_++;
-  Request& request = requests_[id];
-  request.answer_to = c.id;
-  request.sent_on = c.id;
-  if (parsed.session) request.session = cluster::Session{std::string(parsed.session->client), parsed.session->sequence};
-  request.acquire = std::holds_alternative<AcquireRequest>(parsed.request);
-  ++c.answers_owed;
-  c.unplaced = id;
-  const auto post = [this](WorkerEvent event) { events_.push(std::move(event), worker_event_bytes); };
-  if (const auto* acquire = std::get_if<AcquireRequest>(&parsed.request)) {
-    AcquireAsk ask{std::string(acquire->key), std::string(acquire->owner), acquire->lease_ms.value,
-                   acquire->wait_ms.value};
-    // Lines read after the client's EOF: it will not hear a waiter's answer.
-    if (!c.reading) request.cancel->cancel();
-    request.worker = std::thread([this, id, ask = std::move(ask), cancel = request.cancel, post] {
-      const auto outcome = mutex_->acquire(ask, slots_, *cancel, [&] { post(Placed{id}); });
-      Finished finished{id, std::nullopt, false};
-      switch (outcome.kind) {
-        case AcquireOutcome::Kind::granted:
-          finished.response = Response::granted(Token{static_cast<std::uint64_t>(outcome.token)}, ask.owner, ask.key);
-          break;
-        case AcquireOutcome::Kind::timed_out:
-          finished.response = Response::timed_out(ask.owner, ask.key);
-          break;
-        case AcquireOutcome::Kind::busy:
-          finished.response = Response::busy(ask.owner, ask.key);
-          break;
-        case AcquireOutcome::Kind::dropped:
-          finished.response = Response::timed_out(ask.owner, ask.key);
-          finished.dropped = true;
-          break;
-        case AcquireOutcome::Kind::lost:
-          finished.response = Response::timed_out(ask.owner, ask.key);  // what a retry hears, as for dropped
-          finished.dropped = true;
-          finished.lost = true;
-          break;
-        case AcquireOutcome::Kind::abandoned:
-          break;
-      }
-      post(finished);
-    });
-  } else {
-    const auto& release = std::get<ReleaseRequest>(parsed.request);
-    request.worker = std::thread([this, id, key = std::string(release.key), token = release.token, post] {
-      const auto outcome = mutex_->release(key, static_cast<std::int64_t>(token.value));
-      post(Placed{id});
-      Finished finished{id, std::nullopt, false};
-      if (outcome.kind == ReleaseOutcome::Kind::released) finished.response = Response::released(token, key);
-      if (outcome.kind == ReleaseOutcome::Kind::not_held) finished.response = Response::not_held(token, key);
-      post(finished);
-    });
-  }
-}
-
-void Adapter::on_worker_event(WorkerEvent& event) {
-  if (const auto* placed = std::get_if<Placed>(&event)) {
-    const auto found = requests_.find(placed->request);
-    if (found == requests_.end()) return;
-    const auto connection = connections_.find(found->second.sent_on);
-    if (connection != connections_.end() && connection->second->unplaced == placed->request) {
-      connection->second->unplaced.reset();
-    }
-    return;
-  }
-  auto& finished = std::get<Finished>(event);
-  const auto found = requests_.find(finished.request);
-  if (found == requests_.end()) return;
-  Request& request = found->second;
-  if (request.worker.joinable()) request.worker.join();  // it posted its last event: it is ending
-  if (finished.lost && !request.session.anonymous()) {
-    // etcd holds no trace of it: a retry is carried out afresh (marked by
-    // waiter 0, which no request is).
-    sessions_.settle_waiter(request.session, cluster::WaiterId{finished.request},
-                            cluster::Outcome{cluster::Outcome::Kind::queued, {}, cluster::WaiterId{0}});
-  } else if (finished.response && !request.session.anonymous()) {
-    sessions_.settle_waiter(request.session, cluster::WaiterId{finished.request},
-                            cluster::Outcome{finished.dropped ? cluster::Outcome::Kind::dropped
-                                                              : cluster::Outcome::Kind::answered,
-                                             *finished.response, {}});
-  }
-  if (finished.response && finished.response->kind == ResponseKind::granted) ++granted_;
-  if (request.answer_to) {
-    if (const auto connection = connections_.find(*request.answer_to); connection != connections_.end()) {
-      --connection->second->answers_owed;
-    }
-  }
-  if (finished.lost && request.answer_to) {
-    // Neither A nor T is true of it: its connection is closed unanswered,
-    // and the client may retry with its session (it then hears T).
-    if (const auto connection = connections_.find(*request.answer_to); connection != connections_.end()) {
-      ++lost_;
-      connection->second->aborted = true;
-      connection->second->discarding = true;
-      end_input(*connection->second);
-    }
-  } else if (finished.response) {
-    // A dropped waiter left with its connection, unanswered; its T goes only
-    // to a retry with its session, on a connection still read.
-    const auto to = connections_.find(request.answer_to.value_or(ConnectionId{0}));
-    if (!finished.dropped || (to != connections_.end() && to->second->reading)) {
-      answer(request.answer_to, *finished.response);
-    }
-  }
-  if (const auto connection = connections_.find(request.sent_on); connection != connections_.end()) {
-    if (connection->second->unplaced == finished.request) connection->second->unplaced.reset();
-  }
-  requests_.erase(found);
-}
-
-void Adapter::answer(std::optional<ConnectionId> to, const Response& response) {
-  if (!to) return;
-  const auto found = connections_.find(*to);
-  if (found == connections_.end() || found->second->slow) return;
-  Connection& c = *found->second;
-  append_response_line(response, c.output);
-  if (c.pending_output() > config_.max_output_bytes) {
-    // A client that does not read: closed before it can make the adapter hold more.
-    c.slow = true;
-    ++slow_closed_;
-  }
-}
-
-// ---- clients ------------------------------------------------------------------
-
-void Adapter::accept_all() {
-  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
-                             counts_, [this] { return ConnectionId{next_connection_++}; },
-                             [](ConnectionId) {});
-}
-
-void Adapter::read_from(Connection& c) {
-  // EOF or an error: the lines already received are still handled.
-  if (c.read_chunk()) end_input(c);
-}
-
-void Adapter::handle_lines(Connection& c) {
-  for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
-    const auto line = c.framer.next_line();
-    ++lines_;
-    if (line->size() > config_.limits.max_line_bytes) {
-      overlong(c);  // it came whole in one read: the framer holds it as a complete line
-      break;
-    }
-    handle_line(c, *line);
-  }
-  if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line() && !c.unplaced) overlong(c);
-}
-
-// A line past the limit: E, then the connection closes (docs/protocol.md, "Responses").
-void Adapter::overlong(Connection& c) {
-  answer(c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes)));
-  c.discarding = true;
-  end_input(c);
-}
-
-void Adapter::handle_line(Connection& c, std::string_view line) {
-  const auto parsed = parse_session_request(line, config_.limits);
-  if (const auto* malformed = std::get_if<Malformed>(&parsed)) {
-    answer(c.id, Response::error(malformed->reason));
-    return;
-  }
-  const auto& request = std::get<SessionRequest>(parsed);
-  std::optional<cluster::Session> session;
-  if (request.session) {
-    session = cluster::Session{std::string(request.session->client), request.session->sequence};
-    switch (sessions_.standing(*session)) {
-      case cluster::SessionTable::Standing::stale:
-        answer(c.id, Response::error("stale request"));
-        return;
-      case cluster::SessionTable::Standing::retry: {
-        // Taken before: never again. Its outcome, or its answer to come.
-        const cluster::Outcome& outcome = *sessions_.find(*session);
-        if (outcome.kind == cluster::Outcome::Kind::queued && outcome.waiter.value == 0) break;  // lost: afresh
-        sessions_.touch(session->client, ++session_uses_);
-        if (outcome.kind != cluster::Outcome::Kind::queued) {
-          answer(c.id, outcome.response);
-          return;
-        }
-        const auto waiting = requests_.find(outcome.waiter.value);
-        if (waiting == requests_.end()) return;  // the adapter is stopping
-        if (waiting->second.answer_to) {
-          if (const auto old = connections_.find(*waiting->second.answer_to); old != connections_.end()) {
-            --old->second->answers_owed;
-          }
-        }
-        waiting->second.answer_to = c.id;
-        ++c.answers_owed;
-        return;
-      }
-      case cluster::SessionTable::Standing::fresh:
-        break;
-    }
-  }
-  if (requests_.size() >= config_.max_in_flight) {
-    answer(c.id, Response::error("too many requests in flight"));
-    return;
-  }
-  if (session) {
-    sessions_.record(*session, cluster::Outcome{cluster::Outcome::Kind::queued, {}, cluster::WaiterId{next_request_}},
-                     ++session_uses_);
-  }
-  dispatch(c, request);
-}
-
-// No more input from `c`: its waiting acquires leave etcd's queue, silently
-// (simple mode point 10; one granted meanwhile keeps its grant and is
-// answered); the answers owed to it are still written.
-void Adapter::end_input(Connection& c) {
-  c.reading = false;
-  for (auto& [id, request] : requests_) {
-    if (request.acquire && request.answer_to == c.id) request.cancel->cancel();
-  }
-  set_interest(c);
-}
-
-void Adapter::flush(Connection& c) {
-  c.send_pending();
-  set_interest(c);
-}
-
-void Adapter::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
-
-void Adapter::close_connection(Connection& c) {
-  const ConnectionId id = c.id;
-  // Its waiting acquires leave the queue; answers still to come go nowhere.
-  for (auto& [request_id, request] : requests_) {
-    if (request.answer_to != id) continue;
-    if (request.acquire) request.cancel->cancel();
-    request.answer_to.reset();
-  }
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
-  connections_.erase(id);
-}
 
 }  // namespace
 
 std::optional<std::string> validate(const AdapterConfig& config) {
-  if (auto error = lockstep::validate(config.limits)) return error;
+  if (auto error = adapters::validate(config.server)) return error;
   std::string error;
   if (config.etcd_endpoints.empty()) return "--etcd is required: the endpoints of etcd, host:port[,host:port...]";
-  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return error;
-  if (!etcd::valid_prefix(config.prefix, error)) return error;
-  in_addr address{};
-  if (inet_pton(AF_INET, config.host.c_str(), &address) != 1) {
-    return fmt::format("--host '{}' is not an IPv4 address", config.host);
-  }
+  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return "--etcd: " + error;
+  if (!etcd::valid_prefix(config.prefix, error)) return "--prefix: " + error;
   if (config.etcd_timeout_ms < 100 || config.etcd_timeout_ms > 600'000) return "--etcd-timeout-ms must be in 100..600000";
-  if (auto sessions = cluster::validate(config.sessions)) return *sessions;
-  if (config.max_in_flight < 1 || config.max_in_flight > 100'000) return "--max-in-flight must be in 1..100000";
-  if (config.limits.max_waiters > config.max_in_flight) {
-    return "--max-waiters must be at most --max-in-flight: each waiting acquire is a request in flight";
-  }
-  if (config.max_connections < 1 || config.max_connections > 100'000) return "--max-connections must be in 1..100000";
-  if (config.max_output_bytes < 1'024 || config.max_output_bytes > (std::uint64_t{1} << 32)) {
-    return "--max-output-bytes must be in 1024..4294967296";
-  }
-  if (config.lines_per_turn < 1 || config.lines_per_turn > 1'000'000) return "--lines-per-turn must be in 1..1000000";
   return std::nullopt;
 }
 
 int run_adapter(const AdapterConfig& config) {
-  Adapter adapter(config);
-  return adapter.run();
+  if (auto error = validate(config)) {
+    fmt::print(stderr, "lockstep-etcd-lock: {}\n", *error);
+    return 2;
+  }
+  EtcdService service(config);
+  return adapters::run_line_adapter("lockstep-etcd-lock", config.server, service);
 }
 
 }  // namespace lockstep::etcd_lock

@@ -1,62 +1,28 @@
-// `lockstep-etcd-lock`: a TCP server that speaks lockstep's line protocol
-// (docs/protocol.md: `A` and `R`, the session fields of cluster nodes, `E`
-// for malformed lines and limits) and carries out each request with etcd's
-// own lock (etcd_mutex.hpp). It adds nothing etcd's lock does not do;
-// docs/testing-other-lock-services.md says what lockstep then reports, and
-// why. A driver: sockets, threads and clocks.
-//
-// One thread runs an epoll loop over the listener, the clients and a queue
-// of the workers' events; every request that is parsed gets a worker thread
-// of its own (bounded by --max-in-flight), which blocks on etcd and posts
-// `placed` (it has its place in etcd) and `finished` (its answer). A
-// connection's next request goes to etcd only once its previous one is
-// placed, so one connection's requests take effect in the order sent; a
-// waiting acquire does not hold the next one up.
-//
-// Sessions (docs/protocol.md, "Cluster nodes on the wire") are kept by the
-// loop in the cluster node's own table (impl/cluster/sessions.hpp): a retry
-// of a (client, seq) already taken hears its outcome, or, while it still
-// waits, its answer goes to the connection the retry came on; a seq below
-// the window is `E stale request`. They live in this process: a second
-// adapter in front of the same etcd would not know them.
-//
-// A connection that closes takes its waiting acquires out of etcd's queue
-// (simple mode point 10); keys it holds stay held until released or until
-// etcd expires their lease. SIGTERM or SIGINT stops listening, takes every
-// waiting acquire out of etcd's queue, and exits 0.
+// `lockstep-etcd-lock`: the line server every adapter runs
+// (adapters/common/line_adapter.hpp) in front of etcd's own lock
+// (etcd_mutex.hpp). This file holds what is etcd's: the endpoints, the key
+// prefix, the deadline of every call, and the check at start that etcd
+// answers (its answer to a 1 s lease also tells its minimum TTL, which
+// every shorter lease is raised to).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "impl/cluster/sessions.hpp"
-#include "impl/limits.hpp"
+#include "adapters/common/line_adapter.hpp"
 
 namespace lockstep::etcd_lock {
 
 struct AdapterConfig {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 7879;  // 0: a free port, named in the start-up line
+  adapters::LineAdapterConfig server = [] {
+    adapters::LineAdapterConfig config;
+    config.port = 7879;
+    return config;
+  }();
   std::string etcd_endpoints;
   std::string prefix = "lockstep-etcd-lock";
   std::int64_t etcd_timeout_ms = 5'000;
-  // max_lease_ms, max_wait_ms and max_line_bytes bound the requests (`E`
-  // past them); max_waiters_per_key and max_waiters the acquires that wait
-  // in etcd (`B` past them). max_keys and sweep_ms have no meaning here:
-  // etcd has no bound on keys, and its lessor, not a sweep, ends leases.
-  Limits limits = [] {
-    Limits l;
-    l.max_waiters_per_key = 256;
-    l.max_waiters = 512;
-    return l;
-  }();
-  cluster::SessionLimits sessions;
-  std::uint64_t max_in_flight = 1'024;
-  std::uint64_t max_connections = 1'024;
-  std::uint64_t max_output_bytes = 1 << 20;
-  std::uint64_t lines_per_turn = 64;
-  bool quiet = false;
 };
 
 // Why the configuration cannot run, or nothing.

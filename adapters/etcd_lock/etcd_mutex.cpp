@@ -126,7 +126,7 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
     // Granted if the put was made (or, on a retried call, had been made).
     if (holder != nullptr && holder->key() == my_key) return granted(holder->create_revision(), lease);
     revoke(lease);
-    return {ask.wait_ms == 0 ? AcquireOutcome::Kind::timed_out : AcquireOutcome::Kind::busy, 0, 0};
+    return {ask.wait_ms == 0 ? AcquireOutcome::Kind::timed_out : AcquireOutcome::Kind::busy, 0};
   }
 
   // Mutex.Lock: its revision is the put's, or the key's own on a retried call.
@@ -147,13 +147,13 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
       return granted(my_rev, lease);
     case Turn::timed_out:
       revoke(lease);
-      return {AcquireOutcome::Kind::timed_out, 0, 0};
+      return {AcquireOutcome::Kind::timed_out, 0};
     case Turn::dropped:
       revoke(lease);
-      return {AcquireOutcome::Kind::dropped, 0, 0};
+      return {AcquireOutcome::Kind::dropped, 0};
     case Turn::lost:
       revoke(lease);
-      return {AcquireOutcome::Kind::lost, 0, 0};
+      return {AcquireOutcome::Kind::lost, 0};
     case Turn::abandoned:
       break;
   }
@@ -166,8 +166,8 @@ AcquireOutcome EtcdMutex::acquire(const AcquireAsk& ask, WaiterSlots& slots, Can
 // lasted no time, which is no grant to report.
 AcquireOutcome EtcdMutex::granted(std::int64_t token, std::int64_t lease) {
   const std::int64_t ttl_s = refresh(lease);
-  if (ttl_s <= 0) return {AcquireOutcome::Kind::lost, 0, 0};
-  return {AcquireOutcome::Kind::granted, token, ttl_s};
+  if (ttl_s <= 0) return {AcquireOutcome::Kind::lost, 0};
+  return {AcquireOutcome::Kind::granted, static_cast<std::uint64_t>(token)};
 }
 
 EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::string& my_key, std::int64_t my_rev,
@@ -216,7 +216,7 @@ EtcdMutex::Turn EtcdMutex::wait_for_turn(const std::string& prefix, const std::s
     create.set_key(before.kvs(0).key());
     create.set_start_revision(before.header().revision() + 1);
     create.add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
-    if (!cancel.attach(watch.get())) continue;
+    if (!cancel.attach([w = watch.get()] { w->cancel(); })) continue;
     if (watch->create(create)) {
       etcdserverpb::WatchResponse event;
       while (watch->read(event)) {

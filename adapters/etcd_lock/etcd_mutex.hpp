@@ -44,7 +44,7 @@
 #include <functional>
 #include <string>
 
-#include "adapters/etcd_lock/waiting.hpp"
+#include "adapters/common/lock_service.hpp"
 #include "drivers/etcd/client.hpp"
 
 namespace lockstep::etcd_lock {
@@ -55,33 +55,16 @@ struct MutexConfig {
   std::chrono::milliseconds retry_pause{100};
 };
 
-struct AcquireAsk {
-  std::string key;
-  std::string owner;
-  std::int64_t lease_ms = 1;
-  std::int64_t wait_ms = 0;
-};
+using adapters::AcquireAsk;
+using adapters::AcquireOutcome;
+using adapters::Cancellation;
+using adapters::ReleaseOutcome;
+using adapters::WaiterSlots;
 
-struct AcquireOutcome {
-  enum class Kind {
-    granted,    // token: the create revision of its etcd key
-    timed_out,  // T: held, and the wait (maybe 0) is over
-    busy,       // B: it would have waited past the adapter's waiter slots
-    dropped,    // its connection closed while it waited; it left the queue
-    lost,       // its key vanished before it was told (etcd ended its lease: the adapter's
-                // keep-alives, or its put, did not reach etcd within the TTL): no answer is true
-    abandoned,  // the adapter stopped before etcd answered
-  };
-  Kind kind = Kind::abandoned;
-  std::int64_t token = 0;
-  std::int64_t ttl_s = 0;  // the TTL etcd gave the lease (granted only)
-};
-
-struct ReleaseOutcome {
-  enum class Kind { released, not_held, abandoned };
-  Kind kind = Kind::abandoned;
-};
-
+// etcd's lock for the adapter's loop (adapters/common/lock_service.hpp):
+// granted tokens are create revisions; `lost` is a waiter whose key
+// vanished (etcd ended its lease: the adapter's keep-alives, or its put,
+// did not reach etcd within the TTL) before it was told.
 class EtcdMutex {
  public:
   // `stopping` is the adapter's: once set, failed calls are not made again.

@@ -2,14 +2,13 @@
 // that `lockstep fuzz` can test it (docs/testing-other-lock-services.md).
 // This file only reads the options; adapter.hpp says what the server does.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
+#include "adapters/common/adapter_options.hpp"
 #include "adapters/etcd_lock/adapter.hpp"
 #include "cmd/lockstep/validators.hpp"
 
 int main(int argc, char** argv) {
-  using lockstep::cli::whole;
-  using lockstep::cli::whole_signed;
+  constexpr const char* program = "lockstep-etcd-lock";
   lockstep::etcd_lock::AdapterConfig config;
   CLI::App app{
       "lockstep-etcd-lock: serves lockstep's line protocol (docs/protocol.md) with etcd's own lock\n"
@@ -17,65 +16,12 @@ int main(int argc, char** argv) {
       "leases of lease_ms rounded up to whole seconds). SIGTERM or SIGINT stops it (exit 0); a\n"
       "configuration it cannot run with, or an etcd that does not answer, is refused at start (exit 2)."};
   app.add_option("--etcd", config.etcd_endpoints, "etcd's client endpoints, host:port[,host:port...]")->required();
-  app.add_option("--host", config.host, "IPv4 address to listen on")->capture_default_str();
-  app.add_option("--port", config.port, "TCP port to listen on (0: a free one, named in the start-up line)")
-      ->check(whole(0, 65'535))
-      ->capture_default_str();
   app.add_option("--prefix", config.prefix, "the etcd key prefix of the locks (1 to 200 printable bytes)")
       ->capture_default_str();
   app.add_option("--etcd-timeout-ms", config.etcd_timeout_ms, "the deadline of every etcd call")
-      ->check(whole_signed(100, 600'000))
+      ->check(lockstep::cli::whole_signed(100, 600'000))
       ->capture_default_str();
-  auto& limits = config.limits;
-  const auto duration_max = static_cast<std::int64_t>(lockstep::duration_limit_max.value);
-  app.add_option("--max-lease-ms", limits.max_lease_ms.value, "longest lease a request may ask (E past it)")
-      ->check(whole_signed(1, duration_max))
-      ->capture_default_str();
-  app.add_option("--max-wait-ms", limits.max_wait_ms.value, "longest wait a request may ask (E past it)")
-      ->check(whole_signed(0, duration_max))
-      ->capture_default_str();
-  app.add_option("--max-line-bytes", limits.max_line_bytes, "longest request line, without its newline")
-      ->check(whole(lockstep::line_bytes_limit_min, lockstep::line_bytes_limit_max))
-      ->capture_default_str();
-  app.add_option("--max-waiters-per-key", limits.max_waiters_per_key,
-                 "acquires of one key waiting in etcd at most (B past it)")
-      ->check(whole(0, lockstep::count_limit_max))
-      ->capture_default_str();
-  app.add_option("--max-waiters", limits.max_waiters, "acquires waiting in etcd at most, in all (B past it)")
-      ->check(whole(0, lockstep::count_limit_max))
-      ->capture_default_str();
-  app.add_option("--max-in-flight", config.max_in_flight,
-                 "requests being carried out at once, each on a thread (E past it)")
-      ->check(whole(1, 100'000))
-      ->capture_default_str();
-  app.add_option("--max-connections", config.max_connections, "client connections at once")
-      ->check(whole(1, 100'000))
-      ->capture_default_str();
-  app.add_option("--max-output-bytes", config.max_output_bytes,
-                 "answers held for a client that does not read them; past it, it is closed")
-      ->check(whole(1'024, std::uint64_t{1} << 32))
-      ->capture_default_str();
-  app.add_option("--lines-per-turn", config.lines_per_turn, "lines of one connection read per turn of the loop")
-      ->check(whole(1, 1'000'000))
-      ->capture_default_str();
-  app.add_option("--session-window", config.sessions.window, "outcomes kept per session client")
-      ->check(whole(1, lockstep::cluster::session_window_max))
-      ->capture_default_str();
-  app.add_option("--session-clients-max", config.sessions.clients_max, "session clients kept")
-      ->check(whole(1, lockstep::cluster::session_clients_max))
-      ->capture_default_str();
-  app.add_flag("--quiet", config.quiet, "no line at start and stop");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    for (auto& c : what) {
-      if (c == '\n') c = ' ';
-    }
-    fmt::print(stderr, "lockstep-etcd-lock: {} (see lockstep-etcd-lock --help)\n", what);
-    return 2;
-  }
+  lockstep::adapters::add_line_adapter_options(app, program, config.server);
+  if (const auto code = lockstep::adapters::parse_command_line(app, program, argc, argv)) return *code;
   return lockstep::etcd_lock::run_adapter(config);
 }

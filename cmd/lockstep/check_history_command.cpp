@@ -29,6 +29,9 @@ void add_check_history_command(CLI::App& app, std::function<int()>& run) {
                       "cluster mode: fail when an Expire, a Timeout or a caused answer comes later than this past its "
                       "deadline and the clock allowance (without it, lateness is only reported)")
       ->check(whole_signed(0, 86'400'000));
+  command->add_flag("--reference", check->reference,
+                    "judge by the slow reference checker instead (a history of at most 4 connections, 2 keys, 12 "
+                    "requests and 2 s; past that, exit 2)");
   add_output_options(*command, check->outputs);
   command->callback([check, &run] { run = [check] { return live::check_history_file(*check); }; });
 }

@@ -18,5 +18,7 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run);
 void add_check_history_command(CLI::App& app, std::function<int()>& run);
 void add_miss_rate_command(CLI::App& app, std::function<int()>& run);
 void add_playground_command(CLI::App& app, std::function<int()>& run);
+void add_cluster_command(CLI::App& app, std::function<int()>& run);
+void add_merge_command(CLI::App& app, std::function<int()>& run);
 
 }  // namespace lockstep::cli

@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/bugs.hpp"
 #include "live/conform.hpp"
@@ -31,17 +34,20 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
                   ->check(one_of(bugs, "the engine's bug catalogue", "lockstep serve --list-bugs lists it"))
                   ->capture_default_str();
   command->add_option("--exec", options->exec,
-                      "replay against a live server with a test clock, one fresh server per vector, started by\n"
-                      "this shell command; {port} (a free port), {max_keys}, {max_waiters_per_key},\n"
-                      "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms} are filled from the vector\n"
-                      "(the server runs as it is: --against and --inject-bug do not apply)")
+                      fmt::format("replay against a live server with a test clock, one fresh server per vector, "
+                                  "started by\nthis shell command (`exec` it: docs/protocol.md, \"Running under the "
+                                  "tools\"); filled in: {{port}}\n(a free port) and the vector's limits\n{}\n(the "
+                                  "server runs as it is: --against and --inject-bug do not apply)",
+                                  limit_placeholders))
       ->excludes(against)
       ->excludes(bug);
   command->add_option("--exec-cluster", options->exec_cluster,
-                      "replay the mode=cluster vectors against a live cluster node with a test clock (a one-node\n"
-                      "cluster), one per vector, started by this command; as --exec, plus {etcd} (the\n"
-                      "endpoints of --etcd, or of a one-member etcd started for the run) and {prefix} (an etcd\n"
-                      "key prefix of its own for each vector)")
+                      fmt::format("replay the mode=cluster vectors against a live cluster node with a test clock (a "
+                                  "one-node\ncluster), one per vector, started by this command; filled in: {{port}}, "
+                                  "{{etcd}} (the\nendpoints of --etcd, or of a one-member etcd started for the run), "
+                                  "{{prefix}} (an etcd key\nprefix of its own for each vector) and the vector's "
+                                  "limits\n{}",
+                                  limit_placeholders))
       ->excludes(against)
       ->excludes(bug);
   command->add_option("--etcd", options->etcd, "etcd endpoints for {etcd} in --exec-cluster")

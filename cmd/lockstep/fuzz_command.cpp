@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/history_output_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
@@ -21,9 +23,12 @@ namespace {
 // the history is read.
 void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--exec-node", cluster.node_command,
-                     "--mode cluster: start each node with this shell command: {node} (n1, n2 ...), {port}, {etcd}\n"
-                     "(the members --etcd-members started), {prefix} (etcd keys of this run's own), {peers} (every\n"
-                     "node's 127.0.0.1:port) and the limits ({max_keys} ...) are filled in");
+                     fmt::format("--mode cluster: start each node with this shell command; filled in: {{node}} (n1, "
+                                 "n2 ...),\n{{port}}, {{advertise}} (where its clients reach it: 127.0.0.1:{{port}}, or its relay's\n"
+                                 "when the nemesis cuts links), {{etcd}} (the members --etcd-members started), {{prefix}} (etcd "
+                                 "keys of this run's\nown), {{peers}} (every node's {{advertise}}), {{members}} (every "
+                                 "node as\nn1={{advertise}}, for serve --cluster --init --members) and the limits\n{}",
+                                 limit_placeholders));
   command.add_option("--nodes", cluster.nodes, "--mode cluster: nodes to start with --exec-node")
       ->check(whole(1, 7))
       ->capture_default_str();
@@ -33,11 +38,21 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
   command.add_option("--nemesis", cluster.nemesis,
                      "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                      "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
-                     "once); one per period, drawn from --seed, on a node drawn from it or on the leader of the moment");
+                     "once), partition-node (a node cut from etcd, its clients still connected), partition-clients (a\n"
+                     "node's clients cut from it), slow-etcd (every node's etcd links slowed), or all of them (all);\n"
+                     "one per period, drawn from --seed, on a node drawn from it or on the leader of the moment. The\n"
+                     "link faults go through relays on loopback, healed half a period later (the template must say\n"
+                     "--advertise {advertise})");
   command.add_option("--nemesis-every-s", cluster.nemesis_every_s, "the nemesis's period")
       ->check(decimal(0.5, 86'400))
       ->capture_default_str();
   command.add_flag("--nemesis-etcd", cluster.nemesis_etcd, "the nemesis acts on the etcd members too");
+  command.add_option("--nemesis-slow-ms", cluster.nemesis_slow_ms, "slow-etcd's delay, each way")
+      ->check(whole_signed(1, 10'000))
+      ->capture_default_str();
+  command.add_flag("--nemesis-at-leader", cluster.nemesis_at_leader,
+                   "every fault on a node aims at the leader of the moment; a partition-node waits (2 s at most)\n"
+                   "until the leader holds keys with waiters");
   command.add_option("--clock-allowance-ms", cluster.clock_allowance_ms,
                      "--mode cluster: how far apart two node clocks may be (2*S); nodes on one machine share its clock")
       ->check(whole_signed(0, 3'600'000))
@@ -65,8 +80,8 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
       "without limits on keys and waiters (any B is then a violation, and no line past a maximum\n"
       "is sent); --tolerance-ms is how late its timers may fire.\n"
       "--mode cluster fuzzes the nodes of a cluster (--target HOST:PORT,... or --exec-node with\n"
-      "--nodes and --etcd-members), with sessions, redirects, retries and a nemesis (README,\n"
-      "\"Fuzzing a cluster\").");
+      "--nodes and --etcd-members), with sessions, redirects, retries and a nemesis\n"
+      "(docs/testing-your-server.md, \"Fuzzing a cluster\").");
   fuzz->add_option("--mode", options->mode,
                    "simple: one server (the default); cluster: the nodes of a cluster, with sessions, redirects and\n"
                    "retries, read by cluster mode's rules (see --exec-node, --nemesis)")
@@ -77,9 +92,10 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
       ->check(host_and_port_list());
   add_cluster_options(*fuzz, options->cluster);
   fuzz->add_option("--exec", options->fuzz.command,
-                   "start the server with this shell command: {port}, {max_keys}, {max_waiters_per_key},\n"
-                   "{max_waiters}, {sweep_ms}, {max_lease_ms}, {max_wait_ms}, {max_line_bytes} and\n"
-                   "{state_file} (where it keeps its token mark across restarts) are filled in");
+                   fmt::format("start the server with this shell command (`exec` it: docs/protocol.md, \"Running "
+                               "under the\ntools\"); filled in: {{port}}, {{state_file}} (where it keeps its token mark "
+                               "across restarts)\nand the limits\n{}",
+                               limit_placeholders));
   add_limit_options(*fuzz, options->fuzz.limits);
   fuzz->add_option("--lease-ms", options->lease_range,
                    "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"

@@ -11,6 +11,11 @@
 
 namespace lockstep::cli {
 
+// The placeholders of the limits in a command template (live/process.hpp,
+// template_values), as every --help that takes a template lists them.
+inline constexpr const char* limit_placeholders =
+    "{max_keys} {max_waiters_per_key} {max_waiters} {sweep_ms} {max_lease_ms} {max_wait_ms} {max_line_bytes}";
+
 inline void add_limit_options(CLI::App& command, Limits& limits) {
   const auto duration_max = static_cast<std::int64_t>(duration_limit_max.value);
   command.add_option("--max-keys", limits.max_keys, "keys registered at most")

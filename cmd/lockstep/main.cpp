@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/version.hpp"
 
 namespace {
 
@@ -69,12 +70,36 @@ CommandPath command_path(const CLI::App& app, int argc, char** argv) {
   return path;
 }
 
+// An option given twice is a mistake, whatever the second one says: the
+// parser refuses it rather than keep one of the two. Options with a value
+// are refused so by default; flags (`--swarm`) are made to be too, in every
+// command. The help flags stay as they are (they end the parse at once).
+void refuse_repeated_flags(CLI::App& app) {
+  for (auto* option : app.get_options()) {
+    if (option == app.get_help_ptr() || option == app.get_help_all_ptr()) continue;
+    if (option->get_expected_max() == 0) option->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  }
+  for (auto* sub : app.get_subcommands(every)) refuse_repeated_flags(*sub);
+}
+
+// CLI11 says "--seed: At Most 1 required but received 2" of an option given
+// twice; the refusal says it in the words of the rest of the tool.
+std::string repeated_option(const std::string& what) {
+  constexpr std::string_view marker = ": At Most 1 required but received ";
+  const auto at = what.find(marker);
+  if (at == std::string::npos) return {};
+  const auto times = what.substr(at + marker.size());
+  return fmt::format("{} is given {} times; give it once", what.substr(0, at), times);
+}
+
 // One line for a command line the parser refused: the command, what is
 // wrong (CLI11 names the option), and where to read more.
 int refuse(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
   const auto path = command_path(app, argc, argv);
   std::string what = error.what();
-  if (!path.unknown.empty()) {
+  if (auto repeated = repeated_option(what); !repeated.empty()) {
+    what = std::move(repeated);
+  } else if (!path.unknown.empty()) {
     what = fmt::format("unknown command '{}'; the commands are {}", path.unknown, subcommand_names(*path.deepest));
   } else if (path.deepest->get_require_subcommand_min() > 0 && error.get_name() == "RequiredError" &&
              what.find("subcommand") != std::string::npos) {
@@ -97,6 +122,8 @@ int main(int argc, char** argv) {
       "the exit codes are in docs/protocol.md. Exit codes: 0 success or conforms, 1 a violation\n"
       "or a failed check, 2 bad usage, bad input or environment."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("lockstep {}", lockstep::build_version()),
+                       "print the version and the commit it was built from, and exit");
   std::function<int()> run;
   lockstep::cli::add_conform_command(app, run);
   lockstep::cli::add_bench_command(app, run);
@@ -107,13 +134,18 @@ int main(int argc, char** argv) {
   lockstep::cli::add_fuzz_command(app, run);
   lockstep::cli::add_check_history_command(app, run);
   lockstep::cli::add_miss_rate_command(app, run);
+  lockstep::cli::add_merge_command(app, run);
   lockstep::cli::add_playground_command(app, run);
+  lockstep::cli::add_cluster_command(app, run);
+  refuse_repeated_flags(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     return refuse(app, error, argc, argv);
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/shard_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "live/miss_rate_report.hpp"
 #include "sim/history/miss_rate.hpp"
@@ -18,6 +19,7 @@ namespace {
 struct MissRateCommand {
   live::MissRateRequest request;
   std::string seeds = "1..20";
+  ShardOptions shard;
 };
 
 // At most this many seeds in one run: a range past it is a typo, not a plan.
@@ -57,12 +59,15 @@ void add_miss_rate_command(CLI::App& app, std::function<int()>& run) {
                       "configurations the checker may step per history (default 3000000; with --mode cluster "
                       "20000000, check-history's: a cluster's history is longer, its run going on to heal)")
       ->check(whole(1, std::uint64_t{1} << 40));
+  add_shard_options(*command, options->shard);
   command->callback([options, command, &run] {
     if (options->request.mode != "cluster" && command->count("--nodes") > 0) {
       throw CLI::ValidationError("--nodes", "is not used by --mode simple (it applies to --mode cluster)");
     }
     if (options->request.mode == "cluster" && command->count("--budget-states") == 0) options->request.budget_states = 20'000'000;
     options->request.seed_range = *parse_seed_range(options->seeds, seeds_max);  // checked when parsed
+    options->request.shard = check_shard(options->shard, options->request.seed_range);
+    options->request.summary_json = options->shard.summary_json;
     run = [options] { return live::run_miss_rate(options->request); };
   });
 }

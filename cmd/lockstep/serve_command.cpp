@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/etcd_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "impl/cluster/bugs.hpp"
+#include "impl/cluster/lock_machine.hpp"
 #include "impl/protocol.hpp"
 #include "live/serve.hpp"
 
@@ -29,25 +31,36 @@ std::vector<std::string> bug_names() {
   return names;
 }
 
-// Cluster mode (README, "Running a cluster"): one node of a cluster whose
+// Cluster mode (docs/running-a-cluster.md): one node of a cluster whose
 // log and election are kept in etcd.
 void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::vector<const CLI::Option*>& cluster_only) {
   auto& k = options.cluster_config;
   command.add_flag("--cluster", options.cluster,
-                   "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; README, \"Running a "
-                   "cluster\")");
+                   "serve as one node of a cluster on etcd (docs/protocol.md, cluster nodes; "
+                   "docs/running-a-cluster.md)");
   const auto cluster_option = [&](CLI::Option* option) {
     cluster_only.push_back(option);
     return option;
   };
   cluster_option(command.add_option("--etcd", k.etcd_endpoints,
-                                    "etcd endpoints, host:port separated by commas (IPv4, or one host name)"));
-  cluster_option(command.add_option("--node-id", k.node_id, "this node's name, unique in the cluster (1 to 64 bytes)"));
+                                    "etcd's client addresses, host:port separated by commas (IPv4, or one host name)")
+                     ->check(etcd_endpoints()));
+  cluster_option(command.add_option("--node-id", k.node_id,
+                                    "this node's id: a member of the cluster, run by one process at a time")
+                     ->check(node_id()));
   cluster_option(command.add_option("--advertise", k.advertise,
                                     "host:port where clients reach this node; followers redirect to the leader's")
                      ->check(host_and_port()));
-  cluster_option(command.add_option("--prefix", k.prefix, "the etcd key prefix of this cluster's log")
+  cluster_option(command.add_option("--prefix", k.prefix,
+                                    "the etcd key prefix of this cluster (its membership, log, election and snapshots)")
+                     ->check(etcd_prefix())
                      ->capture_default_str());
+  cluster_option(command.add_flag("--init", k.init,
+                                  "create the cluster under --prefix if it holds none (otherwise a prefix without a "
+                                  "cluster is refused; `lockstep cluster init` creates one too)"));
+  cluster_option(command.add_option("--members", k.members,
+                                    "with --init: the cluster's members, ID=HOST:PORT,... (default: this node alone)")
+                     ->check(cluster_members()));
   cluster_option(command.add_option("--leader-ttl-s", k.leader_ttl_s,
                                     "the leader's etcd lease: how soon a dead or paused leader is replaced")
                      ->check(whole_signed(1, 3'600))
@@ -63,6 +76,11 @@ void add_cluster_options(CLI::App& command, live::ServeRequest& options, std::ve
   cluster_option(command.add_option("--session-clients-max", k.sessions.clients_max,
                                     "clients whose sessions are kept, the least recent evicted")
                      ->check(whole(1, 10'000'000))
+                     ->capture_default_str());
+  cluster_option(command.add_option("--waiter-grace-ms", k.waiter_grace_ms,
+                                    "how long a waiter whose leader changed is kept for its client's retry before it "
+                                    "is dropped (docs/protocol.md, \"Waiters and leader changes\")")
+                     ->check(whole_signed(0, cluster::waiter_grace_max.value))
                      ->capture_default_str());
   cluster_option(command.add_option("--max-in-flight", k.in_flight_max,
                                     "requests proposed and not yet applied; past it E")
@@ -87,7 +105,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       "(exit 0). A configuration it cannot run with is refused at start (exit 2). With --cluster,\n"
       "one node of a cluster on etcd; SIGUSR1 prints a status line with the applied index and\n"
       "the digest of the lock table.");
-  command->add_option("--host", c.host, "IPv4 address to listen on")->check(CLI::ValidIPV4)->capture_default_str();
+  command->add_option("--host", c.host, "IPv4 address to listen on")->check(ipv4_address())->capture_default_str();
   command->add_option("--port", c.port, "TCP port (0: any free port, printed at start)")
       ->check(whole(0, 65535))
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
+#include "cmd/lockstep/shard_options.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "live/sim_run.hpp"
 
@@ -55,6 +56,7 @@ void check_mode_options(const CLI::App& command, const live::SimRequest& o) {
 
 void add_sim_command(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<live::SimRequest>();
+  auto shard = std::make_shared<ShardOptions>();
   auto* command = app.add_subcommand(
       "sim",
       "Run the deterministic simulator: clients, a virtual network with delays, drops, crashes\n"
@@ -98,9 +100,13 @@ void add_sim_command(CLI::App& app, std::function<int()>& run) {
   command->add_flag("--skew-beyond-bound", o->raft.skew_beyond_bound,
                     "--mode cluster: clock skew beyond what the lease-safety bound assumes (violations expected)");
   command->add_option("--nodes", o->raft.nodes, "cluster size (--mode raft, cluster)")->check(whole(1, 9))->capture_default_str();
-  command->callback([o, command, &run] {
+  add_shard_options(*command, *shard);
+  command->callback([o, shard, command, &run] {
     if (!o->seeds.empty()) o->seed_range = parse_seed_range(o->seeds);
     check_mode_options(*command, *o);
+    if (o->seed && !shard->shard.empty()) throw CLI::ValidationError("--shard", "splits a range of seeds: use --seeds A..B");
+    o->shard = check_shard(*shard, o->seed_range.value_or(live::default_sim_seeds(o->mode)));
+    o->summary_json = shard->summary_json;
     run = [o] { return live::run_sim(*o); };
   });
 }

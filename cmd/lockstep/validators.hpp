@@ -50,6 +50,8 @@ CLI::Validator decimal(double low, double high);
 // maximum is known only once the limits are settled.
 CLI::Validator ms_range(std::uint64_t low);
 
+// An IPv4 address in dotted decimal (what a server listens on).
+CLI::Validator ipv4_address();
 // HOST:PORT with a port in 1..65535 (what a client connects to).
 CLI::Validator host_and_port();
 // HOST:PORT,HOST:PORT,... (each checked as host_and_port()).

@@ -1,5 +1,8 @@
-// Names on the command line (validators.hpp): HOST:PORT and lists of them,
-// a key as the protocol defines it, and one of a catalogue's names.
+// Names on the command line (validators.hpp): IPv4 addresses, HOST:PORT and
+// lists of them, a key as the protocol defines it, and one of a catalogue's
+// names.
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -7,6 +10,18 @@
 #include "cmd/lockstep/validators.hpp"
 
 namespace lockstep::cli {
+
+CLI::Validator ipv4_address() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        in_addr address{};
+        if (inet_pton(AF_INET, text.c_str(), &address) != 1) {
+          return fmt::format("'{}' is not an IPv4 address (four numbers 0 to 255: 127.0.0.1)", text);
+        }
+        return {};
+      },
+      "IPV4", "IPv4 address");
+}
 
 CLI::Validator host_and_port() {
   return CLI::Validator(

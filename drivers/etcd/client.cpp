@@ -34,33 +34,35 @@ bool is_ipv4(const std::string& host) {
 std::optional<Target> parse_endpoints(const std::string& text, std::string& error) {
   Target target;
   bool all_ipv4 = true;
+  if (text.empty()) {
+    error = "no etcd endpoint: give etcd's client addresses, host:port, comma-separated";
+    return std::nullopt;
+  }
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    std::string endpoint = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string endpoint = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    if (endpoint.starts_with("https://")) {
-      error = fmt::format("etcd endpoint '{}': TLS is not supported", endpoint);
+    if (const auto scheme = endpoint.find("://"); scheme != std::string::npos) {
+      error = fmt::format("'{}' is a URL: give host:port ({})", endpoint, endpoint.substr(scheme + 3));
       return std::nullopt;
     }
-    if (endpoint.starts_with("http://")) endpoint = endpoint.substr(7);
-    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
     const auto colon = endpoint.rfind(':');
     if (endpoint.empty() || colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size()) {
-      error = fmt::format("etcd endpoint '{}' is not host:port", endpoint);
+      error = fmt::format("'{}' is not host:port", endpoint);
       return std::nullopt;
     }
     const auto port = endpoint.substr(colon + 1);
     if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) == 0 ||
         std::stoul(port) > 65535) {
-      error = fmt::format("etcd endpoint '{}': the port must be 1 to 65535", endpoint);
+      error = fmt::format("'{}': the port must be 1 to 65535", endpoint);
       return std::nullopt;
     }
     all_ipv4 = all_ipv4 && is_ipv4(endpoint.substr(0, colon));
     target.endpoints.push_back(endpoint);
   }
   if (target.endpoints.size() > 1 && !all_ipv4) {
-    error = "several etcd endpoints must all be IPv4 addresses (or give one host name)";
+    error = "several endpoints must all be IPv4 addresses (or give one host name)";
     return std::nullopt;
   }
   if (all_ipv4) {
@@ -127,10 +129,16 @@ Client::Client(const Target& target) : target_(target) {
   // (The minimum backoff stays gRPC's: it is also the connect timeout.)
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
-  // Keep-alive pings find a member that vanished without closing its socket.
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2'000);
+  // Keep-alive pings find a member that vanished without closing its socket
+  // (paused, cut off), while a call waits on it. Within what etcd allows by
+  // default (--grpc-keepalive-min-time 5 s, and no pings without a call in
+  // progress): pings more often, or on an idle connection, are answered
+  // with a GOAWAY "too_many_pings" that gRPC logs on stderr, which a
+  // cluster without etcd's majority (calls failing, watches ended) used to
+  // show on every node.
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 6'000);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2'000);
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Each client its own connection (gRPC shares one between equal channels
   // otherwise): a benchmark's callers must not all queue on one socket.
@@ -140,6 +148,7 @@ Client::Client(const Target& target) : target_(target) {
   watch_ = etcdserverpb::Watch::NewStub(channel_);
   lease_ = etcdserverpb::Lease::NewStub(channel_);
   maintenance_ = etcdserverpb::Maintenance::NewStub(channel_);
+  cluster_ = etcdserverpb::Cluster::NewStub(channel_);
 }
 
 bool Client::wait_connected(Timeout patience) {
@@ -206,6 +215,12 @@ grpc::Status Client::status(etcdserverpb::StatusResponse& response, Timeout time
   etcdserverpb::StatusRequest request;
   auto context = context_with(timeout);
   return maintenance_->Status(context.get(), request, &response);
+}
+
+grpc::Status Client::member_list(etcdserverpb::MemberListResponse& response, Timeout timeout) {
+  etcdserverpb::MemberListRequest request;
+  auto context = context_with(timeout);
+  return cluster_->MemberList(context.get(), request, &response);
 }
 
 Client::Watch::Watch(etcdserverpb::Watch::Stub& stub, std::optional<std::chrono::system_clock::time_point> deadline) {

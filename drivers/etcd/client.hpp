@@ -7,8 +7,8 @@
 // may still have taken effect (`may_have_applied`): the request can have
 // reached etcd before the connection broke or the deadline passed.
 //
-// Endpoints are `host:port` separated by commas (an `http://` prefix is
-// accepted and dropped; TLS is not supported). IPv4 addresses go to gRPC
+// Endpoints are `host:port` separated by commas (a URL is refused, with the
+// host:port it holds as the hint; TLS is not supported). IPv4 addresses go to gRPC
 // as one target, which keeps one connection to the first member that
 // answers and moves to the next when it is lost; a host name must be the
 // only endpoint. The client is safe to use from several threads at once.
@@ -28,7 +28,8 @@ namespace lockstep::etcd {
 
 using Timeout = std::chrono::milliseconds;
 
-// The gRPC target for an endpoint list, or the reason it is not valid.
+// The gRPC target for an endpoint list, or the reason it is not valid (one
+// phrase; the caller names the option it came from).
 struct Target {
   std::string uri;             // e.g. ipv4:127.0.0.1:2379,127.0.0.1:22379
   std::vector<std::string> endpoints;  // host:port, as given
@@ -59,6 +60,7 @@ class Client {
   grpc::Status lease_keep_alive(std::int64_t lease, etcdserverpb::LeaseKeepAliveResponse& response,
                                 Timeout timeout);
   grpc::Status status(etcdserverpb::StatusResponse& response, Timeout timeout);
+  grpc::Status member_list(etcdserverpb::MemberListResponse& response, Timeout timeout);
 
   // A watch stream: create() it, read() responses until one fails;
   // cancel() from any thread ends a read() in progress, and so does the
@@ -93,6 +95,7 @@ class Client {
   std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance_;
+  std::unique_ptr<etcdserverpb::Cluster::Stub> cluster_;
 };
 
 // The smallest key greater than every key that starts with `prefix`

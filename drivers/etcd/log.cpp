@@ -388,8 +388,19 @@ void EtcdLog::keep_leading() {
     }
   }
   const auto sent = Clock::now();
+  // The call waits no later than the moment this node must stop leading:
+  // across a black hole (a partition that drops packets, connections kept
+  // open) a keep-alive waited the whole call timeout, 5 s by default, and the
+  // node kept leading that long, past its lease and past the moment etcd let
+  // another node lead (tests/cluster_live/partition_test.cpp).
+  Timeout patience = config_.call_timeout;
+  {
+    std::lock_guard lock(elect_mutex_);
+    const auto left = std::chrono::duration_cast<milliseconds>(lease_valid_until_ - lease_ttl_ / 20 - sent);
+    patience = std::min(patience, std::max(Timeout{1}, std::chrono::duration_cast<Timeout>(left)));
+  }
   etcdserverpb::LeaseKeepAliveResponse response;
-  const auto status = client_.lease_keep_alive(lease, response, config_.call_timeout);
+  const auto status = client_.lease_keep_alive(lease, response, patience);
   std::unique_lock lock(elect_mutex_);
   if (epoch_ != epoch) return;
   keep_alive_sent_ = sent;

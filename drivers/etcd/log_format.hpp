@@ -19,8 +19,23 @@
 //   P/incarnation        written by each node at start: the revision of that
 //                        write is unique over the cluster's life, and names
 //                        the node's connections
+//   P/cluster            the cluster's identity and membership, written once
+//                        by `lockstep cluster init` (or `serve --cluster
+//                        --init`) and changed by `lockstep cluster add` and
+//                        `remove` (each a transaction on its revision): a
+//                        node starts only on a prefix that holds one, and
+//                        only as one of its members
+//   P/node/<id>          the claim of the process that runs node <id>,
+//                        attached to a lease it keeps alive: a second process
+//                        with that id is refused while the claim lives
 // A node follows the keys [P/leader, end of P/log/): the election key and
-// the log, in etcd's revision order, and not the snapshots' bytes.
+// the log, in etcd's revision order, and not the snapshots' bytes, the
+// membership or the claims.
+//
+// The membership is text, so that `etcdctl get P/cluster` reads it:
+//   lockstep-cluster 1 <cluster id, 16 hex digits>
+//   member <node id> <host:port>        (one line per member, in the order given)
+// and a claim is `<node id> <host:port> <ttl_s> <pid>@<host name>`.
 //
 // A snapshot pointer is version 1, then the index the snapshot covers, its
 // total bytes, its chunk count and its FNV-1a 64 hash, each a u64
@@ -55,12 +70,15 @@ class Keys {
   std::string chunk_prefix(std::uint64_t index) const;
   std::string chunk_key(std::uint64_t index, std::uint32_t chunk) const;
   const std::string& incarnation() const { return incarnation_; }
+  const std::string& cluster() const { return cluster_; }
+  const std::string& claims_prefix() const { return claims_prefix_; }
+  std::string claim(std::string_view node_id) const { return claims_prefix_ + std::string(node_id); }
   // The range a node watches: the election key and the log.
   const std::string& watch_begin() const { return leader_; }
   std::string watch_end() const;
 
  private:
-  std::string prefix_, leader_, log_prefix_, snapshot_, chunks_prefix_, incarnation_;
+  std::string prefix_, leader_, log_prefix_, snapshot_, chunks_prefix_, incarnation_, cluster_, claims_prefix_;
 };
 
 // Whether a prefix is usable: 1 to 200 bytes of printable ASCII without
@@ -85,6 +103,45 @@ struct LeaderRecord {
 };
 std::string encode_leader(const LeaderRecord& record);
 std::optional<LeaderRecord> decode_leader(std::string_view bytes);
+
+// A node id: 1 to 64 printable bytes without space.
+bool valid_node_id(std::string_view id);
+// A member's address: host:port with a port in 1..65535, printable ASCII.
+bool valid_member_address(std::string_view address);
+
+// A cluster's identity and membership (P/cluster).
+struct Member {
+  std::string node_id;
+  std::string advertise;  // host:port, where clients reach it
+  friend bool operator==(const Member&, const Member&) = default;
+};
+inline constexpr std::size_t members_max = 64;
+struct Membership {
+  std::string cluster_id;  // 16 hex digits, drawn at init
+  std::vector<Member> members;
+  friend bool operator==(const Membership&, const Membership&) = default;
+};
+std::string encode_membership(const Membership& membership);
+std::optional<Membership> decode_membership(std::string_view bytes, std::string& error);
+// `n1=host:port,n2=host:port,...` (the command line's form); nothing and
+// `error` set when it is not that, or its members are not valid together.
+std::optional<std::vector<Member>> parse_members(std::string_view text, std::string& error);
+// 1 to members_max members, valid ids and addresses, no id or address twice.
+std::optional<std::string> check_members(const std::vector<Member>& members);
+const Member* find_member(const Membership& membership, std::string_view node_id);
+// `n1 127.0.0.1:7001, n2 ...`, for messages.
+std::string describe_members(const std::vector<Member>& members);
+
+// The claim of a running node on its id (P/node/<id>).
+struct ClaimRecord {
+  std::string node_id;
+  std::string advertise;
+  std::int64_t ttl_s = 0;  // its lease's TTL, which bounds how long it outlives its process
+  std::string owner;       // <pid>@<host name>
+  friend bool operator==(const ClaimRecord&, const ClaimRecord&) = default;
+};
+std::string encode_claim(const ClaimRecord& record);
+std::optional<ClaimRecord> decode_claim(std::string_view bytes);
 
 std::uint64_t fnv1a_64(std::string_view bytes);
 

@@ -23,6 +23,7 @@
 
 #include "impl/cluster/node.hpp"
 #include "drivers/etcd/log.hpp"
+#include "drivers/etcd/membership.hpp"
 #include "impl/line_framer.hpp"
 #include "drivers/server/socket_connection.hpp"
 
@@ -37,18 +38,23 @@ constexpr int epoll_batch = 256;
 constexpr std::uint64_t listener_key = 0;
 constexpr std::uint64_t signal_key = UINT64_MAX;
 constexpr std::uint64_t log_key = UINT64_MAX - 1;
+constexpr std::uint64_t claim_key = UINT64_MAX - 2;
 // Connection ids: the incarnation in the high bits, a counter in the low.
 constexpr int connection_counter_bits = 24;
 // Keys of recent log entries kept to name the last one a snapshot covers.
 constexpr std::size_t recent_keys_max = 4'096;
+
+std::string member_ids(const etcd::Membership& membership) {
+  std::string ids;
+  for (const auto& m : membership.members) ids += (ids.empty() ? "" : ",") + m.node_id;
+  return ids;
+}
 
 std::int64_t wall_clock_ms() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
-
-bool valid_node_id(std::string_view id) { return is_valid_name(id) && id.size() <= 64; }
 
 struct Connection : SocketConnection {
   bool node_knows = true;  // false once the node forgot it (its close, or on_close called)
@@ -78,6 +84,7 @@ class ClusterServer {
   void handle_log_events();
   void on_log_event(LogEvent& event);
   void update_leadership();
+  void tell_leader_address();
   void handle(cluster::NodeOutputs& out);
   void print_status();
   TimeMs now();
@@ -85,6 +92,7 @@ class ClusterServer {
 
   ClusterServerConfig config_;
   std::unique_ptr<cluster::Node> node_;
+  std::unique_ptr<etcd::NodeClaim> claim_;
   std::unique_ptr<etcd::EtcdLog> log_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
@@ -100,6 +108,7 @@ class ClusterServer {
   // was not deposed since.
   std::uint64_t elected_ = 0;
   std::uint64_t seen_ = 0;
+  etcd::LeaderRecord seen_leader_;  // the record of epoch seen_
   std::uint64_t deposed_through_ = 0;
   std::uint64_t leading_ = 0;
   std::uint64_t restored_index_ = 0;  // the last snapshot restored, 0: none
@@ -115,6 +124,7 @@ class ClusterServer {
 
 ClusterServer::~ClusterServer() {
   if (log_) log_->stop();
+  if (claim_) claim_->release();
   for (auto& [id, c] : connections_) ::close(c->fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
@@ -144,7 +154,7 @@ ConnectionId ClusterServer::next_connection_id() {
 
 int ClusterServer::start() {
   if (auto error = validate(config_)) {
-    fmt::print(stderr, "serve: {}\n", *error);
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return 2;
   }
   std::string error;
@@ -152,6 +162,7 @@ int ClusterServer::start() {
   cluster::NodeConfig node_config;
   node_config.limits = config_.limits;
   node_config.sessions = config_.sessions;
+  node_config.waiter_grace_ms = DurationMs{config_.waiter_grace_ms};
   node_config.bug = config_.bug;
   node_config.test_clock = config_.test_clock;
   node_config.in_flight_max = config_.in_flight_max;
@@ -176,7 +187,7 @@ int ClusterServer::start() {
   address.sin_port = htons(config_.port);
   inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr);
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    fmt::print(stderr, "serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
     return 2;
   }
   socklen_t length = sizeof address;
@@ -188,6 +199,24 @@ int ClusterServer::start() {
   event.events = EPOLLIN;
   event.data.u64 = signal_key;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &event);
+
+  // The cluster first: a node starts only as a member of the cluster under
+  // its prefix, at its address, and as the only process with its id.
+  etcd::JoinRequest join;
+  join.node_id = config_.node_id;
+  join.advertise = config_.advertise;
+  join.init = config_.init;
+  if (!config_.members.empty()) join.members = *etcd::parse_members(config_.members, error);
+  join.ttl_s = config_.leader_ttl_s;
+  join.call_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
+  join.start_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
+  claim_ = etcd::NodeClaim::join(*target, config_.prefix, join, error);
+  if (!claim_) {
+    fmt::print(stderr, "lockstep serve: {}\n", error);
+    return 2;
+  }
+  event.data.u64 = claim_key;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, claim_->fd(), &event);
 
   etcd::LogConfig log_config;
   log_config.target = *target;
@@ -215,7 +244,7 @@ int ClusterServer::start() {
   if (exit_code_ != 0) return exit_code_;
   const auto incarnation = log_->new_incarnation(error);
   if (!incarnation) {
-    fmt::print(stderr, "serve: cannot register this node in etcd at {}: {}\n", config_.etcd_endpoints, error);
+    fmt::print(stderr, "lockstep serve: cannot register this node in etcd at {}: {}\n", config_.etcd_endpoints, error);
     return 2;
   }
   incarnation_ = *incarnation;
@@ -227,13 +256,16 @@ int ClusterServer::start() {
   if (!config_.quiet) {
     const auto& l = config_.limits;
     fmt::print(stderr,
-               "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}', leader TTL {} s "
+               "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}' (cluster {}{}, members "
+               "{}), leader TTL {} s "
                "(max_keys={} max_waiters_per_key={} max_waiters={} max_lease_ms={} max_wait_ms={} "
-               "max_line_bytes={} max_connections={} session_window={} session_clients_max={}{}{}), applied {}{}\n",
+               "max_line_bytes={} max_connections={} session_window={} session_clients_max={} waiter_grace_ms={}{}{}), "
+               "applied {}{}\n",
                config_.node_id, config_.host, config_.port, config_.advertise, config_.etcd_endpoints, config_.prefix,
-               config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
+               claim_->membership().cluster_id, claim_->created() ? " created now" : "",
+               member_ids(claim_->membership()), config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
                l.max_wait_ms.value, l.max_line_bytes, config_.max_connections, config_.sessions.window,
-               config_.sessions.clients_max, config_.test_clock ? ", test clock" : "",
+               config_.sessions.clients_max, config_.waiter_grace_ms, config_.test_clock ? ", test clock" : "",
                config_.bug == cluster::ClusterBug::none
                    ? ""
                    : fmt::format(", injected bug {}", cluster::cluster_bug_name(config_.bug)),
@@ -246,7 +278,7 @@ int ClusterServer::start() {
 bool ClusterServer::listen_now() {
   if (listening_) return true;
   if (listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
     return false;
   }
   epoll_event event{};
@@ -264,7 +296,7 @@ int ClusterServer::run() {
     const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, node_->next_due(), now());
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
-      fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
+      fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;
     }
     for (int i = 0; i < ready; ++i) {
@@ -280,6 +312,11 @@ int ClusterServer::run() {
         }
       } else if (event.data.u64 == log_key) {
         handle_log_events();
+      } else if (event.data.u64 == claim_key) {
+        for (const auto& reason : claim_->take_lost()) {
+          fmt::print(stderr, "lockstep serve: {}\n", reason);
+          exit_code_ = 2;
+        }
       } else if (event.data.u64 == listener_key) {
         accept_all();
       } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
@@ -304,6 +341,7 @@ int ClusterServer::run() {
   }
   if (exit_code_ != 0) return exit_code_;
   log_->stop();  // resigns first, so another node need not wait out the lease
+  claim_->release();  // and frees its id for the next run at once
   if (!config_.quiet) {
     fmt::print(stderr,
                "lockstep serve: node {} stopped ({} connections accepted, {} refused at the limit, {} closed for "
@@ -329,7 +367,7 @@ void ClusterServer::on_log_event(LogEvent& event) {
     try {
       node_->restore(cluster::TableSnapshot{restored->index, std::move(restored->state)}, out);
     } catch (const std::invalid_argument& error) {
-      fmt::print(stderr, "serve: the snapshot of index {} in etcd cannot be restored: {}\n", restored->index,
+      fmt::print(stderr, "lockstep serve: the snapshot of index {} in etcd cannot be restored: {}\n", restored->index,
                  error.what());
       exit_code_ = 2;
       return;
@@ -340,13 +378,12 @@ void ClusterServer::on_log_event(LogEvent& event) {
     if (recent_keys_.size() > recent_keys_max) recent_keys_.pop_front();
   } else if (auto* seen = std::get_if<LeaderSeen>(&event)) {
     seen_ = seen->epoch;
-    // A record naming this node under another epoch is an earlier run of it:
-    // its address would send clients back here.
-    const bool stale_self = seen->leader.node_id == config_.node_id && seen->epoch != elected_;
-    node_->on_leader_address(stale_self ? "" : seen->leader.advertise);
+    seen_leader_ = seen->leader;
+    tell_leader_address();
   } else if (std::holds_alternative<LeaderGone>(event)) {
     seen_ = 0;
-    node_->on_leader_address("");
+    seen_leader_ = {};
+    tell_leader_address();
     log_->campaign_now();
   } else if (auto* elected = std::get_if<Elected>(&event)) {
     elected_ = std::max(elected_, elected->epoch);
@@ -358,12 +395,25 @@ void ClusterServer::on_log_event(LogEvent& event) {
   } else if (std::holds_alternative<SnapshotSaved>(event)) {
     ++snapshots_;
   } else if (auto* fatal = std::get_if<Failed>(&event)) {
-    fmt::print(stderr, "serve: {}\n", fatal->reason);
+    fmt::print(stderr, "lockstep serve: {}\n", fatal->reason);
     exit_code_ = 2;
     return;
   }
   handle(out);
   update_leadership();
+}
+
+// What this node's redirects name (docs/protocol.md, "Cluster nodes on the
+// wire"): the leader etcd shows, unless that is this node. While it leads
+// it redirects nothing; once it no longer leads, the record still naming it
+// (its lease lapsed while it was paused, or etcd lost its majority and
+// shows nothing new) would send clients back to a node that does not lead,
+// and a client on this very node would ask it again: it answers a bare
+// `E not-leader` until etcd shows another leader. A record of an earlier
+// run of this node is the same.
+void ClusterServer::tell_leader_address() {
+  const bool names_self = seen_leader_.node_id == config_.node_id || seen_leader_.advertise == config_.advertise;
+  node_->on_leader_address(seen_ == 0 || names_self ? std::string() : seen_leader_.advertise);
 }
 
 void ClusterServer::update_leadership() {
@@ -384,7 +434,6 @@ void ClusterServer::update_leadership() {
   if (should_lead && leading_ == 0) {
     leading_ = elected_;
     log_->begin_epoch(leading_);
-    node_->on_leader_address(config_.advertise);
     node_->on_leadership_gained(cluster::Epoch{leading_}, now(), out);
     handle(out);
     if (!config_.quiet) {
@@ -495,7 +544,7 @@ void ClusterServer::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool node_knows = c.node_knows;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
+  c.close_socket();
   connections_.erase(id);
   if (node_knows) {
     cluster::NodeOutputs out;
@@ -519,16 +568,28 @@ void ClusterServer::print_status() {
 std::optional<std::string> validate(const ClusterServerConfig& config) {
   if (auto error = validate(config.limits)) return error;
   std::string error;
-  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return error;
-  if (!etcd::valid_prefix(config.prefix, error)) return error;
-  if (!valid_node_id(config.node_id)) return "--node-id must be 1 to 64 printable bytes without space";
+  if (config.etcd_endpoints.empty()) {
+    return "--etcd is required with --cluster: etcd's client addresses, host:port, comma-separated";
+  }
+  if (!etcd::parse_endpoints(config.etcd_endpoints, error)) return "--etcd: " + error;
+  if (!etcd::valid_prefix(config.prefix, error)) return "--prefix: " + error;
+  if (config.node_id.empty()) return "--node-id is required with --cluster: this node's id in its cluster";
+  if (!etcd::valid_node_id(config.node_id)) return "--node-id must be 1 to 64 printable bytes without space";
+  if (!config.members.empty()) {
+    if (!config.init) return "--members needs --init: it names the members of the cluster --init creates";
+    const auto members = etcd::parse_members(config.members, error);
+    if (!members) return "--members: " + error;
+    if (!etcd::find_member(etcd::Membership{"", *members}, config.node_id)) {
+      return fmt::format("--members does not name --node-id {}", config.node_id);
+    }
+  }
   const auto colon = config.advertise.rfind(':');
   if (config.advertise.empty() || colon == std::string::npos || colon == 0 || !is_valid_name(config.advertise)) {
     return "--advertise must be host:port, the address clients reach this node at";
   }
   in_addr address{};
   if (inet_pton(AF_INET, config.host.c_str(), &address) != 1) {
-    return fmt::format("'{}' is not an IPv4 address", config.host);
+    return fmt::format("--host: '{}' is not an IPv4 address", config.host);
   }
   if (config.leader_ttl_s < 1 || config.leader_ttl_s > 3'600) return "--leader-ttl-s must be in 1..3600";
   if (config.etcd_timeout_ms < 100 || config.etcd_timeout_ms > 600'000) {
@@ -537,6 +598,9 @@ std::optional<std::string> validate(const ClusterServerConfig& config) {
   if (config.sessions.window < 1 || config.sessions.window > 1'024) return "--session-window must be in 1..1024";
   if (config.sessions.clients_max < 1 || config.sessions.clients_max > 10'000'000) {
     return "--session-clients-max must be in 1..10000000";
+  }
+  if (config.waiter_grace_ms < 0 || config.waiter_grace_ms > cluster::waiter_grace_max.value) {
+    return fmt::format("--waiter-grace-ms must be in 0..{}", cluster::waiter_grace_max.value);
   }
   if (config.in_flight_max < 1 || config.in_flight_max > 10'000'000) return "--max-in-flight must be in 1..10000000";
   if (config.snapshot_every > 1'000'000'000) return "--snapshot-every must be in 0..1000000000";

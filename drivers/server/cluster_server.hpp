@@ -18,9 +18,12 @@
 // and never behind the latest instant the node applied (impl/cluster/
 // DESIGN.md, "On etcd").
 //
-// Start-up: the node first reads the log from etcd (snapshot, then entries);
-// an etcd that cannot be read within --etcd-timeout-ms is a one-line error
-// and exit 2. Then it takes an incarnation (a revision no other node run ever
+// Start-up: the node first joins its cluster (drivers/etcd/membership.hpp):
+// the prefix must hold one (or --init creates it), the node id must be a
+// member at the address advertised, and no live process may hold that id;
+// then it reads the log from etcd (snapshot, then entries). Each refusal,
+// and an etcd that cannot be read within --etcd-timeout-ms, is a one-line
+// error and exit 2. Then it takes an incarnation (a revision no other node run ever
 // got) that makes its connection ids unique over the cluster's life, and
 // listens; with the test clock it listens only once it leads (it is meant as
 // a one-node cluster for exact replay). SIGTERM or SIGINT resigns and exits
@@ -47,10 +50,18 @@ struct ClusterServerConfig {
   std::string etcd_endpoints;
   std::string node_id;
   std::string prefix = "lockstep";
+  // Create the cluster under the prefix if it holds none, with `members`
+  // (`n1=host:port,...`; empty: this node alone). Without it, a prefix with
+  // no cluster is refused.
+  bool init = false;
+  std::string members;
   std::int64_t leader_ttl_s = 5;
   std::int64_t etcd_timeout_ms = 5'000;
   Limits limits;
   cluster::SessionLimits sessions;
+  // How long a waiter a leader change detached is kept for its client's
+  // retry (docs/protocol.md, "Waiters and leader changes").
+  std::int64_t waiter_grace_ms = 5'000;
   std::uint64_t in_flight_max = 65'536;
   std::uint64_t snapshot_every = 10'000;
   std::uint64_t max_connections = 1'024;

@@ -97,12 +97,12 @@ TimeMs Server::now() const {
 
 bool Server::start() {
   if (auto error = validate(config_.limits)) {
-    fmt::print(stderr, "serve: {}\n", *error);
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return false;
   }
   const auto first = tokens_.open(config_.state_file);
   if (!first) {
-    fmt::print(stderr, "serve: {}\n", tokens_.error());
+    fmt::print(stderr, "lockstep serve: {}\n", tokens_.error());
     return false;
   }
   engine_ = std::make_unique<Engine>(Engine::Config{config_.limits, *first, std::uint64_t{1} << 20, config_.bug});
@@ -123,12 +123,12 @@ bool Server::start() {
   address.sin_family = AF_INET;
   address.sin_port = htons(config_.port);
   if (inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr) != 1) {
-    fmt::print(stderr, "serve: '{}' is not an IPv4 address\n", config_.host);
+    fmt::print(stderr, "lockstep serve: '{}' is not an IPv4 address\n", config_.host);
     return false;
   }
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
     return false;
   }
   socklen_t length = sizeof address;
@@ -168,7 +168,7 @@ int Server::run() {
     const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now());
     const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
     if (ready < 0 && errno != EINTR) {
-      fmt::print(stderr, "serve: epoll_wait: {}\n", std::strerror(errno));
+      fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;
     }
     if (!config_.test_clock) {
@@ -216,13 +216,19 @@ void Server::read_from(Connection& c) {
 }
 
 void Server::handle_lines(Connection& c) {
+  // The lines of one turn arrived together: they are handled at one instant
+  // (the clock is read once), and their responses are appended to the
+  // connection's output once they are all handled, to go out in one send.
+  // Nothing is sent before dispatch() persisted the token mark.
+  const TimeMs at = now();
   for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
     const auto line = c.framer.next_line();
     ++lines_;
     if (config_.test_clock && handle_test_clock_line(c, *line)) continue;
-    if (engine_->on_line(c.id, *line, now(), out_) == LineOutcome::close_connection) end_input(c);
-    dispatch();
+    const TimeMs instant = config_.test_clock ? now() : at;
+    if (engine_->on_line(c.id, *line, instant, out_) == LineOutcome::close_connection) end_input(c);
   }
+  dispatch();
   if (!c.discarding && c.framer.overlong() && !c.framer.has_complete_line()) {
     // A line past the limit: E, then the connection closes (docs/protocol.md).
     out_.push_back({c.id, Response::error(fmt::format("line longer than {} bytes", config_.limits.max_line_bytes))});
@@ -281,7 +287,7 @@ void Server::dispatch() {
   // A mark that cannot be persisted stops the server before anything of this
   // call is sent: a token the disk does not cover must never reach a client.
   if (!tokens_.persist(engine_->token_mark())) {
-    fmt::print(stderr, "serve: cannot persist the token mark, stopping: {}\n", tokens_.error());
+    fmt::print(stderr, "lockstep serve: cannot persist the token mark, stopping: {}\n", tokens_.error());
     failed_ = true;
     out_.clear();
     return;
@@ -320,7 +326,7 @@ void Server::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool engine_closed = c.engine_closed;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
+  c.close_socket();
   connections_.erase(id);
   if (!engine_closed) engine_->on_close(id, now(), out_);
 }

@@ -31,7 +31,7 @@ struct ServerConfig {
   std::uint64_t lines_per_turn = 64;
   bool test_clock = false;
   // Where the token mark is kept across restarts; empty: derive the first
-  // token from the wall clock instead (see README, "Tokens").
+  // token from the wall clock instead (see docs/architecture.md, "Tokens").
   std::string state_file;
   InjectedBug bug = InjectedBug::none;
   bool quiet = false;

@@ -44,6 +44,21 @@ void SocketConnection::send_pending() {
   }
 }
 
+void SocketConnection::close_socket() {
+  if (!slow) {
+    ::shutdown(fd, SHUT_WR);
+    // What has arrived, not what may still come: the loop does not wait
+    // for a peer that keeps writing (it gets a reset once closed).
+    char chunk[read_chunk_bytes];
+    for (std::size_t read_out = 0; read_out < 16 * read_chunk_bytes;) {
+      const auto got = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+      if (got <= 0) break;
+      read_out += static_cast<std::size_t>(got);
+    }
+  }
+  ::close(fd);
+}
+
 void SocketConnection::update_interest(int epoll_fd) {
   const unsigned wanted = (reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
                           (pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);

@@ -44,6 +44,13 @@ struct SocketConnection {
   bool read_chunk();
   // Sends what the socket takes now; a peer that is gone makes it slow.
   void send_pending();
+  // Closes the socket so that what was written reaches the peer: the
+  // sending side is shut down first (the last answer, then the end), and
+  // what the peer sent that was never read (the rest of an over-long line,
+  // lines after `X`) is read out and dropped, up to a bound; closing a
+  // socket with unread input resets the connection, and a reset may
+  // discard an answer still on its way.
+  void close_socket();
   // Registers with `epoll_fd` the events the connection needs now.
   void update_interest(int epoll_fd);
 };

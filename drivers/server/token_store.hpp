@@ -1,5 +1,5 @@
 // Where the server keeps tokens unique and increasing across restarts
-// (README, "Tokens"). The first token of a run is above both the mark
+// (docs/architecture.md, "Tokens"). The first token of a run is above both the mark
 // persisted by earlier runs and a floor derived from the wall clock
 // (16 tokens per microsecond since the epoch, more than one thread can
 // issue), so a restart is safe with a state file and, barring the wall clock

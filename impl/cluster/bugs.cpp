@@ -36,6 +36,18 @@ constexpr std::array catalogue{
                           "the leader grants a key its table shows free as soon as it proposes the Acquire, before "
                           "the entry commits",
                           "linearizability"},
+    ClusterBugDescription{ClusterBug::ghost_grant, "ghost-grant",
+                          "a hand-off grants a waiter that a leader change detached and no retry attached again, so "
+                          "nobody hears the grant and the key is held for the ghost's lease",
+                          "no-ghost-grant"},
+    ClusterBugDescription{ClusterBug::session_ignores_request, "session-ignores-request",
+                          "a request that reuses an applied (client, seq) for another request is answered that "
+                          "request's outcome instead of E",
+                          "model-agreement"},
+    ClusterBugDescription{ClusterBug::serve_without_leadership, "serve-without-leadership",
+                          "a node that lost its consensus (etcd) keeps answering from its table past its leader lease: "
+                          "it grants a key its table shows free while a new leader may grant it too",
+                          "linearizability"},
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Bugs that can be injected into the cluster's lock table and deadline heap,
 // and into the node that serves clients in front of them, so that each
-// checker can be shown to catch the cluster rule it guards (STYLE.md, "One
-// catalogue of bugs"). Kept apart from impl/bugs.hpp as the Raft bugs are:
-// the simple-mode catalogue is what every simple-mode checker must catch,
-// and these rules do not exist in simple mode (token-per-key and
+// checker can be shown to catch the cluster rule it guards (one catalogue,
+// read by tests/bug_catalogues.cmake). Kept apart from impl/bugs.hpp as the
+// Raft bugs are: the simple-mode catalogue is what every simple-mode checker
+// must catch, and these rules do not exist in simple mode (token-per-key and
 // stale-release are named after their simple-mode twins). A correct cluster
 // runs with ClusterBug::none.
 #pragma once
@@ -25,6 +25,10 @@ enum class ClusterBug {
   restore_forgets_sessions,    // a snapshot is restored without its session table
   answer_before_commit,        // the leader answers an Acquire of a free key before it commits (the node's
                                // request handling, impl/cluster/node.cpp)
+  ghost_grant,                 // a hand-off grants a waiter detached by a leader change
+  session_ignores_request,     // a request reusing an applied (client, seq) hears that other request's outcome
+  serve_without_leadership,    // a node that stopped leading and sees no other leader grants free keys from its
+                               // table (the node's request handling, impl/cluster/node.cpp)
 };
 
 // Each entry also says which checker of sim/cluster/checker must report it

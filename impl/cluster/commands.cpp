@@ -67,6 +67,7 @@ struct Encoder {
     put_duration(w, c.lease_ms);
     put_duration(w, c.wait_ms);
     put_time(w, c.now);
+    w.u64(c.epoch);
   }
   void operator()(const Release& c) const {
     w.u8(static_cast<std::uint8_t>(Tag::release));
@@ -75,23 +76,27 @@ struct Encoder {
     w.text(c.key);
     w.u64(c.token.value);
     put_time(w, c.now);
+    w.u64(c.epoch);
   }
   void operator()(const Expire& c) const {
     w.u8(static_cast<std::uint8_t>(Tag::expire));
     w.text(c.key);
     w.u64(c.token.value);
     put_time(w, c.now);
+    w.u64(c.epoch);
   }
   void operator()(const Timeout& c) const {
     w.u8(static_cast<std::uint8_t>(Tag::timeout));
     w.text(c.key);
     w.u64(c.waiter.value);
     put_time(w, c.now);
+    w.u64(c.epoch);
   }
   void operator()(const Close& c) const {
     w.u8(static_cast<std::uint8_t>(Tag::close));
     w.u64(c.connection.value);
     put_time(w, c.now);
+    w.u64(c.epoch);
   }
 };
 
@@ -106,6 +111,7 @@ Command read_fields(Tag tag, ByteReader& r) {
       c.lease_ms = get_duration(r, 1);
       c.wait_ms = get_duration(r, 0);
       c.now = get_time(r);
+      c.epoch = r.u64();
       return c;
     }
     case Tag::release: {
@@ -115,6 +121,7 @@ Command read_fields(Tag tag, ByteReader& r) {
       c.key = get_name(r);
       c.token = get_token(r);
       c.now = get_time(r);
+      c.epoch = r.u64();
       return c;
     }
     case Tag::expire: {
@@ -122,6 +129,7 @@ Command read_fields(Tag tag, ByteReader& r) {
       c.key = get_name(r);
       c.token = get_token(r);
       c.now = get_time(r);
+      c.epoch = r.u64();
       return c;
     }
     case Tag::timeout: {
@@ -129,12 +137,14 @@ Command read_fields(Tag tag, ByteReader& r) {
       c.key = get_name(r);
       c.waiter = WaiterId{r.u64()};
       c.now = get_time(r);
+      c.epoch = r.u64();
       return c;
     }
     case Tag::close: {
       Close c;
       c.connection = ConnectionId{r.u64()};
       c.now = get_time(r);
+      c.epoch = r.u64();
       return c;
     }
   }
@@ -146,6 +156,14 @@ Command read_fields(Tag tag, ByteReader& r) {
 
 TimeMs stamped_time(const Command& command) {
   return std::visit([](const auto& c) { return c.now; }, command);
+}
+
+std::uint64_t command_epoch(const Command& command) {
+  return std::visit([](const auto& c) { return c.epoch; }, command);
+}
+
+void set_epoch(Command& command, std::uint64_t epoch) {
+  std::visit([epoch](auto& c) { c.epoch = epoch; }, command);
 }
 
 const std::string* command_key(const Command& command) {
@@ -191,7 +209,10 @@ std::string encode_framed(const Origin& origin, const Command& command) {
   payload.u64(origin.epoch);
   payload.u64(origin.proposal);
   std::string bytes = payload.take();
-  bytes += encode(command);
+  // The command carries its frame's epoch, whatever it was stamped with.
+  Command stamped = command;
+  set_epoch(stamped, origin.epoch);
+  bytes += encode(stamped);
   ByteWriter frame;
   frame.text(bytes);
   return frame.take();
@@ -210,6 +231,7 @@ std::variant<std::vector<Framed>, DecodeError> decode_entry(std::string_view byt
     if (f.failed()) return DecodeError{"frame too short"};
     auto decoded = decode(frame.substr(16));
     if (auto* error = std::get_if<DecodeError>(&decoded)) return std::move(*error);
+    if (command_epoch(std::get<Command>(decoded)) != origin.epoch) return DecodeError{"a command of another epoch than its frame"};
     frames.push_back(Framed{origin, std::move(std::get<Command>(decoded))});
   }
   return frames;
@@ -239,7 +261,10 @@ std::string describe(const Command& command) {
       return fmt::format("Close(c{}, @{})", c.connection.value, c.now.value);
     }
   };
-  return std::visit(Describer{}, command);
+  std::string text = std::visit(Describer{}, command);
+  // The epoch, once a leadership stamped one: `Expire(k, 7, @100 e2)`.
+  if (const auto epoch = command_epoch(command); epoch != 0) text.insert(text.size() - 1, fmt::format(" e{}", epoch));
+  return text;
 }
 
 }  // namespace lockstep::cluster

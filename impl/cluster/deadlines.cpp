@@ -40,14 +40,24 @@ void DeadlineHeap::rebuild(const LockMachine& machine) {
 
 void DeadlineHeap::note_applied(const Applied& applied, const LockMachine& machine) {
   if (!leading_) return;
-  for (const auto& target : applied.settled) in_flight_.erase(target);
+  for (const auto& target : applied.settled) {
+    in_flight_.erase(target);
+    // A Timeout that found its waiter attached again by a retry (no longer
+    // due) leaves it queued: its deadline goes back into the heap.
+    if (target.kind != DeadlineTarget::Kind::timeout) continue;
+    if (const auto due = machine.waiter_due(target.key, WaiterId{target.id})) heap_.insert(Deadline{*due, target});
+  }
   for (const auto& deadline : applied.deadlines) heap_.insert(deadline);
   const std::size_t live = machine.keys().size() + machine.waiter_count();
   if (heap_.size() > 2 * live + stale_slack && !bug(ClusterBug::heap_not_rebuilt)) rebuild(machine);
 }
 
-bool DeadlineHeap::still_valid(const DeadlineTarget& target, const LockMachine& machine) {
-  if (target.kind == DeadlineTarget::Kind::timeout) return machine.is_queued(target.key, WaiterId{target.id});
+bool DeadlineHeap::still_valid(const Deadline& deadline, const LockMachine& machine) {
+  const auto& target = deadline.target;
+  // A waiter is due at one instant of the table at a time: an entry for
+  // another (before a leader change detached it, or before a retry
+  // attached it again) is stale.
+  if (target.kind == DeadlineTarget::Kind::timeout) return machine.waiter_due(target.key, WaiterId{target.id}) == deadline.at;
   return machine.holds(target.key, Token{target.id});
 }
 
@@ -58,7 +68,7 @@ std::vector<Command> DeadlineHeap::due(TimeMs now, const LockMachine& machine) {
   // waiter id and Expires by token: the order the commands must go in.
   while (!heap_.empty() && heap_.begin()->at <= now) {
     Deadline deadline = std::move(heap_.extract(heap_.begin()).value());
-    if (!still_valid(deadline.target, machine)) continue;
+    if (!still_valid(deadline, machine)) continue;
     if (in_flight_.contains(deadline.target)) continue;
     in_flight_.emplace(deadline.target, deadline.at);
     commands.push_back(command_for(deadline.target, now));

@@ -10,7 +10,10 @@
 //
 // Entries are checked lazily: a deadline whose waiter was granted or whose
 // holder released stays in the heap until its instant, when due() finds it
-// stale against the applied state and drops it. So the heap never holds
+// stale against the applied state and drops it. A waiter's instant may move
+// (LockMachine::due_at: a leader change detaches it, due at the end of its
+// grace; a retry attaches it again): the table reports each new instant, and
+// an entry for an instant the waiter no longer has is stale. So the heap never holds
 // more than twice the live deadlines plus a constant: past that, note_applied
 // rebuilds it from the machine (amortized O(1) per apply).
 //
@@ -85,7 +88,7 @@ class DeadlineHeap {
   void check_invariants(const LockMachine& machine) const;
 
  private:
-  static bool still_valid(const DeadlineTarget& target, const LockMachine& machine);
+  static bool still_valid(const Deadline& deadline, const LockMachine& machine);
   void rebuild(const LockMachine& machine);
   bool bug(ClusterBug which) const { return config_.bug == which; }
 

@@ -11,7 +11,9 @@ namespace lockstep::cluster {
 
 namespace {
 
-Outcome answered(Response response) { return Outcome{Outcome::Kind::answered, std::move(response), {}}; }
+Outcome answered(Response response, std::uint64_t request = 0) {
+  return Outcome{Outcome::Kind::answered, std::move(response), {}, request};
+}
 
 }  // namespace
 
@@ -32,6 +34,9 @@ LockMachine::LockMachine(MachineConfig config)
   if (config_.first_token.value == 0) throw std::invalid_argument("first_token must be positive");
   if (config_.sessions.clients_max == 0) throw std::invalid_argument("clients_max must be positive");
   if (config_.sessions.window == 0) throw std::invalid_argument("the session window must be positive");
+  if (config_.waiter_grace_ms.value < 0 || config_.waiter_grace_ms > waiter_grace_max) {
+    throw std::invalid_argument("the waiter grace is out of range");
+  }
 }
 
 // ---- applying ---------------------------------------------------------------
@@ -43,6 +48,7 @@ Applied LockMachine::apply_command(const Command& command, raft::Index index) {
   ++commands_applied_;
   clock_ = std::max(clock_, stamped_time(command));
   Applied applied;
+  note_epoch(command_epoch(command), applied);
   if (const auto* a = std::get_if<Acquire>(&command)) {
     acquire(*a, applied);
   } else if (const auto* r = std::get_if<Release>(&command)) {
@@ -69,36 +75,51 @@ void LockMachine::acquire(const Acquire& command, Applied& applied) {
     try_acquire(command, applied);
     return;
   }
-  switch (sessions_.standing(command.session)) {
-    case SessionTable::Standing::retry:
-      if (!bug(ClusterBug::session_reapply)) {
-        sessions_.touch(command.session.client, commands_applied_);
-        answer_retry(command.connection, *sessions_.find(command.session), applied);
-        return;
-      }
-      break;  // the bug applies it again, below
-    case SessionTable::Standing::stale:
-      applied.responses.push_back({command.connection, Response::error("stale request")});
-      return;
+  const auto request = request_digest(command);
+  if (answered_by_session(command.session, command.connection, command.epoch, request, true, applied)) return;
+  Outcome outcome = try_acquire(command, applied);
+  outcome.request = request;
+  sessions_.record(command.session, std::move(outcome), commands_applied_);
+}
+
+bool LockMachine::answered_by_session(const Session& session, ConnectionId connection, std::uint64_t epoch,
+                                      std::uint64_t request, bool acquire, Applied& applied) {
+  switch (sessions_.standing(session, request)) {
     case SessionTable::Standing::fresh:
+      return false;
+    case SessionTable::Standing::retry:
+      // The session-reapply bug applies a retried Acquire again.
+      if (bug(ClusterBug::session_reapply) && acquire) return false;
       break;
+    case SessionTable::Standing::reused:
+      // The session-ignores-request bug answers it as a retry of the request
+      // the number was used for.
+      if (bug(ClusterBug::session_ignores_request)) break;
+      applied.responses.push_back({connection, Response::error(reused_reason)});
+      return true;
+    case SessionTable::Standing::stale:
+      applied.responses.push_back({connection, Response::error("stale request")});
+      return true;
   }
-  sessions_.record(command.session, try_acquire(command, applied), commands_applied_);
+  sessions_.touch(session.client, commands_applied_);
+  answer_retry(connection, epoch, *sessions_.find(session), applied);
+  return true;
 }
 
 // A retried request is not applied again; its client hears what the first
-// one came to, on the connection it retried on. (Whatever the retry asks:
-// a client that reuses a sequence number for another request hears the
-// first one's outcome, as the session records only that.)
-void LockMachine::answer_retry(ConnectionId connection, const Outcome& outcome, Applied& applied) {
+// one came to, on the connection it retried on (the caller made sure it is
+// the same request: one reusing the number for another is refused).
+void LockMachine::answer_retry(ConnectionId connection, std::uint64_t epoch, const Outcome& outcome,
+                               Applied& applied) {
   switch (outcome.kind) {
     case Outcome::Kind::answered:
     case Outcome::Kind::dropped:  // its waiter left unanswered: T, it will never be granted
       applied.responses.push_back({connection, outcome.response});
       return;
     case Outcome::Kind::queued:
-      // Still waiting: its answer goes where the client now listens.
-      move_waiter(outcome.waiter, connection);
+      // Still waiting: its answer goes where the client now listens, and
+      // it is attached to the leadership that took the retry.
+      move_waiter(outcome.waiter, connection, epoch, applied);
       return;
   }
 }
@@ -132,28 +153,23 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
   const WaiterId id = next_waiter_;
   ++next_waiter_.value;
   const TimeMs deadline = clock_ + command.wait_ms;
-  state.queue.emplace(id, Waiter{id, command.owner, command.lease_ms, deadline, command.connection,
-                                 command.session});
+  Waiter& waiter = state.queue
+                       .emplace(id, Waiter{id, command.owner, command.lease_ms, deadline, command.connection,
+                                           command.session, command.epoch, std::nullopt})
+                       .first->second;
   waiter_keys_.emplace(id, command.key);
   connection_waiters_[command.connection].insert(id);
-  applied.deadlines.push_back({deadline, {DeadlineTarget::Kind::timeout, id.value, command.key}});
-  return Outcome{Outcome::Kind::queued, {}, id};
+  // A stale leadership's Acquire applied late is detached at once.
+  if (command.epoch < epoch_) waiter.detached_at = clock_;
+  applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, command.key}});
+  return Outcome{Outcome::Kind::queued, {}, id, 0};
 }
 
 void LockMachine::release(const Release& command, Applied& applied) {
   const bool recorded = !command.session.anonymous();
-  if (recorded) {
-    switch (sessions_.standing(command.session)) {
-      case SessionTable::Standing::retry:
-        sessions_.touch(command.session.client, commands_applied_);
-        answer_retry(command.connection, *sessions_.find(command.session), applied);
-        return;
-      case SessionTable::Standing::stale:
-        applied.responses.push_back({command.connection, Response::error("stale request")});
-        return;
-      case SessionTable::Standing::fresh:
-        break;
-    }
+  const auto request = recorded ? request_digest(command) : 0;
+  if (recorded && answered_by_session(command.session, command.connection, command.epoch, request, false, applied)) {
+    return;
   }
   const auto found = keys_.find(command.key);
   // The stale-release bug also takes an earlier token of the key.
@@ -163,13 +179,13 @@ void LockMachine::release(const Release& command, Applied& applied) {
     // simple mode point 7: another token, or no such key: N, nothing changes.
     auto response = Response::not_held(command.token, command.key);
     applied.responses.push_back({command.connection, response});
-    if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
+    if (recorded) sessions_.record(command.session, answered(std::move(response), request), commands_applied_);
     return;
   }
   // simple mode point 6: R; then the head waiter gets the key, or it is deleted.
   auto response = Response::released(command.token, command.key);
   applied.responses.push_back({command.connection, response});
-  if (recorded) sessions_.record(command.session, answered(std::move(response)), commands_applied_);
+  if (recorded) sessions_.record(command.session, answered(std::move(response), request), commands_applied_);
   hand_on(command.key, applied);
 }
 
@@ -188,6 +204,14 @@ void LockMachine::timeout(const Timeout& command, Applied& applied) {
   if (!is_queued(command.key, command.waiter)) return;  // granted, timed out or dropped since
   KeyState& state = keys_.at(command.key);
   const Waiter& waiter = state.queue.at(command.waiter);
+  // Detached by a leader change and not attached again by a retry within
+  // the grace: it leaves, unheard (its connection was closed).
+  if (waiter.detached_at) {
+    drop_detached(state, command.key, command.waiter);
+    return;
+  }
+  // Not due (attached again, or an early Timeout): it stays.
+  if (waiter.deadline > clock_) return;
   auto response = Response::timed_out(waiter.owner, command.key);
   applied.responses.push_back({waiter.connection, response});
   sessions_.settle_waiter(waiter.session, command.waiter, answered(std::move(response)));
@@ -201,11 +225,8 @@ void LockMachine::close(const Close& command) {
   // erases the set with its last waiter, so walk a copy.
   const std::set<WaiterId> waiters = found->second;
   for (const WaiterId id : waiters) {
-    KeyState& state = keys_.at(waiter_keys_.at(id));
-    const Waiter& waiter = state.queue.at(id);
-    sessions_.settle_waiter(waiter.session, id, Outcome{Outcome::Kind::dropped,
-                                             Response::timed_out(waiter.owner, waiter_keys_.at(id)), {}});
-    remove_waiter(state, id);
+    const std::string& key = waiter_keys_.at(id);
+    drop_detached(keys_.at(key), key, id);
   }
   LOCKSTEP_ASSERT(!connection_waiters_.contains(command.connection));
 }
@@ -228,6 +249,14 @@ void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_
   while (!state.queue.empty()) {
     const Waiter& head = newest_first ? state.queue.rbegin()->second : state.queue.begin()->second;
     const WaiterId id = head.id;
+    // Detached by a leader change: nobody would hear the grant (a ghost
+    // grant, which the bug makes of one it could grant); it leaves as if its
+    // connection closed.
+    const bool grantable = head.deadline > clock_ && !tokens_exhausted();
+    if (head.detached_at && !(bug(ClusterBug::ghost_grant) && grantable)) {
+      drop_detached(state, key, id);
+      continue;
+    }
     // Past its deadline (its Timeout not yet applied), or no token left to
     // grant it with (docs/protocol.md, "Tokens"): T, never a grant.
     if (head.deadline <= clock_ || tokens_exhausted()) {
@@ -257,14 +286,58 @@ void LockMachine::remove_waiter(KeyState& state, WaiterId id) {
   state.queue.erase(waiter);
 }
 
-void LockMachine::move_waiter(WaiterId id, ConnectionId connection) {
-  Waiter& waiter = keys_.at(waiter_keys_.at(id)).queue.at(id);
+void LockMachine::move_waiter(WaiterId id, ConnectionId connection, std::uint64_t epoch, Applied& applied) {
+  const std::string& key = waiter_keys_.at(id);
+  Waiter& waiter = keys_.at(key).queue.at(id);
+  attach(waiter, epoch, key, applied);
   if (waiter.connection == connection) return;
   auto& old_set = connection_waiters_.at(waiter.connection);
   old_set.erase(id);
   if (old_set.empty()) connection_waiters_.erase(waiter.connection);
   waiter.connection = connection;
   connection_waiters_[connection].insert(id);
+}
+
+void LockMachine::note_epoch(std::uint64_t epoch, Applied& applied) {
+  if (epoch <= epoch_) return;
+  epoch_ = epoch;
+  // Every waiter of an older leadership: its node closed its connection
+  // (or died), so it waits for a retry. Keys, then queue order.
+  for (auto& [key, state] : keys_) {
+    for (auto& [id, waiter] : state.queue) {
+      if (waiter.detached_at) continue;
+      waiter.detached_at = clock_;
+      if (due_at(waiter) < waiter.deadline) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, key}});
+    }
+  }
+}
+
+void LockMachine::attach(Waiter& waiter, std::uint64_t epoch, const std::string& key, Applied& applied) {
+  const TimeMs was_due = due_at(waiter);
+  waiter.epoch = epoch;
+  if (epoch >= epoch_) {
+    waiter.detached_at.reset();
+  } else if (!waiter.detached_at) {
+    waiter.detached_at = clock_;  // a stale leadership's retry: its connection is gone too
+  }
+  if (due_at(waiter) != was_due) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, waiter.id.value, key}});
+}
+
+void LockMachine::drop_detached(KeyState& state, const std::string& key, WaiterId id) {
+  const Waiter& waiter = state.queue.at(id);
+  // Never answered; a retry of it hears T (it can no longer be granted).
+  sessions_.settle_waiter(waiter.session, id, Outcome{Outcome::Kind::dropped, Response::timed_out(waiter.owner, key), {}, 0});
+  remove_waiter(state, id);
+}
+
+TimeMs LockMachine::due_at(const Waiter& waiter) const {
+  if (!waiter.detached_at) return waiter.deadline;
+  return std::min(waiter.deadline, *waiter.detached_at + config_.waiter_grace_ms);
+}
+
+std::optional<TimeMs> LockMachine::waiter_due(std::string_view key, WaiterId waiter) const {
+  if (!is_queued(key, waiter)) return std::nullopt;
+  return due_at(keys_.find(key)->second.queue.at(waiter));
 }
 
 Token LockMachine::issue_token() {
@@ -293,7 +366,7 @@ std::vector<Deadline> LockMachine::deadlines() const {
   for (const auto& [key, state] : keys_) {
     all.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
     for (const auto& [id, waiter] : state.queue) {
-      all.push_back({waiter.deadline, {DeadlineTarget::Kind::timeout, id.value, key}});
+      all.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, key}});
     }
   }
   return all;
@@ -307,6 +380,7 @@ std::string LockMachine::snapshot() const {
   w.u64(applied_);
   w.u64(commands_applied_);
   w.i64(clock_.value);
+  w.u64(epoch_);
   w.u64(next_token_.value);
   w.u64(next_waiter_.value);
   w.u64(keys_.size());
@@ -325,6 +399,9 @@ std::string LockMachine::snapshot() const {
       w.u64(waiter.connection.value);
       w.text(waiter.session.client);
       w.u64(waiter.session.sequence);
+      w.u64(waiter.epoch);
+      w.u8(waiter.detached_at ? 1 : 0);
+      w.i64(waiter.detached_at.value_or(TimeMs{0}).value);
     }
   }
   sessions_.write(w);
@@ -338,6 +415,7 @@ void LockMachine::restore(raft::Index index, std::string_view bytes) {
   fresh.applied_ = r.u64();
   fresh.commands_applied_ = r.u64();
   fresh.clock_ = TimeMs{r.i64()};
+  fresh.epoch_ = r.u64();
   fresh.next_token_ = Token{r.u64()};
   fresh.next_waiter_ = WaiterId{r.u64()};
   const auto key_count = r.u64();
@@ -360,6 +438,11 @@ void LockMachine::restore(raft::Index index, std::string_view bytes) {
       waiter.connection = ConnectionId{r.u64()};
       waiter.session.client = r.text(name_bytes_max);
       waiter.session.sequence = r.u64();
+      waiter.epoch = r.u64();
+      const auto detached = r.u8();
+      const TimeMs detached_at{r.i64()};
+      if (detached > 1) r.fail("bad waiter detachment");
+      if (detached == 1) waiter.detached_at = detached_at;
       const bool anonymous = waiter.session.anonymous() && waiter.session.sequence == 0;
       if (!anonymous && (!is_valid_name(waiter.session.client) || waiter.session.sequence == 0)) r.fail("bad session");
       if (state.queue.contains(waiter.id) || fresh.waiter_keys_.contains(waiter.id)) r.fail("repeated waiter");
@@ -410,6 +493,11 @@ void LockMachine::check_invariants() const {
       LOCKSTEP_ASSERT(id.value > 0 && id < next_waiter_);
       LOCKSTEP_ASSERT(waiter.lease_ms.value > 0);
       LOCKSTEP_ASSERT(is_valid_name(waiter.owner));
+      // Detached exactly when attached to an older leadership than the
+      // table's, since an instant the table applied.
+      LOCKSTEP_ASSERT(waiter.epoch <= epoch_);
+      LOCKSTEP_ASSERT(waiter.detached_at.has_value() == (waiter.epoch < epoch_));
+      LOCKSTEP_ASSERT(!waiter.detached_at || *waiter.detached_at <= clock_);
       const auto indexed = waiter_keys_.find(id);
       LOCKSTEP_ASSERT(indexed != waiter_keys_.end() && indexed->second == key);
       const auto by_connection = connection_waiters_.find(waiter.connection);
@@ -443,8 +531,9 @@ std::string canonical_table(const LockMachine& machine) {
     text += fmt::format("key {} holder {} token {} granted_at {} expiry {}\n", key, state.owner, state.token.value,
                         state.granted_at.value, state.expiry.value);
     for (const auto& [id, waiter] : state.queue) {
-      text += fmt::format("  waiter {} owner {} lease {} deadline {} connection {}\n", id.value, waiter.owner,
-                          waiter.lease_ms.value, waiter.deadline.value, waiter.connection.value);
+      text += fmt::format("  waiter {} owner {} lease {} deadline {} connection {} epoch {}", id.value, waiter.owner,
+                          waiter.lease_ms.value, waiter.deadline.value, waiter.connection.value, waiter.epoch);
+      text += waiter.detached_at ? fmt::format(" detached {}\n", waiter.detached_at->value) : "\n";
     }
   }
   return text;

@@ -21,6 +21,21 @@
 // such waiters are answered T first, in queue order, as their Timeout would
 // have (which then finds nothing to do).
 //
+// No ghost grants (docs/protocol.md, "Cluster nodes on the wire", "Waiters
+// and leader changes"). A waiter is attached to the leadership (epoch) that
+// proposed the command that queued it, or the retry that last moved it: the
+// node of that leadership holds its connection, and closes it when it stops
+// leading. The table's epoch is the highest epoch of a command it applied;
+// the first command of a newer epoch detaches every waiter of an older one,
+// at that command's instant (`detached_at`). A detached waiter is never
+// granted: a hand-off drops it silently, as a Close would (its session
+// records `T` for a retry). A retry of its session under the table's epoch
+// attaches it again (its place and deadline kept). A Timeout drops a
+// detached waiter silently too: the leader proposes it `waiter_grace_ms`
+// after the detachment (deadlines(): a detached waiter is due at the earlier
+// of its deadline and detached_at + waiter_grace_ms), which is the only use
+// of the grace here: applying a command does not depend on it.
+//
 // Outputs: every apply returns what it produced, in this order of use by
 // the node:
 //   1. `responses`: the lines to send, each to its connection. A node sends
@@ -54,8 +69,10 @@
 
 namespace lockstep::cluster {
 
-// Version 2: string client ids and the count of applied commands.
-inline constexpr std::uint8_t snapshot_format_version = 2;
+// Version 3: the table's epoch, each waiter's epoch and detachment, and the
+// digest of each session's request (version 2: string client ids and the
+// count of applied commands).
+inline constexpr std::uint8_t snapshot_format_version = 3;
 
 // What a deadline is for: an Expire of `key` with token `id`, or a Timeout of
 // waiter `id` on `key`. Ordered so that, at one instant, timeouts come before
@@ -93,11 +110,19 @@ struct Applied {
   std::vector<DeadlineTarget> settled;
 };
 
+// How long a waiter detached by a leader change stays for a retry to
+// attach it again: 0 .. waiter_grace_max.
+inline constexpr DurationMs waiter_grace_default{5'000};
+inline constexpr DurationMs waiter_grace_max{86'400'000};
+
 struct MachineConfig {
   Limits limits;
   SessionLimits sessions;
   Token first_token{1};
   ClusterBug bug = ClusterBug::none;
+  // When the leader drops a detached waiter (deadlines() only; replicas with
+  // different graces still apply alike).
+  DurationMs waiter_grace_ms = waiter_grace_default;
 };
 
 class LockMachine {
@@ -109,6 +134,8 @@ class LockMachine {
     TimeMs deadline;
     ConnectionId connection;
     Session session;
+    std::uint64_t epoch = 0;              // the leadership it is attached to
+    std::optional<TimeMs> detached_at;    // when a newer leadership's first command was applied
     friend bool operator==(const Waiter&, const Waiter&) = default;
   };
   struct KeyState {
@@ -142,6 +169,11 @@ class LockMachine {
   // What the deadline heap validates against.
   bool holds(std::string_view key, Token token) const;
   bool is_queued(std::string_view key, WaiterId waiter) const;
+  // When a queued waiter is due for its Timeout: its deadline, or, detached,
+  // the earlier of that and detached_at + waiter_grace_ms. Nothing when it
+  // is not queued.
+  std::optional<TimeMs> waiter_due(std::string_view key, WaiterId waiter) const;
+  TimeMs due_at(const Waiter& waiter) const;
   // Every pending deadline of the applied state: what a new leader's heap is
   // rebuilt from. In key order, then queue order.
   std::vector<Deadline> deadlines() const;
@@ -152,6 +184,9 @@ class LockMachine {
   // The connection has waiters queued (a Close would drop them).
   bool has_waiters(ConnectionId connection) const { return connection_waiters_.contains(connection); }
   TimeMs clock() const { return clock_; }
+  // The highest epoch of a command applied: waiters of an older one are
+  // detached.
+  std::uint64_t epoch() const { return epoch_; }
   // The token the next grant takes; 0 once the last token, 2^64 - 1, was
   // issued: then acquires are E and waiters whose turn comes are T.
   Token next_token() const { return next_token_; }
@@ -173,7 +208,20 @@ class LockMachine {
   void timeout(const Timeout& command, Applied& applied);
   void close(const Close& command);
 
-  void answer_retry(ConnectionId connection, const Outcome& outcome, Applied& applied);
+  // Before a request with a session is applied: true when its session
+  // answers it (a retry, from its outcome) or refuses it (a number reused
+  // for another request, or below the window), and it is done.
+  bool answered_by_session(const Session& session, ConnectionId connection, std::uint64_t epoch,
+                           std::uint64_t request, bool acquire, Applied& applied);
+  void answer_retry(ConnectionId connection, std::uint64_t epoch, const Outcome& outcome, Applied& applied);
+  // A command of `epoch` is applied: a newer one detaches every waiter of an
+  // older epoch at the table's clock.
+  void note_epoch(std::uint64_t epoch, Applied& applied);
+  // The waiter is attached to `epoch` (detached if that is older than the
+  // table's), and the heap told if that moves when it is due.
+  void attach(Waiter& waiter, std::uint64_t epoch, const std::string& key, Applied& applied);
+  // A detached waiter leaves silently, as a Close drops it.
+  void drop_detached(KeyState& state, const std::string& key, WaiterId waiter);
   Outcome try_acquire(const Acquire& command, Applied& applied);
   void grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
              ConnectionId connection, Applied& applied);
@@ -182,7 +230,7 @@ class LockMachine {
   // lifo-expire-handoff bug's order.
   void hand_on(const std::string& key, Applied& applied, bool newest_first = false);
   void remove_waiter(KeyState& state, WaiterId waiter);
-  void move_waiter(WaiterId waiter, ConnectionId connection);
+  void move_waiter(WaiterId waiter, ConnectionId connection, std::uint64_t epoch, Applied& applied);
   Token issue_token();
 
   bool bug(ClusterBug which) const { return config_.bug == which; }
@@ -191,6 +239,7 @@ class LockMachine {
   raft::Index applied_ = 0;
   std::uint64_t commands_applied_ = 0;
   TimeMs clock_{0};
+  std::uint64_t epoch_ = 0;
   Token next_token_;
   WaiterId next_waiter_{1};
   std::map<std::string, KeyState, std::less<>> keys_;
@@ -204,8 +253,9 @@ class LockMachine {
 // model (model/cluster_model.hpp, which writes the same text): one line per
 // key in key order, `key K holder O token N granted_at T expiry T`, each
 // followed by one line per waiter in queue order,
-// `  waiter ID owner O lease L deadline T connection C`. Sessions, the clock
-// and the counters are not part of it.
+// `  waiter ID owner O lease L deadline T connection C epoch E` and, for a
+// detached waiter, ` detached T`. Sessions, the clock, the table's epoch and
+// the counters are not part of it.
 std::string canonical_table(const LockMachine& machine);
 
 }  // namespace lockstep::cluster

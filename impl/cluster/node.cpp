@@ -40,6 +40,9 @@ std::optional<std::string> validate(const NodeConfig& config) {
   if (config.held_lines_max < 1 || config.held_lines_max > held_lines_limit) {
     return fmt::format("held_lines_max must be in 1..{}", held_lines_limit);
   }
+  if (config.waiter_grace_ms.value < 0 || config.waiter_grace_ms > waiter_grace_max) {
+    return fmt::format("waiter_grace_ms must be in 0..{}", waiter_grace_max.value);
+  }
   return std::nullopt;
 }
 
@@ -53,7 +56,7 @@ namespace {
 
 MachineConfig machine_config(const NodeConfig& config) {
   if (auto error = validate(config)) throw std::invalid_argument(*error);
-  return MachineConfig{config.limits, config.sessions, config.first_token, config.bug};
+  return MachineConfig{config.limits, config.sessions, config.first_token, config.bug, config.waiter_grace_ms};
 }
 
 }  // namespace
@@ -108,6 +111,16 @@ void Node::handle_request(ConnectionId connection, const SessionRequest& parsed,
   const auto answer = [&](Response response) {
     out.to_clients.push_back({connection, ToClient::Kind::response, std::move(response), {}});
   };
+  if (!leading_ && config_.bug == ClusterBug::serve_without_leadership && has_led_ && leader_address_.empty()) {
+    // The bug: a node that stopped leading and sees no other leader (its
+    // consensus is out of reach) still grants a key its applied table shows
+    // free, with the token it expects to issue, as if its table were the
+    // cluster's.
+    if (const auto* a = std::get_if<AcquireRequest>(&parsed.request); a && !machine_.keys().contains(a->key)) {
+      answer(Response::granted(machine_.next_token(), a->owner, a->key));
+      return;
+    }
+  }
   if (!leading_) {
     // docs/protocol.md, "Cluster nodes on the wire": a follower applies nothing.
     ++stats_.redirects;
@@ -373,6 +386,7 @@ void Node::on_leadership_gained(Epoch epoch, TimeMs, NodeOutputs& out) {
   if (leading_) lose_leadership(out);
   LOCKSTEP_ASSERT(pending_.empty());
   leading_ = true;
+  has_led_ = true;
   epoch_ = epoch;
   // The heap comes from the applied state, never from what this node
   // remembers of an earlier leadership.
@@ -403,6 +417,17 @@ void Node::lose_leadership(NodeOutputs& out) {
   closes_owed_.clear();
   for (const ConnectionId connection : unknown) {
     ++stats_.connections_closed_unknown;
+    close_now(connection, out);
+  }
+  // A waiter waits on the leader: the next leadership detaches it, and only
+  // its client's retry there attaches it again (docs/protocol.md, "Waiters
+  // and leader changes"). Its connection here would hear nothing more.
+  std::vector<ConnectionId> waiting;
+  for (const auto& [connection, state] : connections_) {
+    if (machine_.has_waiters(connection)) waiting.push_back(connection);
+  }
+  for (const ConnectionId connection : waiting) {
+    ++stats_.connections_closed_waiting;
     close_now(connection, out);
   }
 }

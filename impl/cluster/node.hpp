@@ -60,7 +60,11 @@
 // proposes nothing: it answers requests with a redirect. A node that loses
 // leadership with requests in flight cannot tell whether they will commit,
 // so it closes their connections (the client retries with its session
-// elsewhere); a failed proposal closes its requests' connections too.
+// elsewhere); a failed proposal closes its requests' connections too. It
+// also closes the connections of its waiters: a waiter waits on the
+// leader's connection, and the next leadership's first command detaches it
+// until its client's retry attaches it again on the new leader (no ghost
+// grants: lock_machine.hpp).
 //
 // Sessions: `A ... <client> <seq>` / `R ... <client> <seq>` carry the
 // client's session into the log, so a retry applies at most once. A request
@@ -121,6 +125,10 @@ struct NodeConfig {
   Token first_token{1};
   ClusterBug bug = ClusterBug::none;
   bool test_clock = false;
+  // How long a waiter detached by a leader change is kept for its client's
+  // retry (lock_machine.hpp, "No ghost grants"): the leader drops it this
+  // long after the detachment. 0 .. waiter_grace_max.
+  DurationMs waiter_grace_ms = waiter_grace_default;
   // Requests proposed and not yet applied, over all connections; past it a
   // request is answered `E too many requests in flight`.
   std::uint64_t in_flight_max = 65'536;
@@ -177,6 +185,7 @@ struct NodeStats {
   std::uint64_t expires_proposed = 0, timeouts_proposed = 0, closes_proposed = 0;
   std::uint64_t proposals_failed = 0;
   std::uint64_t connections_closed_unknown = 0;  // closed: a request's fate could not be told
+  std::uint64_t connections_closed_waiting = 0;  // closed on stepping down: a waiter's, for its retry
   std::uint64_t snapshots = 0;                   // compactions offered
 };
 
@@ -286,6 +295,7 @@ class Node {
   LockMachine machine_;
   DeadlineHeap heap_;
   bool leading_ = false;
+  bool has_led_ = false;  // for the serve-without-leadership bug only
   Epoch epoch_;
   std::string leader_address_;
   std::map<ConnectionId, Connection> connections_;

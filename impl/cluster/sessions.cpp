@@ -16,12 +16,43 @@ std::optional<std::string> validate(const SessionLimits& limits) {
   return std::nullopt;
 }
 
-SessionTable::Standing SessionTable::standing(const Session& session) const {
+namespace {
+
+std::uint64_t digest_text(std::string_view text) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+std::uint64_t request_digest(const Command& command) {
+  if (const auto* a = std::get_if<Acquire>(&command)) {
+    return digest_text(fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value));
+  }
+  const auto& r = std::get<Release>(command);
+  return digest_text(fmt::format("R {} {}", r.key, r.token.value));
+}
+
+std::uint64_t request_digest(const Request& request) {
+  if (const auto* a = std::get_if<AcquireRequest>(&request)) {
+    return digest_text(fmt::format("A {} {} {} {}", a->key, a->owner, a->lease_ms.value, a->wait_ms.value));
+  }
+  const auto& r = std::get<ReleaseRequest>(request);
+  return digest_text(fmt::format("R {} {}", r.key, r.token.value));
+}
+
+SessionTable::Standing SessionTable::standing(const Session& session, std::uint64_t request) const {
   LOCKSTEP_ASSERT(!session.anonymous());
   const auto found = clients_.find(session.client);
   if (found == clients_.end()) return Standing::fresh;
   const ClientState& state = found->second;
-  if (state.outcomes.contains(session.sequence)) return Standing::retry;
+  if (const auto kept = state.outcomes.find(session.sequence); kept != state.outcomes.end()) {
+    return kept->second.request == request ? Standing::retry : Standing::reused;
+  }
   if (state.highest >= limits_.window && session.sequence <= state.highest - limits_.window) {
     return Standing::stale;
   }
@@ -72,6 +103,7 @@ void SessionTable::settle_waiter(const Session& session, WaiterId waiter, Outcom
   const auto kept = found->second.outcomes.find(session.sequence);
   if (kept == found->second.outcomes.end()) return;
   if (kept->second.kind != Outcome::Kind::queued || kept->second.waiter != waiter) return;
+  outcome.request = kept->second.request;
   kept->second = std::move(outcome);
 }
 
@@ -124,6 +156,7 @@ void SessionTable::write(ByteWriter& w) const {
       w.u8(static_cast<std::uint8_t>(outcome.kind));
       write_response(w, outcome.response);
       w.u64(outcome.waiter.value);
+      w.u64(outcome.request);
     }
   }
 }
@@ -147,6 +180,7 @@ SessionTable SessionTable::read(ByteReader& r, SessionLimits limits) {
       outcome.kind = static_cast<Outcome::Kind>(kind);
       outcome.response = read_response(r);
       outcome.waiter = WaiterId{r.u64()};
+      outcome.request = r.u64();
       if (sequence == 0 || sequence > state.highest) r.fail("session sequence out of range");
       state.outcomes.emplace(sequence, std::move(outcome));
     }

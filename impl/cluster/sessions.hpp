@@ -2,7 +2,7 @@
 // a retried request apply at most once. Part of the replicated state, so it
 // is deterministic and snapshotted with the table.
 //
-// Bounds and eviction (STYLE.md, "A limit on everything"):
+// Bounds and eviction (every table has a limit):
 // - per client, only the outcomes of the last `window` sequence numbers are
 //   kept: those above `highest - window`, where `highest` is the client's
 //   highest applied sequence number. A request in that window that was
@@ -16,6 +16,11 @@
 //   the same on every replica). A retry from an evicted client is
 //   indistinguishable from a new request; clients_max bounds how many
 //   clients may be retrying at once.
+// What a request asked is kept with its outcome as a digest (request_digest:
+// 8 bytes, whatever the names' length): a request whose (client, seq) has an
+// outcome but whose digest differs is not that request's retry but another
+// request reusing the number (a program restarted with the same client id),
+// and is refused, never told the other request's outcome.
 // Anonymous requests (no session fields) are never recorded.
 #pragma once
 
@@ -38,6 +43,10 @@ struct SessionLimits {
 // The ranges a node accepts: window 1..1,024, clients_max 1..10,000,000.
 inline constexpr std::uint64_t session_window_max = 1'024;
 inline constexpr std::uint64_t session_clients_max = 10'000'000;
+// The reason of the `E` that refuses a request whose (client, seq) was
+// applied for another request (docs/protocol.md, "Cluster nodes on the wire").
+inline constexpr std::string_view reused_reason = "session reused for another request";
+
 // Why the limits are out of range, or nothing.
 std::optional<std::string> validate(const SessionLimits& limits);
 
@@ -51,8 +60,17 @@ struct Outcome {
   Kind kind = Kind::answered;
   Response response;  // answered: the response; dropped: the T a retry gets
   WaiterId waiter;    // queued
+  std::uint64_t request = 0;  // request_digest of the request it is the outcome of
   friend bool operator==(const Outcome&, const Outcome&) = default;
 };
+
+// A 64-bit digest (FNV-1a) of what a request asks, without its session: of
+// its canonical wire text, `A <key> <owner> <lease_ms> <wait_ms>` or
+// `R <key> <token>`. A retry digests the same; another request differs but
+// with probability 2^-64. Only for Acquire and Release, as a command or as
+// parsed from the wire.
+std::uint64_t request_digest(const Command& command);
+std::uint64_t request_digest(const Request& request);
 
 class SessionTable {
  public:
@@ -60,8 +78,10 @@ class SessionTable {
 
   // `use` stamps below are the table's count of applied commands: unique
   // and increasing, the LRU order.
-  enum class Standing { fresh, retry, stale };
-  Standing standing(const Session& session) const;
+  // retry: an outcome is kept for the session and the request digests the
+  // same; reused: kept, but for another request.
+  enum class Standing { fresh, retry, reused, stale };
+  Standing standing(const Session& session, std::uint64_t request) const;
   // The outcome of an applied request still in its client's window.
   const Outcome* find(const Session& session) const;
 
@@ -71,8 +91,9 @@ class SessionTable {
   // A retry applied as use `use` counts for the LRU order.
   void touch(const std::string& client, std::uint64_t use);
   // The waiter `waiter` of `session` was answered or dropped: its outcome
-  // is replaced, if it is still kept and still that waiter's (a client
-  // evicted and seen again may have reused the sequence number since).
+  // is replaced (the request's digest kept), if it is still kept and still
+  // that waiter's (a client evicted and seen again may have reused the
+  // sequence number since).
   void settle_waiter(const Session& session, WaiterId waiter, Outcome outcome);
 
   std::size_t client_count() const { return clients_.size(); }

@@ -1,6 +1,6 @@
 // Raft bugs that can be injected into the node, so that each checker of the
-// simulator can be shown to catch the rule it guards being bent (STYLE.md,
-// "One catalogue of bugs"). A correct node runs with RaftBug::none.
+// simulator can be shown to catch the rule it guards being bent (one
+// catalogue, read by tests/bug_catalogues.cmake). A correct node runs with RaftBug::none.
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,7 @@ struct RaftConfig {
   // heartbeat_ms and steps down without a quorum heard in election_ms.
   DurationMs election_ms{300};
   DurationMs heartbeat_ms{50};
-  // Limits (STYLE.md, "A limit on everything").
+  // Limits: every queue and table of the node is bounded.
   std::uint32_t inflight_max = 4;             // append messages with entries unacknowledged, per peer
   std::uint32_t entries_per_message_max = 64;  // entries in one append
   std::uint32_t uncommitted_entries_max = 256; // propose refused past this

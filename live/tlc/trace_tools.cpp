@@ -21,7 +21,7 @@ int run_trace_to_tla(TraceToTlaOptions o) {
     std::filesystem::create_directories(o.out_dir);
     write_tla_files(*trace, o.out_dir);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "trace-to-tla: {}\n", e.what());
+    fmt::print(stderr, "lockstep trace-to-tla: {}\n", e.what());
     return 2;
   }
   const bool cluster = trace->mode == sim::TraceMode::cluster;
@@ -39,13 +39,13 @@ int run_trace_to_tla(TraceToTlaOptions o) {
 int run_validate_traces(const ValidateTracesOptions& o) {
   const auto jar = find_tla2tools_jar();
   if (!jar.jar) {
-    fmt::print(stderr, "validate-trace: {}\n", jar.problem);
+    fmt::print(stderr, "lockstep validate-trace: {}\n", jar.problem);
     return 2;
   }
   try {
     return tlc::validate_traces(o.traces, *jar.jar, o.keep_dir, o.require_coverage);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "validate-trace: {}\n", e.what());
+    fmt::print(stderr, "lockstep validate-trace: {}\n", e.what());
     return 2;
   }
 }

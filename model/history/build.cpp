@@ -85,6 +85,12 @@ void find_own_answers(ConnectionRecord& conn) {
 // answer: walking its lines in order, a malformed line takes the next `E`,
 // and a well-formed request with no answer of its class (bound_requests'
 // pairing) takes one when there are more `E`s left than malformed lines.
+// A well-formed request with an answer of its class takes the next `E` all
+// the same when that `E` came before any later line was sent and before an
+// answer of its class: it can answer no other. (A client may send a request
+// again on the connection that answered it `E not-leader`, docs/protocol.md,
+// "Cluster nodes on the wire": the `E` answers the first sending, the
+// answer of its class the second.)
 void assign_errors(ConnectionRecord& conn) {
   std::vector<std::size_t> errors;
   for (std::size_t i = 0; i < conn.received.size(); ++i) {
@@ -99,20 +105,28 @@ void assign_errors(ConnectionRecord& conn) {
   std::size_t malformed_left = 0;
   for (const auto& sent : conn.sent) malformed_left += sent.malformed ? 1 : 0;
   std::size_t next = 0;
-  for (auto& sent : conn.sent) {
+  for (std::size_t i = 0; i < conn.sent.size(); ++i) {
+    auto& sent = conn.sent[i];
     if (next >= errors.size()) break;
     if (sent.malformed) {
       --malformed_left;
       ++next;
       continue;
     }
-    auto& answered = answers[request_class(sent)];
-    if (answered > 0) {
+    auto& error = conn.received[errors[next]];
+    const auto name = request_class(sent);
+    const bool answered_first = std::any_of(conn.received.begin(), conn.received.end(), [&](const ReceivedLine& r) {
+      return r.parsed && r.response.kind != ResponseKind::error && r.received_us >= sent.sent_us &&
+             r.received_us < error.received_us && response_class(r.response) == name;
+    });
+    const bool only_this = !answered_first && error.received_us >= sent.sent_us &&
+                           (i + 1 == conn.sent.size() || conn.sent[i + 1].sent_us > error.received_us);
+    auto& answered = answers[name];
+    if (answered > 0 && !only_this) {
       --answered;
       continue;
     }
-    auto& error = conn.received[errors[next]];
-    if (errors.size() - next > malformed_left && error.received_us >= sent.sent_us) {
+    if (only_this || (errors.size() - next > malformed_left && error.received_us >= sent.sent_us)) {
       sent.errored = true;
       error.answers_request = true;
       ++next;
@@ -187,6 +201,13 @@ struct KeyBuilder {
       made.closed_by_server = conn.closed_by_server;
       made.stopped = conn.stopped;
       input.conns.push_back(made);
+      // Simple mode: a close the tester made takes effect within the
+      // tolerance of its reading, after every request of its connection
+      // was handled; the search goes on until then, so that a request still
+      // in flight at the end is handled (and answered) like any other.
+      if (!input.cluster.on && made.closes && !made.closed_by_server && !made.stopped && !made.cut) {
+        input.horizon_ms = std::max(input.horizon_ms, floor_ms(made.end_us) + 1 + input.tolerance_ms);
+      }
     }
     return it->second;
   }
@@ -201,14 +222,47 @@ struct KeyBuilder {
 
 }  // namespace
 
+std::vector<std::int64_t> incarnation_origins_us(const History& history) {
+  std::vector<std::int64_t> origins{history.events.empty() ? 0 : history.events.front().t_us};
+  bool awaiting_up = false;
+  for (const auto& event : history.events) {
+    if (event.kind == EventKind::down) {
+      origins.push_back(event.t_us);
+      awaiting_up = true;
+    } else if (event.kind == EventKind::up && awaiting_up) {
+      origins.back() = event.t_us;
+      awaiting_up = false;
+    }
+  }
+  return origins;
+}
+
+std::string origin_text(const History& history, std::uint32_t incarnation) {
+  if (incarnation == 0) return "the history's first event";
+  const auto origins = incarnation_origins_us(history);
+  const auto first_us = history.events.empty() ? 0 : history.events.front().t_us;
+  std::int64_t down_us = 0;
+  std::uint32_t downs = 0;
+  for (const auto& event : history.events) {
+    if (event.kind == EventKind::down && ++downs == incarnation) {
+      down_us = event.t_us;
+      break;
+    }
+  }
+  const auto at = incarnation < origins.size() ? origins[incarnation] : down_us;
+  return fmt::format("the target's restart {} ({} at {:.3f} ms into the history)", incarnation,
+                     at == down_us ? "its `down`" : "the `up` after its `down`", (at - first_us) / 1000.0);
+}
+
 Built build_inputs(const History& history, bool prefix) {
   Built built;
   const Limits& limits = history.header.limits;
   const bool cluster = history.header.mode == Mode::cluster;
   built.cluster = cluster;
+  built.sweep_ms = limits.sweep_ms.value;
   std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
   std::uint32_t incarnation = 0;
-  built.incarnation_start_us.push_back(history.events.empty() ? 0 : history.events.front().t_us);
+  built.incarnation_start_us = incarnation_origins_us(history);
   const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false,
                             bool stopped = false) {
     auto& conn = built.conns[index];
@@ -230,6 +284,26 @@ Built build_inputs(const History& history, bool prefix) {
     }
     return built.conns[it->second];
   };
+  // A `down` followed by an `up`: until that `up` the target accepts
+  // nothing, so a connection first seen in between was accepted by no
+  // incarnation the tester knows of (the old server still dying, at best).
+  // It is not charged to the next incarnation, nor judged (a history
+  // whose `down` has no `up` after it keeps the older reading: what
+  // follows belongs to the next incarnation).
+  std::vector<bool> up_follows(history.events.size(), false);
+  {
+    bool up_seen = false;
+    for (std::size_t i = history.events.size(); i-- > 0;) {
+      const auto kind = history.events[i].kind;
+      if (kind == EventKind::up) up_seen = true;
+      if (kind == EventKind::down) {
+        up_follows[i] = up_seen;
+        up_seen = false;
+      }
+    }
+  }
+  bool awaiting_up = false;
+  std::set<std::uint32_t> limbo;  // connections opened while awaiting the `up`
   std::set<std::size_t> after_long_line;
   // Where each send and recv event went: (connection, index in its list),
   // so the second pass can visit them in the history's own order.
@@ -238,6 +312,13 @@ Built build_inputs(const History& history, bool prefix) {
   for (std::size_t number = 0; number < history.events.size(); ++number) {
     const auto& event = history.events[number];
     built.end_us = event.t_us;
+    if (event.kind != EventKind::down && event.kind != EventKind::up && event.kind != EventKind::nemesis &&
+        !open.contains(event.conn) &&
+        (limbo.contains(event.conn) || awaiting_up)) {
+      if (limbo.insert(event.conn).second) ++built.limbo_connections;
+      if (event.kind == EventKind::close || event.kind == EventKind::eof) limbo.erase(event.conn);
+      continue;
+    }
     switch (event.kind) {
       case EventKind::connect: conn_for(event); break;
       case EventKind::send: {
@@ -318,9 +399,12 @@ Built build_inputs(const History& history, bool prefix) {
         open.clear();
         built.incarnation_end_us.push_back(event.t_us);
         ++incarnation;
-        built.incarnation_start_us.push_back(event.t_us);
+        limbo.clear();  // they end with the target too
+        awaiting_up = up_follows[number];
         break;
       case EventKind::up:
+        awaiting_up = false;
+        break;
       case EventKind::nemesis: break;
     }
   }
@@ -333,15 +417,14 @@ Built build_inputs(const History& history, bool prefix) {
     if (cluster) assign_errors(conn);
     bound_requests(conn, cluster ? -1 : history.header.handled_within_ms);
     find_own_answers(conn);
-    if (cluster) {
-      // A cluster answers a waiting acquire only once it is applied, so its
-      // own answer bounds when it was applied, as a later answer on its
-      // connection does (the order it was sent in).
-      std::int64_t later = unbounded_ms;
-      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
-        later = std::min({later, it->latest_ms, it->answered_by_ms});
-        it->latest_ms = later;
-      }
+    // A waiting acquire is answered (a hand-off, a sweep's grant, a `T`;
+    // in a cluster, anything) only once it was handled or applied, so its
+    // own answer bounds when that was, as it bounds the requests sent
+    // before it on its connection (handled in the order sent).
+    std::int64_t later = unbounded_ms;
+    for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+      later = std::min({later, it->latest_ms, it->answered_by_ms});
+      it->latest_ms = later;
     }
   }
 

@@ -81,11 +81,15 @@ struct GrantSeen {
 struct Built {
   std::vector<ConnectionRecord> conns;  // by first appearance
   std::map<std::pair<std::uint32_t, std::string>, KeyInput> keys;
-  std::vector<std::int64_t> incarnation_start_us;
+  std::vector<std::int64_t> incarnation_start_us;  // incarnation_origins_us
   std::vector<std::int64_t> incarnation_end_us;
   std::vector<GrantSeen> grants;
   std::int64_t end_us = 0;
   bool cluster = false;  // read as a cluster's history (Header::mode)
+  std::int64_t sweep_ms = 0;  // the sweep period assumed (the header's limits)
+  // Connections opened after a `down` and before its `up`, when the target
+  // accepted nothing: not judged, and charged to no incarnation.
+  std::uint64_t limbo_connections = 0;
 };
 
 // The lines of what it builds are views into `history`, which must outlive
@@ -106,6 +110,15 @@ struct Oracles {
 
 Oracles make_oracles(const Built& built);
 KeyOracles key_oracles(const Oracles& oracles, const Limits& limits, std::uint32_t incarnation, const KeyInput& input);
+
+// Where each incarnation's times count from in reports (`+12.500 ms`): the
+// history's first event, then for each restart the `up` that follows its
+// `down` (when the restarted target accepted connections), or the `down`
+// itself when no `up` follows.
+std::vector<std::int64_t> incarnation_origins_us(const History& history);
+
+// How a report names the origin of incarnation `incarnation`'s times.
+std::string origin_text(const History& history, std::uint32_t incarnation);
 
 // An instant of the tester's clock as the reports print it: milliseconds
 // after the incarnation's origin ("+12.500 ms").

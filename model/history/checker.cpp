@@ -198,6 +198,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   const bool cluster = history.header.mode == Mode::cluster;
   result.incarnation_start_us = built.incarnation_start_us;
   result.connections = built.conns.size();
+  result.limbo_connections = built.limbo_connections;
   for (const auto& conn : built.conns) {
     for (const auto& sent : conn.sent) result.requests += sent.malformed ? 0 : 1;
     result.responses += conn.received.size();
@@ -308,9 +309,12 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
         verdict = std::move(alone);
       }
       auto finding = key_finding(history, where.first, input, options.shrink, verdict);
-      // Other limits are tried on the first few violating keys only: each
-      // try is a search of its own.
-      if (++hinted <= 3) {
+      // Soon after a restart, the old server still running explains more
+      // than a wrong limit would. Other limits are tried on the first few
+      // violating keys only: each try is a search of its own.
+      if (auto note = restart_note(history, where.first, finding.at_us); !note.empty()) {
+        finding.story.push_back(note + ".");
+      } else if (++hinted <= 3) {
         if (auto hint = limit_hint(oracles, limits, where.first, input); !hint.empty()) {
           finding.story.push_back("a wrong limit would explain it: " + hint + ".");
         }
@@ -372,6 +376,11 @@ std::vector<std::string> summary_lines(const CheckResult& result) {
   lines.push_back(fmt::format("history: {} requests ({} malformed), {} responses, {} keys, {} connections, {} incarnation(s)",
                               result.requests + result.malformed, result.malformed, result.responses, result.keys,
                               result.connections, result.incarnation_start_us.size()));
+  if (result.limbo_connections > 0) {
+    lines.push_back(fmt::format("not judged: {} connection(s) opened while the target was down (after a `down`, before "
+                                "its `up`): no incarnation of it had accepted them",
+                                result.limbo_connections));
+  }
   if (result.mode == Mode::cluster) {
     lines.push_back(fmt::format("read as a cluster: no sweep, Expires and Timeouts from their deadline less {} ms (2*S); "
                                 "maximum lateness {}",

@@ -80,6 +80,9 @@ struct CheckResult {
   bool lateness_unverified = false;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;
+  // Opened while the target was down (after a `down`, before its `up`):
+  // accepted by no incarnation the tester knows of, so not judged.
+  std::uint64_t limbo_connections = 0;
   std::uint64_t states_expanded = 0;  // configurations stepped
   std::size_t frontier_peak = 0;
   std::uint64_t memory_peak_bytes = 0;  // estimated, of the configurations held at once

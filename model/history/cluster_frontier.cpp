@@ -220,13 +220,16 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   std::int64_t wait_of(std::uint32_t request) const { return in_.requests[request].wait_ms; }
   std::uint32_t owner_of(std::uint32_t request) const { return in_.requests[request].owner; }
   bool indeterminate(std::uint32_t request) const { return latest_[request] >= unbounded_ms; }
-  // From when a Close of the copy's connection may drop the operation's
-  // waiter: once the close is read (the tester's), or at any time (the
-  // server's); unbounded_ms when the connection does not close.
+  // From when the operation's waiter may have left with the copy's
+  // connection, unanswered: at any time once it was sent, whoever ended the
+  // connection (docs/protocol.md, "Waiters and leader changes": a leader
+  // change detaches the waiter, and a hand-off or its grace drops it, while
+  // the old leader's connection may stay open until the tester gives it
+  // up); unbounded_ms when the connection does not end.
   std::int64_t close_read_ms(const KeyCopy& copy) const {
     const auto& conn = in_.conns[copy.conn];
     if (!conn.closes) return unbounded_ms;
-    return conn.closed_by_server ? floor_ms(copy.sent_us) : floor_ms(conn.end_us);
+    return floor_ms(copy.sent_us);
   }
   // The connection a deferred answer to `request` is owed on, if the tester
   // watches it long enough: the operation's only one, not cut; else null.

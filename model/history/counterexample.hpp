@@ -1,6 +1,6 @@
-// A key's violation as a conformance vector (VECTORS.md), so that a
-// real-time finding becomes an exact test that `lockstep conform --exec`
-// replays against the server with its test clock.
+// A key's violation as a conformance vector (docs/protocol.md, "Conformance
+// vectors"), so that a real-time finding becomes an exact test that
+// `lockstep conform --exec` replays against the server with its test clock.
 //
 // The vector holds the key's requests and the closes of the connections
 // that made them, from the shrunk prefix of the finding, each at the

@@ -182,7 +182,7 @@ class Frontier : public FrontierSearch<Frontier, Config> {
 
   void emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token, std::int64_t at,
             Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request = -1,
-            bool optional = false) const;
+            bool optional = false, std::uint64_t swept_holder = 0) const;
   void grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
              std::int32_t cause_request = -1) const;
   void handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const;
@@ -234,6 +234,10 @@ class Frontier : public FrontierSearch<Frontier, Config> {
   Fingerprint expansion_key(const Config& c) const { return fingerprint(c, true, blank_none); }
   static void merge_equal(Config& into, const Config& other) { into.phases.unite(other.phases); }
   static void merge_box(Config&, const Config&) {}
+  // Boxes keep the order of the holder's grant and the waiters' queueing
+  // (frontier_search.hpp): boxes that lost it passed histories the
+  // reference rejects (tests/history/reference_regressions_test.cpp).
+  static constexpr bool keep_order_in_boxes = true;
 
   PhaseSet initial_phases_;
   std::vector<std::int64_t> close_lo_, close_hi_;  // per connection: when the server drops its waiters
@@ -250,11 +254,14 @@ class Frontier : public FrontierSearch<Frontier, Config> {
 // match any observation not yet explained that arrived in time.
 void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32_t owner, std::uint64_t token,
                     std::int64_t at, Cause cause, std::uint32_t request, Configs& out, std::int32_t cause_request,
-                    bool optional) const {
+                    bool optional, std::uint64_t swept_holder) const {
   const bool deferred = cause != Cause::request;
   const auto& list = in_.conns[conn].observations;
   const auto first = first_unexplained(c, conn);
-  const std::int64_t from_us = at * 1000 - grid_slack_us;
+  // Read no earlier than the grid's slack before its instant, and never
+  // before the request it answers, or the release that caused it, was sent.
+  std::int64_t from_us = std::max(at * 1000 - grid_slack_us, in_.requests[request].sent_us);
+  if (cause_request >= 0) from_us = std::max(from_us, in_.requests[static_cast<std::uint32_t>(cause_request)].sent_us);
   const std::int64_t until_us = deferred ? (at + 1 + in_.tolerance_ms) * 1000 : unbounded_ms;
   bool any = false;
   if (first != list.end()) {
@@ -272,7 +279,7 @@ void Frontier::emit(Config c, std::uint32_t conn, ResponseKind kind, std::uint32
       if (kind == ResponseKind::granted) {
         matched.holder.token = seen.token;
         matched.last_token = seen.token;
-        note_grant(*it, at, at);
+        note_grant(*it, at, at, swept_holder);
       }
       record(matched, Step{at, static_cast<std::int32_t>(request), static_cast<std::int32_t>(*it), 'a'});
       out.push_back(std::move(matched));
@@ -330,9 +337,12 @@ void Frontier::explain_failure(const Config& c) const {
 
 void Frontier::grant(Config c, std::uint32_t request, std::int64_t at, Cause cause, Configs& out,
                      std::int32_t cause_request) const {
+  // A sweep's hand-off: the expired holder's token, for the order of one
+  // sweep across keys (tokens.cpp).
+  const std::uint64_t swept_holder = cause == Cause::sweep ? c.holder.token : 0;
   c.holder = Holder{static_cast<std::int32_t>(request), 0, at, at};
   emit(std::move(c), conn_of(request), ResponseKind::granted, in_.requests[request].owner, 0, at, cause, request, out,
-       cause_request);
+       cause_request, false, swept_holder);
 }
 
 void Frontier::handle(Config c, std::uint32_t request, std::int64_t at, Configs& out) const {
@@ -450,8 +460,11 @@ void Frontier::release(Config c, std::uint32_t request, std::int64_t at, Configs
       !(oracles_.token_was_seen && oracles_.token_was_seen(asked.token))) {
     // The holder's grant was never seen: its token may be this one, if no
     // grant seen anywhere carried it and it is above the key's tokens so far.
+    // Issued then, it is the key's last token so far: a later grant must
+    // carry a larger one.
     Config same = c;
     same.holder.token = asked.token;
+    same.last_token = asked.token;
     release_holder(std::move(same), request, at, out, true);
   }
   emit(std::move(c), asked.conn, ResponseKind::not_held, 0, asked.token, at, Cause::request, request, out);

@@ -77,6 +77,10 @@ struct KeyFailure {
 struct GrantWindow {
   std::uint32_t observation = 0;
   std::int64_t first_ms = 0, last_ms = 0;
+  // Simple mode: every explanation issues it as a sweep's hand-off of the
+  // key from an expired holder whose grant carried this token (for the
+  // order of one sweep across keys); 0 when not known to be one.
+  std::uint64_t swept_holder = 0;
 };
 
 struct KeyVerdict {

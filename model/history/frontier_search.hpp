@@ -167,6 +167,7 @@ class FrontierSearch {
     std::sort(grant_tokens_.begin(), grant_tokens_.end());
     grant_first_.assign(in_.observations.size(), unbounded_ms);
     grant_last_.assign(in_.observations.size(), -1);
+    grant_swept_.assign(in_.observations.size(), unnoted);
   }
 
   // Once the mode has narrowed latest_: the smallest of it from each index on.
@@ -220,9 +221,14 @@ class FrontierSearch {
 
   // A configuration matched observation `index` as a grant issued at an
   // instant of [lo, hi]: the window every explanation issues it in grows.
-  void note_grant(std::uint32_t index, std::int64_t lo, std::int64_t hi) const {
+  // `swept_holder`: the token of the expired holder a sweep handed the key
+  // over from, or 0 (another cause, or a holder whose token was not seen);
+  // kept only while every configuration that matched it agrees.
+  void note_grant(std::uint32_t index, std::int64_t lo, std::int64_t hi, std::uint64_t swept_holder = 0) const {
     grant_first_[index] = std::min(grant_first_[index], lo);
     grant_last_[index] = std::max(grant_last_[index], hi);
+    auto& swept = grant_swept_[index];
+    swept = swept == unnoted || swept == swept_holder ? swept_holder : 0;
   }
 
   // The failure of a configuration, kept when it is the furthest so far at
@@ -352,6 +358,26 @@ class FrontierSearch {
       for (std::size_t j = 0; j < a.queue.size(); ++j) {
         if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
       }
+      // (Rules that ask it:) any two of the holder's grant and the waiters'
+      // queueing that come in one order in both, at one instant or not,
+      // stay so in the box: a box that lost it would pair instants no
+      // explanation has (a grant after a queueing that could only follow
+      // it, two waiters of one connection out of the order they were sent).
+      if (boxes_keep_order()) {
+        const auto at = [](const Config& c, std::size_t k) {
+          return k == 0 ? std::pair{c.holder.lo, c.holder.hi} : std::pair{c.queue[k - 1].lo, c.queue[k - 1].hi};
+        };
+        for (std::size_t x = a.held() ? 0 : 1; x <= a.queue.size(); ++x) {
+          for (std::size_t y = a.held() ? 0 : 1; y <= a.queue.size(); ++y) {
+            if (x == y) continue;
+            const auto [ax_lo, ax_hi] = at(a, x);
+            const auto [ay_lo, ay_hi] = at(a, y);
+            const auto [bx_lo, bx_hi] = at(b, x);
+            const auto [by_lo, by_hi] = at(b, y);
+            if (ax_hi <= ay_lo && bx_hi <= by_lo && std::max(ax_hi, bx_hi) > std::min(ay_lo, by_lo)) return false;
+          }
+        }
+      }
       // A waiter certainly queued before another in both stays so in the
       // box: FIFO at the next hand-off is judged on that order, and a box
       // that lost it would let the later one be served first.
@@ -435,8 +461,20 @@ class FrontierSearch {
   // Per observation: the instants at which some configuration matched it
   // as a grant (a bound on when every explanation issued it).
   mutable std::vector<std::int64_t> grant_first_, grant_last_;
+  static constexpr std::uint64_t unnoted = ~std::uint64_t{0};
+  mutable std::vector<std::uint64_t> grant_swept_;
 
  private:
+  // Rules may declare `static constexpr bool boxes_keep_order = true` so
+  // that boxes keep the order of the holder's grant and the waiters'
+  // queueing (merge_boxes).
+  static constexpr bool boxes_keep_order() {
+    if constexpr (requires { Rules::keep_order_in_boxes; }) {
+      return Rules::keep_order_in_boxes;
+    } else {
+      return false;
+    }
+  }
   Rules& self() { return static_cast<Rules&>(*this); }
   const Rules& self() const { return static_cast<const Rules&>(*this); }
 
@@ -532,7 +570,9 @@ KeyVerdict FrontierSearch<Rules, Config>::run() {
     if (self().is_final(c)) self().add_final(c, finals);
   }
   for (std::uint32_t i = 0; i < in_.observations.size(); ++i) {
-    if (grant_last_[i] >= 0) verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i]});
+    if (grant_last_[i] >= 0) {
+      verdict.grants.push_back(GrantWindow{i, grant_first_[i], grant_last_[i], grant_swept_[i]});
+    }
   }
   if (finals.empty()) {
     verdict.outcome = KeyOutcome::unexplained;

@@ -4,8 +4,8 @@
 // microseconds, and the target's limits and the timing tolerance, so that
 // the file alone is all the checker needs.
 //
-// On disk it is NDJSON, schema `lockstep.history/1` (README, "History
-// files"): a header line, then one event per line in the order recorded.
+// On disk it is NDJSON, schema `lockstep.history/1` (docs/protocol.md,
+// "History files"): a header line, then one event per line in the order recorded.
 #pragma once
 
 #include <cstdint>

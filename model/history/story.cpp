@@ -188,7 +188,13 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
                                                         : "")});
   }
   for (const auto& conn : input.conns) {
-    if (conn.closes) lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} closed", at_text(conn.end_us, origin_us), conn.id)});
+    if (!conn.closes) continue;
+    // Who ended it: the tester (`close`), the server (`eof`), or the
+    // target's stop (`down`), which ends every connection at once.
+    const char* how = conn.stopped ? "ended    (the target was stopped: `down`)"
+                      : conn.closed_by_server ? "eof      (the server closed it)"
+                                              : "closed   (by the tester)";
+    lines.push_back({conn.end_us, fmt::format("{:>14}  c{:<4} {}", at_text(conn.end_us, origin_us), conn.id, how)});
   }
   std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.us < b.us; });
   std::erase_if(lines, [&](const Line& line) { return line.us >= until_us; });
@@ -210,17 +216,8 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   finding.check = "key";
   finding.key = input.key;
   finding.incarnation = incarnation;
-  std::int64_t origin_us = history.events.empty() ? 0 : history.events.front().t_us;
-  {
-    std::uint32_t seen = 0;
-    for (const auto& event : history.events) {
-      if (seen == incarnation) {
-        origin_us = event.t_us;
-        break;
-      }
-      if (event.kind == EventKind::down) ++seen;
-    }
-  }
+  const auto origins = incarnation_origins_us(history);
+  const std::int64_t origin_us = incarnation < origins.size() ? origins[incarnation] : origins.back();
   // The shortest failing prefix, by bisection on the cut instant. The whole
   // history was explained up to where its last configuration died, so a
   // prefix cut there (answers still on their way may arrive later) is
@@ -305,8 +302,9 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
                            response_text(input, failure), failure.due_by_us >= 0 ? "due by then" : "due at once");
     until_us = std::max(until_us, expected_us + 1);
   }
-  finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}):",
-                                      input.key, at_text(until_us, origin_us)));
+  finding.story.push_back(fmt::format("key `{}`, the shortest prefix of the history that has no explanation (up to {}; "
+                                      "times count from {}):",
+                                      input.key, at_text(until_us, origin_us), origin_text(history, incarnation)));
   for (auto& line : timeline(input, origin_us, culprit, until_us, expected_us, std::move(expected))) {
     finding.story.push_back("  " + line);
   }
@@ -339,6 +337,21 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
     }
   }
   return finding;
+}
+
+std::string restart_note(const History& history, std::uint32_t incarnation, std::int64_t at_us) {
+  if (incarnation == 0) return {};
+  const auto origins = incarnation_origins_us(history);
+  if (incarnation >= origins.size()) return {};
+  const auto since_us = at_us - origins[incarnation];
+  if (since_us > restart_suspect_us) return {};
+  return fmt::format(
+      "this came {:.3f} ms after {}: a server that was still running after the `down` (started through a shell "
+      "that did not `exec` it, or one that keeps its listener open while it shuts down) may have taken the "
+      "connections opened after the `up`, and answered them with the old incarnation's state; the tester must "
+      "write `down` only once every process of the server has exited and its port refuses connections "
+      "(docs/protocol.md, \"Running under the tools\")",
+      since_us / 1000.0, origin_text(history, incarnation));
 }
 
 }  // namespace lockstep::history

@@ -22,4 +22,15 @@ std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, s
 Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
                     const KeyVerdict& whole);
 
+// How soon after a restart a violation points at the restart rather than at
+// the limits: a server that outlives its stop serves at most through its
+// shutdown, and the tools give a server 2 s to exit on SIGTERM before they
+// kill it (live/process.hpp).
+inline constexpr std::int64_t restart_suspect_us = 2'000'000;
+
+// A line that points at the target's restart, for a violation in an
+// incarnation after the first that shows (at `at_us`) within
+// restart_suspect_us of its start; empty otherwise.
+std::string restart_note(const History& history, std::uint32_t incarnation, std::int64_t at_us);
+
 }  // namespace lockstep::history

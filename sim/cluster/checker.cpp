@@ -42,10 +42,8 @@ std::string show(const Outputs& outputs) {
 
 constexpr std::size_t digests_kept = std::size_t{1} << 18;
 
-cluster::Command without_session(cluster::Command command) {
-  if (auto* a = std::get_if<cluster::Acquire>(&command)) a->session = {};
-  if (auto* r = std::get_if<cluster::Release>(&command)) r->session = {};
-  return command;
+bool is_reuse_refusal(const Response& response) {
+  return response.kind == ResponseKind::error && response.reason == cluster::reused_reason;
 }
 
 }  // namespace
@@ -70,7 +68,7 @@ std::optional<cluster::Session> owner_session(std::string_view owner) {
 
 ClusterChecker::ClusterChecker(RaftChecker& raft, Limits limits, cluster::SessionLimits sessions,
                                DurationMs skew_bound_ms)
-    : raft_(raft), session_limits_(sessions), skew_bound_ms_(skew_bound_ms), model_(limits) {}
+    : raft_(raft), session_limits_(sessions), skew_bound_ms_(skew_bound_ms), model_(limits, Token{1}, sessions) {}
 
 void ClusterChecker::fail(const char* checker, std::string what) { raft_.fail(checker, std::move(what)); }
 
@@ -103,6 +101,8 @@ std::uint64_t ClusterChecker::key_digest(const cluster::LockMachine& machine, co
       d.number(w.connection.value);
       d.text(w.session.client);
       d.number(w.session.sequence);
+      d.number(w.epoch);
+      d.number(w.detached_at ? static_cast<std::uint64_t>(w.detached_at->value) + 1 : 0);
     }
   }
   return d.hash;
@@ -115,6 +115,7 @@ void ClusterChecker::before_command(raft::NodeId, raft::Index, const cluster::Co
   if (key == nullptr) return;
   KeyBefore b;
   b.clock = machine.clock();
+  b.epoch = std::max(machine.epoch(), cluster::command_epoch(command));
   const auto instant = std::max(machine.clock(), cluster::stamped_time(command));
   const auto found = machine.keys().find(*key);
   if (found != machine.keys().end()) {
@@ -122,8 +123,10 @@ void ClusterChecker::before_command(raft::NodeId, raft::Index, const cluster::Co
     b.token = found->second.token;
     b.expiry = found->second.expiry;
     b.owner = found->second.owner;
+    // A waiter of an older leadership than the table's after this command
+    // is detached: it cannot be granted.
     for (const auto& [id, w] : found->second.queue) {
-      if (w.deadline > instant) {
+      if (w.deadline > instant && w.epoch >= b.epoch) {
         b.head_owner = w.owner;
         break;
       }
@@ -212,7 +215,9 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
     }
   }
   if (ended && held_after) {
-    // A hand-off: the oldest waiter not yet due must get the key.
+    // A hand-off: to a client that listens, and the oldest waiter not yet
+    // due among those must get the key.
+    if (apply.first && !granted_to_listener(apply, after->second.owner)) return;
     if (!b.head_owner || *b.head_owner != after->second.owner) {
       fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where(),
                                after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
@@ -223,6 +228,20 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   if (apply.first && std::holds_alternative<cluster::Timeout>(apply.command) && !applied.responses.empty()) {
     ++timeouts_applied_;
   }
+}
+
+bool ClusterChecker::granted_to_listener(const Apply& apply, const std::string& owner) {
+  const auto session = owner_session(owner);
+  const auto found = session ? sessions_.find(*session) : sessions_.end();
+  if (found == sessions_.end()) return true;  // not one of the simulated clients' (or forgotten)
+  const auto epoch = std::max(highest_epoch_, cluster::command_epoch(apply.command));
+  if (found->second.epoch >= epoch) return true;
+  fail("no-ghost-grant", fmt::format("node {}, index {}, {}: key `{}` handed to `{}`, whose request was last applied "
+                                     "under epoch {}; the leadership of epoch {} closed that connection, and no retry "
+                                     "of it came since (nobody hears this grant)",
+                                     apply.node, apply.index, cluster::describe(apply.command), apply.key, owner,
+                                     found->second.epoch, epoch));
+  return false;
 }
 
 void ClusterChecker::check_grant(const Apply& apply, const cluster::LockMachine::KeyState& granted) {
@@ -263,44 +282,37 @@ void ClusterChecker::first_application(const cluster::Command& command, raft::In
 
 std::vector<Outbound> ClusterChecker::expected_for(const cluster::Command& command, raft::Index index) {
   const auto* session = command_session(command);
-  if (session != nullptr) {
-    const auto connection = std::holds_alternative<cluster::Acquire>(command)
-                                ? std::get<cluster::Acquire>(command).connection
-                                : std::get<cluster::Release>(command).connection;
-    auto& highest = highest_applied_[session->client];
-    const auto window = session_limits_.window;
-    if (highest >= window && session->sequence <= highest - window) {
-      return {Outbound{connection, Response::error("stale request")}};
-    }
+  const auto epoch = cluster::command_epoch(command);
+  highest_epoch_ = std::max(highest_epoch_, epoch);
+  // The model answers the command, its session and its leadership included.
+  Outputs outs = model_.apply(command);
+  const bool recorded = session != nullptr && !session->anonymous();
+  if (recorded) {
     auto& si = info(*session);
-    if (si.applied) {
-      // A retry: not applied again. Its client hears what the request came
-      // to, or later, where it now listens, what it will come to.
-      si.connection = connection;
-      if (si.answer) return {Outbound{connection, *si.answer}};
-      return {};
+    const bool reuse = !outs.empty() && is_reuse_refusal(outs.front().response);
+    if (reuse) {
+      if (!si.reused) si.reused = outs.front().response;
+      return outs;
     }
-    si.applied = true;
-    si.connection = connection;
+    // Where the client listens for a waiter's answer: the leadership of the
+    // latest copy applied.
+    if (std::holds_alternative<cluster::Acquire>(command)) si.epoch = epoch;
+    auto& highest = highest_applied_[session->client];
     if (session->sequence > highest) {
       highest = session->sequence;
       trim_sessions(session->client, highest);
     }
   }
-  // The model answers the request itself; sessions are this checker's
-  // business (it follows which connection each client last asked on).
-  Outputs outs = model_.apply(without_session(command));
-  for (auto& out : outs) {
+  for (const auto& out : outs) {
     std::optional<cluster::Session> answered;
     if (out.response.kind == ResponseKind::released || out.response.kind == ResponseKind::not_held ||
         out.response.kind == ResponseKind::error) {
-      if (session != nullptr) answered = *session;
+      if (recorded) answered = *session;
     } else {
       answered = owner_session(out.response.owner);
     }
     if (!answered) continue;
     auto& si = info(*answered);
-    out.connection = si.connection;  // a retried waiter's answer goes where its client last asked
     if (!si.answer) {
       si.answer = out.response;
       si.answered_at = index;
@@ -318,7 +330,22 @@ void ClusterChecker::trim_sessions(const std::string& client, std::uint64_t high
 }
 
 bool ClusterChecker::on_response(const cluster::Session& outstanding, bool outstanding_is_release, Token release_token,
-                                 const Response& response, TimeMs) {
+                                 const Response& response, TimeMs, bool reuses) {
+  if (reuses && response.kind == ResponseKind::error) {
+    // Another request under the number of the client's last: refused once
+    // applied, never told the other's outcome.
+    const auto found = sessions_.find(outstanding);
+    if (found == sessions_.end() || !found->second.reused || *found->second.reused != response) {
+      fail("linearizability", fmt::format("client {} reusing number {} for another request received `{}`; the sequential "
+                                          "model answers {} at its log position",
+                                          outstanding.client, outstanding.sequence, format_response(response),
+                                          found != sessions_.end() && found->second.reused
+                                              ? "`" + format_response(*found->second.reused) + "`"
+                                              : "nothing yet"));
+      return false;
+    }
+    return true;
+  }
   std::optional<cluster::Session> answers;
   if (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||
       response.kind == ResponseKind::busy) {

@@ -5,11 +5,10 @@
 //                      state of the key it touched, the same next token and
 //                      the same clock
 //   model-agreement    the first application of every entry answers what
-//                      the sequential cluster model (model/cluster_model)
-//                      answers to the same command, a retry what its session
-//                      first got, each to the connection the client last used;
-//                      at the end, a node that applied every entry holds the
-//                      model's table
+//                      the sequential cluster model (model/cluster_model,
+//                      sessions and leader changes included) answers to the
+//                      same command; at the end, a node that applied every
+//                      entry holds the model's table
 //   linearizability    every answer a client receives is its request's answer
 //                      at the request's log position, and only once that
 //                      position was applied: the log order is a
@@ -17,7 +16,13 @@
 //   tokens             a grant's token is above every token granted at a lower
 //                      log index, on any key and across leader changes, so no
 //                      two grants share one
-//   fifo               a hand-off grants the oldest waiter not yet due
+//   fifo               a hand-off grants the oldest waiter not yet due and
+//                      still attached to the table's leadership
+//   no-ghost-grant     a hand-off grants a waiter only if the latest copy of
+//                      its request that was applied came from the newest
+//                      leadership applied: its client listens there (a
+//                      leader change closed the connections of the ones
+//                      before; docs/protocol.md, "Waiters and leader changes")
 //   no-lost-grant      a grant ends only by a Release or an Expire of its token
 //   expire-valid       an Expire ends a grant only with its token and only at
 //                      or after its expiry on the proposing leader's clock
@@ -71,8 +76,10 @@ class ClusterChecker {
   void on_restore(raft::NodeId node) { (void)node; }
   // A client received `response` on its current connection while waiting
   // for `outstanding`; returns true when it answers that request.
+  // `reuses`: the request reuses the number of the client's last one for
+  // another request (its answer is the `E` of a reused session).
   bool on_response(const cluster::Session& outstanding, bool outstanding_is_release, Token release_token,
-                   const Response& response, TimeMs now);
+                   const Response& response, TimeMs now, bool reuses = false);
   // At the end: the model's whole table against a node's, if that node
   // applied the same prefix (else nothing is compared).
   void compare_final(raft::NodeId node, const cluster::LockMachine& machine);
@@ -85,10 +92,12 @@ class ClusterChecker {
   struct SessionInfo {
     TimeMs first_sent{0};
     DurationMs lease_ms{0};
-    bool applied = false;
     std::optional<Response> answer;  // the model's answer, once given
     raft::Index answered_at = 0;
-    ConnectionId connection;  // where the client last asked (last applied attempt)
+    // The epoch of the latest copy of its Acquire applied: where its client
+    // listens for a waiter's answer.
+    std::uint64_t epoch = 0;
+    std::optional<Response> reused;  // the answer to a request that reused this number
   };
   struct KeyBefore {
     bool held = false;
@@ -98,6 +107,7 @@ class ClusterChecker {
     TimeMs clock{0};
     // The waiter a hand-off at this entry's instant must grant, if any.
     std::optional<std::string> head_owner;
+    std::uint64_t epoch = 0;  // the table's after this command (before its effects)
   };
   struct Grant {
     Token token;
@@ -120,8 +130,8 @@ class ClusterChecker {
   std::uint64_t key_digest(const cluster::LockMachine& machine, const std::string& key) const;
   // replica-agreement; false when it failed.
   bool agrees_with_first(const Apply& apply, const cluster::LockMachine& machine);
-  // expire-valid, no-lost-grant, fifo on every node; tokens and
-  // lease-safety on a grant's first application.
+  // expire-valid, no-lost-grant, fifo on every node; no-ghost-grant, tokens
+  // and lease-safety on a grant's first application.
   void check_transition(const Apply& apply, const KeyBefore& before, const cluster::LockMachine& machine,
                         const cluster::Applied& applied);
   void check_grant(const Apply& apply, const cluster::LockMachine::KeyState& granted);
@@ -130,6 +140,8 @@ class ClusterChecker {
   std::vector<Outbound> expected_for(const cluster::Command& command, raft::Index index);
   SessionInfo& info(const cluster::Session& session) { return sessions_[session]; }
   void trim_sessions(const std::string& client, std::uint64_t sequence);
+  // no-ghost-grant, on a hand-off's first application; false when it failed.
+  bool granted_to_listener(const Apply& apply, const std::string& owner);
 
   RaftChecker& raft_;
   cluster::SessionLimits session_limits_;
@@ -140,6 +152,7 @@ class ClusterChecker {
   std::map<raft::Index, std::uint64_t> digests_;  // index -> digest of the touched key's state
   std::map<cluster::Session, SessionInfo> sessions_;
   std::map<std::string, std::uint64_t> highest_applied_;  // client -> highest sequence applied
+  std::uint64_t highest_epoch_ = 0;                         // of a command applied
   std::map<std::string, Grant> last_grant_;
   std::optional<KeyBefore> before_;
   std::uint64_t expires_applied_ = 0, timeouts_applied_ = 0;

@@ -69,16 +69,22 @@ ClusterSimParams cluster_swarm_params(std::uint64_t seed, std::uint32_t nodes) {
   p.limits.max_waiters_per_key = static_cast<std::uint64_t>(prng.between(1, 12));
   p.limits.max_waiters = static_cast<std::uint64_t>(prng.between(1, 128));
   p.skew_bound_ms = DurationMs{prng.between(5, 200)};
+  // Drawn last, so that the draws above are those of earlier versions.
+  p.reuse_sequence = prng.chance(0.5) ? 0 : prng.unit() * 0.05;
+  p.give_up = prng.chance(0.5) ? 0 : prng.unit() * 0.15;
+  p.waiter_grace_ms = DurationMs{prng.between(0, 3'000)};
   return p;
 }
 
 std::string describe(const ClusterSimParams& p) {
   return fmt::format(
       "{} | clients={} keys={} lease={}..{}ms wait<={}ms try={:.2f} expire={:.2f} think<={}ms hold<={}ms "
-      "client-latency={}..{}ms response-loss={:.3f} rpc-timeout={}ms skew-bound={}ms{} limits={}/{}/{} bug={}",
+      "client-latency={}..{}ms response-loss={:.3f} rpc-timeout={}ms reuse={:.3f} give-up={:.2f} grace={}ms "
+      "skew-bound={}ms{} limits={}/{}/{} bug={}",
       describe(p.raft), p.clients, p.keys, p.lease_min_ms.value, p.lease_max_ms.value, p.wait_max_ms.value, p.try_lock,
       p.let_expire, p.think_max_ms.value, p.hold_max_ms.value, p.client_latency_min_ms.value,
-      p.client_latency_max_ms.value, p.response_loss, p.rpc_timeout_ms.value, p.skew_bound_ms.value,
+      p.client_latency_max_ms.value, p.response_loss, p.rpc_timeout_ms.value, p.reuse_sequence, p.give_up,
+      p.waiter_grace_ms.value, p.skew_bound_ms.value,
       p.skew_beyond_bound ? " (beyond)" : "", p.limits.max_keys, p.limits.max_waiters_per_key, p.limits.max_waiters,
       cluster::cluster_bug_name(p.bug));
 }
@@ -87,7 +93,8 @@ DurationMs cluster_liveness_ms(const ClusterSimParams& p) {
   // Every client's last request answered: a wait, retries with backoff
   // after a leader appears, and every lease that was running ended.
   const auto needed = p.raft.leader_bound_ms.value + p.wait_max_ms.value + p.lease_max_ms.value +
-                      p.expire_bound_ms.value + 4 * (8 * p.rpc_timeout_ms.value + p.backoff_max_ms.value);
+                      p.waiter_grace_ms.value + p.expire_bound_ms.value +
+                      4 * (8 * p.rpc_timeout_ms.value + p.backoff_max_ms.value);
   return DurationMs{std::max(raft_liveness_ms(p.raft).value, needed)};
 }
 
@@ -215,6 +222,7 @@ class LockWorkload {
     config.limits = p_.limits;
     config.sessions = p_.sessions;
     config.bug = p_.bug;
+    config.waiter_grace_ms = p_.waiter_grace_ms;
     config.snapshot_every_entries = p_.raft.compact_threshold;
     config.log_keep_entries = p_.raft.log_keep;
     return Machine(config);
@@ -342,8 +350,12 @@ class LockWorkload {
         return;
       }
       for (const auto& [id, waiter] : state.queue) {
-        if (waiter.deadline < limit) {
-          h.checker().fail("liveness", fmt::format("`{}` still waits for key `{}` at the end, past its deadline", waiter.owner, key));
+        // A waiter a leader change detached is due at the end of its grace.
+        if (machine.due_at(waiter) < limit) {
+          h.checker().fail("liveness", fmt::format("`{}` still waits for key `{}` at the end, past its deadline{}",
+                                                   waiter.owner, key,
+                                                   waiter.detached_at ? " or the end of its grace after a leader change"
+                                                                      : ""));
           return;
         }
       }
@@ -390,6 +402,11 @@ class LockWorkload {
     std::uint64_t connections = 0;
     std::optional<Held> held;
     std::vector<Token> past_tokens;  // for stale releases; the last few
+    bool reusing = false;  // the outstanding request reuses the last one's number
+    // The last request was answered, so the cluster applied it and keeps its
+    // outcome: reusing its number is refused (not so one given up, which
+    // may never have been applied).
+    bool last_answered = false;
   };
 
   void add_node_stats(const cluster::NodeStats& s) { add_node_stats(s, lock_); }
@@ -398,6 +415,7 @@ class LockWorkload {
     into.timeouts_proposed += s.timeouts_proposed;
     into.snapshots += s.snapshots;
     into.closed_unknown += s.connections_closed_unknown;
+    into.closed_waiting += s.connections_closed_waiting;
   }
 
   // Tells the node what Raft says of its leadership: gained with the term
@@ -485,6 +503,10 @@ class LockWorkload {
     auto& client = clients_[c];
     if (client.waiting || h.in_liveness()) return;
     auto& prng = h.workload_prng();
+    if (p_.reuse_sequence > 0 && client.last_answered && prng.chance(p_.reuse_sequence)) {
+      reuse(h, c);
+      return;
+    }
     client.session = cluster::Session{client.name, ++client.sequence};
     if (client.held && client.held->releases) {
       Token token = client.held->token;
@@ -509,6 +531,28 @@ class LockWorkload {
     send(h, c);
   }
 
+  // A request under the number of the client's last one, asking something
+  // else (a try-lock that differs from it): the cluster must refuse it.
+  void reuse(Harness& h, std::uint32_t c) {
+    auto& client = clients_[c];
+    auto& prng = h.workload_prng();
+    const auto key = fmt::format("k{}", prng.below(p_.keys));
+    auto lease = DurationMs{prng.between(p_.lease_min_ms.value, p_.lease_max_ms.value)};
+    if (const auto* last = std::get_if<cluster::Acquire>(&client.command);
+        last != nullptr && last->key == key && last->lease_ms == lease && last->wait_ms.value == 0) {
+      lease = DurationMs{lease.value == 1 ? 2 : lease.value - 1};
+    }
+    client.command = cluster::Acquire{client.session, ConnectionId{}, key, session_owner(client.session), lease,
+                                      DurationMs{0}, TimeMs{0}};
+    client.line = request_line(client.command);
+    client.reusing = true;
+    ++lock_.requests;
+    ++lock_.reused;
+    client.waiting = true;
+    client.attempts = 0;
+    send(h, c);
+  }
+
   DurationMs lease_of(const cluster::Command& command) const {
     if (const auto* a = std::get_if<cluster::Acquire>(&command)) return a->lease_ms;
     return DurationMs{0};
@@ -525,8 +569,12 @@ class LockWorkload {
     ++lock_.attempts;
     const ClientConnection opened = open_connection(c);
     client.connection = opened.id;
-    checker_->on_send(client.session, lease_of(client.command), h.now());
-    lateness_.sent(client.session, h.now());
+    // (A request reusing a number is another operation, which grants
+    // nothing and causes nothing: the meters follow the first one.)
+    if (!client.reusing) {
+      checker_->on_send(client.session, lease_of(client.command), h.now());
+      lateness_.sent(client.session, h.now());
+    }
     if (observer_ != nullptr) observer_->sent(h.now(), client.connection, client.line);
     const auto delay = latency(h);
     const auto slot = pool_.put(ClientMessage{opened, ClientMessage::Request{client.line}});
@@ -557,7 +605,7 @@ class LockWorkload {
     const auto backoff = DurationMs{h.workload_prng().between(p_.backoff_min_ms.value, std::max(p_.backoff_min_ms.value, ceiling))};
     client.timer = ++timers_;
     if (client.connection.value != 0) {
-      lateness_.attempt_ended(client.session, h.now());
+      if (!client.reusing) lateness_.attempt_ended(client.session, h.now());
       if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     }
     client.connection = ConnectionId{};  // nothing more is heard on the old one
@@ -607,10 +655,18 @@ class LockWorkload {
     const auto* reply = std::get_if<ClientMessage::Reply>(&m.what);
     if (reply == nullptr) {
       LOCKSTEP_ASSERT(std::holds_alternative<ClientMessage::Closed>(m.what));  // nodes send no requests
-      // The node could not tell whether the request would commit: ask again.
+      // The node could not tell whether the request would commit, or it
+      // stopped leading while the request waited: ask again, or give up.
       if (observer_ != nullptr) observer_->closed_by_node(h.now(), m.connection.id);
-      lateness_.attempt_ended(client.session, h.now());
+      if (!client.reusing) lateness_.attempt_ended(client.session, h.now());
       client.connection = ConnectionId{};
+      // (Only an acquire that may wait: the client a leader change must not
+      // leave a ghost of.)
+      if (p_.give_up > 0 && wait_of(client.command).value > 0 && !client.reusing &&
+          h.workload_prng().chance(p_.give_up) && !h.in_liveness()) {
+        give_up(h, c);
+        return;
+      }
       retry(h, c, 0);
       return;
     }
@@ -630,14 +686,22 @@ class LockWorkload {
     }
     const auto* release = std::get_if<cluster::Release>(&client.command);
     const bool answers = checker_->on_response(client.session, release != nullptr,
-                                              release != nullptr ? release->token : Token{0}, response, h.now());
+                                              release != nullptr ? release->token : Token{0}, response, h.now(),
+                                              client.reusing);
     if (!answers) return;
     ++h.stats().acknowledged;
     count(response);
     client.waiting = false;
-    lateness_.attempt_ended(client.session, h.now());
+    client.last_answered = true;
+    if (!client.reusing) lateness_.attempt_ended(client.session, h.now());
     if (observer_ != nullptr) observer_->given_up(h.now(), client.connection);
     client.connection = ConnectionId{};
+    if (client.reusing) {
+      // Refused: what it holds, it still holds.
+      client.reusing = false;
+      schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
+      return;
+    }
     if (response.kind == ResponseKind::granted) {
       client.held = Held{response.key, response.token, !h.workload_prng().chance(p_.let_expire)};
       client.past_tokens.push_back(response.token);
@@ -646,6 +710,19 @@ class LockWorkload {
       return;
     }
     if (release != nullptr) client.held.reset();
+    schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
+  }
+
+  // The client never asks again: whatever became of the request, it forgets
+  // it (a key it may have been granted, or one it released, runs out).
+  void give_up(Harness& h, std::uint32_t c) {
+    auto& client = clients_[c];
+    ++lock_.given_up;
+    if (trace_ != nullptr) trace_->give_up(client.name, h.now());
+    client.waiting = false;
+    client.last_answered = false;
+    client.reusing = false;
+    client.held.reset();
     schedule_act(h, c, DurationMs{h.workload_prng().between(0, p_.think_max_ms.value)});
   }
 

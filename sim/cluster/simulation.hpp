@@ -40,6 +40,14 @@ struct ClusterSimParams {
   double let_expire = 0.3;      // a holder that never releases
   double stale_release = 0.05;  // R with an earlier grant's token
   double random_release = 0.02;  // R with a token nobody was given
+  // A client that reuses the number of its last request for another one (a
+  // program run twice with one client id): answered E, never the other's outcome.
+  double reuse_sequence = 0.0;
+  // A client waiting for a key (an acquire with a wait) whose connection
+  // the node closed (the node stopped leading, or could not tell the
+  // request's fate) that gives the request up instead of retrying: its
+  // waiter must not be granted unseen (no-ghost-grant).
+  double give_up = 0.0;
   DurationMs think_max_ms{300};
   DurationMs hold_max_ms{1'500};
   // clients and their network
@@ -53,6 +61,9 @@ struct ClusterSimParams {
   DurationMs skew_bound_ms{100};  // S
   bool skew_beyond_bound = false;
   DurationMs expire_bound_ms{3'000};  // after the heal, a lease or wait ends within this of its instant
+  // How long the leader keeps a waiter a leader change detached for its
+  // client's retry (cluster::NodeConfig::waiter_grace_ms).
+  DurationMs waiter_grace_ms{1'000};
   Limits limits;
   cluster::SessionLimits sessions;
   cluster::ClusterBug bug = cluster::ClusterBug::none;
@@ -76,11 +87,14 @@ struct ClusterLockStats {
   std::uint64_t timeouts_applied = 0;  // Timeout entries that answered a waiter
   std::uint64_t snapshots = 0;
   std::uint64_t closed_unknown = 0;  // connections a node closed: a request's fate unknown
+  std::uint64_t closed_waiting = 0;  // connections of waiters a node closed on stepping down
+  std::uint64_t given_up = 0;        // requests whose client gave up when its connection was closed
+  std::uint64_t reused = 0;          // requests that reused their client's last number (answered E)
 };
 
 // The lock service's counters in a cluster run, each once with its summary
 // label (impl/counters.hpp).
-inline constexpr std::array<Counter<ClusterLockStats>, 16> cluster_lock_counters{{
+inline constexpr std::array<Counter<ClusterLockStats>, 19> cluster_lock_counters{{
     {"lock requests", &ClusterLockStats::requests},
     {"attempts", &ClusterLockStats::attempts},
     {"retries", &ClusterLockStats::retries},
@@ -97,6 +111,9 @@ inline constexpr std::array<Counter<ClusterLockStats>, 16> cluster_lock_counters
     {"Timeouts applied", &ClusterLockStats::timeouts_applied},
     {"lock snapshots", &ClusterLockStats::snapshots},
     {"closed: fate unknown", &ClusterLockStats::closed_unknown},
+    {"closed: waiter's leader left", &ClusterLockStats::closed_waiting},
+    {"given up by their client", &ClusterLockStats::given_up},
+    {"sequence numbers reused", &ClusterLockStats::reused},
 }};
 static_assert(lists_every_counter(cluster_lock_counters), "a counter of ClusterLockStats is missing from cluster_lock_counters");
 

@@ -108,7 +108,7 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
       std::ofstream file(o.history, std::ios::binary);
       history::write_history(file, history->history());
       if (!file) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.history);
+        fmt::print(stderr, "lockstep sim: cannot write {}\n", o.history);
         written = false;
       }
     }
@@ -116,7 +116,7 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
       trace->finish(end, r.raft.violation_count, r.raft.event_hash);
       trace_file.close();
       if (!trace_file) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.trace);
+        fmt::print(stderr, "lockstep sim: cannot write {}\n", o.trace);
         written = false;
       }
     }
@@ -124,7 +124,7 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
       std::ofstream svg(o.timeline, std::ios::binary);
       svg << render_cluster_svg(*timeline, params, end);
       if (!svg) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.timeline);
+        fmt::print(stderr, "lockstep sim: cannot write {}\n", o.timeline);
         written = false;
       }
     }
@@ -134,9 +134,10 @@ SwarmOutcome run_raft_swarm(const RaftSwarmOptions& o, const SwarmConfig& config
     for (const auto& counter : cluster_lock_counters) seed_outcome.counters.emplace_back(counter.label, r.lock.*counter.field);
     return seed_outcome;
   };
-  const auto totals = run_swarm(config, mode);
-  outcome.violations = totals.violations;
-  outcome.exit_code = !written ? 2 : totals.violations > 0 ? 1 : 0;
+  outcome.totals = run_swarm(config, mode);
+  outcome.summary_title = mode.summary_title;
+  outcome.violations = outcome.totals.violations;
+  outcome.exit_code = !written ? 2 : outcome.violations > 0 ? 1 : 0;
   return outcome;
 }
 

@@ -66,6 +66,7 @@ ClusterTraceWriter::ClusterTraceWriter(std::ostream& out, const ClusterSimParams
               {"max_waiters_per_key", params.limits.max_waiters_per_key},
               {"max_waiters", params.limits.max_waiters},
               {"session_window", params.sessions.window},
+              {"waiter_grace_ms", params.waiter_grace_ms.value},
               {"params", describe(params)}};
   write(header.dump());
 }
@@ -102,6 +103,7 @@ std::string ClusterTraceWriter::command_json(const cluster::Command& command, ra
     j = Json{{"type", "Close"}, {"conn", c.connection.value}, {"stamp", c.now.value}};
   }
   j["by"] = by;
+  j["epoch"] = cluster::command_epoch(command);
   return j.dump();
 }
 
@@ -150,16 +152,21 @@ void ClusterTraceWriter::propose(raft::NodeId node, const std::string& data, con
 
 void ClusterTraceWriter::propose_command(raft::NodeId node, const cluster::Command& command,
                                          const RaftProposeOutcome& outcome, TimeMs clock, TimeMs now) {
-  if (const auto* session = session_of(command);
-      session != nullptr && !session->anonymous() && session->sequence > sent_[session->client]) {
-    // The client's next request, as it sent it: first seen here, where a
-    // leader takes it.
-    sent_[session->client] = session->sequence;
+  if (const auto* session = session_of(command); session != nullptr && !session->anonymous()) {
     auto unstamped = command;
+    cluster::set_epoch(unstamped, 0);
     if (auto* a = std::get_if<cluster::Acquire>(&unstamped)) a->now = TimeMs{0};
     if (auto* r = std::get_if<cluster::Release>(&unstamped)) r->now = TimeMs{0};
-    write(fmt::format(R"({{"t":{},"event":"Send","client":{},"command":{}}})", now.value,
-                      Json(session->client).dump(), command_json(unstamped, 0)));
+    auto text = command_json(unstamped, 0);
+    auto& last = sent_[session->client];
+    // The client's next request, as it sent it: first seen here, where a
+    // leader takes it; or one that reuses the last one's number for
+    // another request.
+    if (session->sequence > last.sequence || (session->sequence == last.sequence && text != last.command)) {
+      write(fmt::format(R"({{"t":{},"event":"Send","client":{},"command":{}}})", now.value,
+                        Json(session->client).dump(), text));
+      last = Sent{session->sequence, std::move(text)};
+    }
   }
   write(fmt::format(R"({{"t":{},"event":"Propose","node":{},"clock":{},"index":{},"term":{},"command":{}}})",
                     now.value, node, clock.value, outcome.index, outcome.term, command_json(command, node)));
@@ -221,6 +228,10 @@ void ClusterTraceWriter::restart(raft::NodeId node, const cluster::LockMachine& 
   first_entry_open_ = false;
   down_.erase(node);
   write(fmt::format(R"({{"t":{},"event":"Restart","node":{},"index":{}}})", now.value, node, machine.applied()));
+}
+
+void ClusterTraceWriter::give_up(const std::string& client, TimeMs now) {
+  write(fmt::format(R"({{"t":{},"event":"GiveUp","client":{}}})", now.value, Json(client).dump()));
 }
 
 void ClusterTraceWriter::reply(const ClientConnection& connection, const Response& response, TimeMs now) {

@@ -61,6 +61,8 @@ class ClusterTraceWriter {
     first_entry_open_ = false;
   }
   void restart(raft::NodeId node, const cluster::LockMachine& machine, TimeMs now);
+  // A client gave its outstanding request up, unanswered.
+  void give_up(const std::string& client, TimeMs now);
   // A response a node sent (lost on the way or not); redirects and
   // `E too many requests in flight`, sent instead of proposing, are not
   // written.
@@ -85,7 +87,11 @@ class ClusterTraceWriter {
   bool first_entry_open_ = false;                     // the last apply was a first one: its entry may go on
   std::map<raft::Term, raft::NodeId> leaders_;        // who proposed the entries of a term
   std::map<std::uint64_t, cluster::Session> waiters_;  // waiter id -> the session that queued it
-  std::map<std::string, std::uint64_t> sent_;         // client -> the highest sequence number sent
+  struct Sent {
+    std::uint64_t sequence = 0;
+    std::string command;  // as the Send wrote it
+  };
+  std::map<std::string, Sent> sent_;                  // client -> its last request sent
   std::set<raft::NodeId> down_;                       // crashed, not started again yet
 };
 

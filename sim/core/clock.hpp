@@ -1,7 +1,7 @@
 // A node's own clock, as a function of the simulator's global time. The
 // Raft harness (raft and cluster modes) gives each node an offset and a
 // drift within a stated bound, and adds jumps of its own on top
-// (STYLE.md, "Simulate clocks, not only networks"); simple mode's one
+// (the simulator fakes clocks as well as the network); simple mode's one
 // server reads global time. The mapping is monotonic, so a node driven by
 // it never sees time go back.
 #pragma once

@@ -33,14 +33,8 @@ class ProgressBar {
   std::uint64_t total_;
 };
 
-void report_failure(std::FILE* out, std::uint64_t seed, const SeedOutcome& r, const std::string& reproduce) {
-  fmt::print(out, "\nFAIL seed {}: {} violation(s)\n  params: {}\n", seed, r.violation_count, r.params);
-  for (std::size_t i = 0; i < r.violations.size() && i < 5; ++i) {
-    const auto& v = r.violations[i];
-    fmt::print(out, "  [{}] at {} ms: {}\n", v.checker, v.at.value, v.what);
-  }
-  fmt::print(out, "  reproduce: {}\n", reproduce);
-}
+// The violations a failure report prints.
+constexpr std::size_t reported_violations_max = 5;
 
 void add_rows(std::vector<SummaryRow>& into, const std::vector<SummaryRow>& rows) {
   if (into.empty()) {
@@ -51,13 +45,22 @@ void add_rows(std::vector<SummaryRow>& into, const std::vector<SummaryRow>& rows
   for (std::size_t i = 0; i < rows.size(); ++i) into[i].second += rows[i].second;
 }
 
-void print_summary(std::FILE* out, const SwarmMode& mode, const SwarmConfig& config, const SwarmTotals& t) {
+}  // namespace
+
+void print_failure(std::FILE* out, const FailedSeed& failure) {
+  fmt::print(out, "\nFAIL seed {}: {} violation(s)\n  params: {}\n", failure.seed, failure.violation_count,
+             failure.params);
+  for (const auto& v : failure.violations) fmt::print(out, "  [{}] at {} ms: {}\n", v.checker, v.at.value, v.what);
+  fmt::print(out, "  reproduce: {}\n", failure.reproduce);
+}
+
+void print_summary(std::FILE* out, std::string_view title, bool check_determinism, const SwarmTotals& t) {
   const auto row = [out](std::string_view name, const auto& value) { fmt::print(out, "  {:<22} {:>14}\n", name, value); };
-  if (config.check_determinism) {
+  if (check_determinism) {
     fmt::print(out, "determinism: every seed ran twice{}\n",
                t.failed_seeds > 0 ? " (see failures above)" : " with the same event hash");
   }
-  fmt::print(out, "\n{}\n", mode.summary_title);
+  fmt::print(out, "\n{}\n", title);
   row("seeds", t.seeds);
   row("failed seeds", t.failed_seeds);
   row("events", t.events);
@@ -68,8 +71,6 @@ void print_summary(std::FILE* out, const SwarmMode& mode, const SwarmConfig& con
   fmt::print(out, "violations: {}\n", t.violations);
   fmt::print(out, "speed: {:.0f}\n", static_cast<double>(t.simulated_ms) / 1000 / t.wall_s);
 }
-
-}  // namespace
 
 SwarmTotals run_swarm(const SwarmConfig& config, const SwarmMode& mode) {
   LOCKSTEP_ASSERT(config.first_seed <= config.last_seed && config.wall_seconds && mode.run && mode.reproduce);
@@ -99,7 +100,15 @@ SwarmTotals run_swarm(const SwarmConfig& config, const SwarmMode& mode) {
       bar.clear();
       ++totals.failed_seeds;
       totals.violations += outcome.violation_count;
-      report_failure(config.out, seed, outcome, mode.reproduce(seed));
+      FailedSeed failure{seed, outcome.violation_count, outcome.params, {}, mode.reproduce(seed)};
+      const auto reported = std::min(outcome.violations.size(), reported_violations_max);
+      failure.violations.assign(outcome.violations.begin(), outcome.violations.begin() + static_cast<std::ptrdiff_t>(reported));
+      print_failure(config.out, failure);
+      if (totals.failures.size() < SwarmTotals::failures_kept_max) {
+        totals.failures.push_back(std::move(failure));
+      } else {
+        ++totals.failures_not_kept;
+      }
       if (mode.after_failure) mode.after_failure(seed, outcome, totals.failed_seeds == 1);
     }
     bar.show(done + 1, 0, totals.failed_seeds);
@@ -107,7 +116,7 @@ SwarmTotals run_swarm(const SwarmConfig& config, const SwarmMode& mode) {
   }
   bar.clear();
   totals.wall_s = std::max(1e-9, config.wall_seconds() - start_s);
-  print_summary(config.out, mode, config, totals);
+  print_summary(config.out, mode.summary_title, config.check_determinism, totals);
   return totals;
 }
 

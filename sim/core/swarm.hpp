@@ -55,10 +55,25 @@ struct SwarmConfig {
   std::function<double()> wall_seconds;   // the driver's clock, for the speed figure
 };
 
+// A failing seed as its report shows it: kept in the totals, so that the
+// summary of a shard (live/shard_summary.hpp) can carry it to a merge.
+struct FailedSeed {
+  std::uint64_t seed = 0;
+  std::uint64_t violation_count = 0;
+  std::string params;
+  std::vector<Violation> violations;  // the first few, as the report prints them
+  std::string reproduce;
+};
+
 struct SwarmTotals {
   std::uint64_t seeds = 0, failed_seeds = 0, violations = 0, events = 0, simulated_ms = 0;
   std::vector<SummaryRow> counters;  // summed over seeds
   double wall_s = 0;
+  // The failing seeds in seed order, the first failures_kept_max of them;
+  // the others are only counted.
+  static constexpr std::size_t failures_kept_max = 10'000;
+  std::vector<FailedSeed> failures;
+  std::uint64_t failures_not_kept = 0;
 };
 
 // What a mode's swarm ends with, for the command's exit code and for trace
@@ -67,9 +82,17 @@ struct SwarmOutcome {
   int exit_code = 0;  // 0 no violation, 1 violations, 2 an output could not be written
   std::uint64_t violations = 0;
   std::optional<std::int64_t> last_seed_first_violation_ms;
+  SwarmTotals totals;
+  std::string summary_title;
 };
 
 // Runs the seeds, printing each failure as it comes, then the summary.
 SwarmTotals run_swarm(const SwarmConfig& config, const SwarmMode& mode);
+
+// What run_swarm prints of a failing seed (without what the mode adds after
+// it), and its summary table: also how `lockstep merge` prints the
+// failures and the totals of several shards as one run would have.
+void print_failure(std::FILE* out, const FailedSeed& failure);
+void print_summary(std::FILE* out, std::string_view title, bool check_determinism, const SwarmTotals& totals);
 
 }  // namespace lockstep::sim

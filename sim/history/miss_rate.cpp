@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "impl/bugs.hpp"
 #include "model/history/checker.hpp"
 #include "sim/cluster/simulation.hpp"
 #include "sim/history/recorder.hpp"
@@ -59,15 +60,16 @@ std::vector<SimBug> cluster_mode_bugs() {
 
 std::optional<std::string> blind_in_real_time(const SimBug& bug) {
   if (bug.cluster) return blind_from_clients(bug.cluster_bug);
-  switch (bug.bug) {
-    case InjectedBug::requests_before_timeouts:
-    case InjectedBug::sweep_before_timeouts:
-      // Both change only the order of what happens inside one instant: a
-      // tester that sees real time cannot tell which came first.
-      return std::string("it reorders what happens inside one instant, which real time cannot show; exact replay with "
-                         "a test clock (conform --exec) catches it");
-    default: return std::nullopt;
+  // The catalogue says which bugs change only the order of what happens
+  // inside one instant: a tester that sees real time cannot tell which came
+  // first.
+  for (const auto& entry : bug_catalogue()) {
+    if (entry.bug == bug.bug && entry.reach == BugReach::exact_replay) {
+      return std::string("it reorders what happens inside one instant, which real time cannot show; exact replay "
+                         "with a test clock (conform --exec) catches it");
+    }
   }
+  return std::nullopt;
 }
 
 namespace {

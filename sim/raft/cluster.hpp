@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "impl/assert.hpp"
 #include "impl/raft/node.hpp"
 #include "impl/raft/register.hpp"
 #include "sim/raft/checker.hpp"
@@ -85,8 +86,15 @@ class RaftClusterOf {
     bool crash_before_sync = false;
     raft::Term led = 0;  // the newest term this node led, for on_leader
   };
-  Slot& slot(raft::NodeId id);
-  const Slot& slot(raft::NodeId id) const;
+  // Inline: asked several times for every node after every event.
+  Slot& slot(raft::NodeId id) {
+    LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
+    return slots_[id - 1];
+  }
+  const Slot& slot(raft::NodeId id) const {
+    LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
+    return slots_[id - 1];
+  }
   raft::RaftConfig config_for(raft::NodeId id) const;
   std::vector<raft::Message> handle(raft::NodeId id, raft::Ready ready);
 

@@ -21,18 +21,6 @@ RaftClusterOf<Machine>::RaftClusterOf(std::size_t nodes, raft::RaftConfig base, 
 }
 
 template <class Machine>
-typename RaftClusterOf<Machine>::Slot& RaftClusterOf<Machine>::slot(raft::NodeId id) {
-  LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
-  return slots_[id - 1];
-}
-
-template <class Machine>
-const typename RaftClusterOf<Machine>::Slot& RaftClusterOf<Machine>::slot(raft::NodeId id) const {
-  LOCKSTEP_ASSERT(id >= 1 && id <= slots_.size());
-  return slots_[id - 1];
-}
-
-template <class Machine>
 raft::RaftConfig RaftClusterOf<Machine>::config_for(raft::NodeId id) const {
   auto config = base_;
   config.id = id;

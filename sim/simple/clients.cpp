@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "sim/simple/world.hpp"
@@ -108,7 +109,7 @@ void World::on_slot_wake(std::uint32_t c, std::uint32_t s) {
                             : log_uniform(workload_prng_, w.wait_min_ms.value, w.wait_max_ms.value)};
   const RequestId id = next_request_++;
   Upstream message{*client.connection, false, {}, id, 0};
-  message.line = fmt::format("A {} {} {} {}", key_names_[key], slot.owner_name, lease.value, wait.value);
+  message.line = fmt::format(FMT_COMPILE("A {} {} {} {}"), key_names_[key], slot.owner_name, lease.value, wait.value);
   edge_.sent_acquire(now(), id, *client.connection, key, slot.owner, lease, wait);
   slot.in_flight = true;
   slot.request = id;
@@ -158,14 +159,14 @@ void World::on_release_due(std::uint32_t c, std::uint32_t h) {
     // A token this client no longer holds: the answer must be N (or R, if
     // the server really still has it as the holder).
     const Hold& stale = client.released[workload_prng_.below(client.released.size())];
-    message.line = fmt::format("R {} {}", key_names_[stale.key], stale.token.value);
+    message.line = fmt::format(FMT_COMPILE("R {} {}"), key_names_[stale.key], stale.token.value);
     message.release_of = stale.request;
     edge_.sent_release(now(), id, *client.connection, stale.key, stale.token);
     send_upstream(c, std::move(message));
     schedule(now() + DurationMs{workload_prng_.between(1, 50)}, event::ReleaseDue{c, h, client.life});
     return;
   }
-  message.line = fmt::format("R {} {}", key_names_[hold.key], hold.token.value);
+  message.line = fmt::format(FMT_COMPILE("R {} {}"), key_names_[hold.key], hold.token.value);
   message.release_of = hold.request;
   edge_.sent_release(now(), id, *client.connection, hold.key, hold.token);
   hold.live = false;

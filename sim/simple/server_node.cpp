@@ -96,7 +96,7 @@ void SimpleServerNode::tick(TimeMs now, Outputs& out) {
     for (std::size_t i = first; i < out.size(); ++i) protocol_->on_response(now, out[i]);
     protocol_->on_time(now);
   }
-  judge_step(now, "time advancing", out, first, model_out);
+  judge_step(now, [] { return std::string("time advancing"); }, out, first, model_out);
 }
 
 void SimpleServerNode::line(ConnectionId connection, std::string_view text, TimeMs now, Outputs& out) {
@@ -124,7 +124,8 @@ void SimpleServerNode::line(ConnectionId connection, std::string_view text, Time
     if (request) protocol_->end_request(now);
     protocol_->on_time(now);
   }
-  judge_step(now, fmt::format("'{}' on c{}", text, connection.value), out, first, model_out);
+  judge_step(now, [&] { return fmt::format("'{}' on c{}", text, connection.value); }, out, first,
+             model_out);
   // The simulated clients only send valid lines, never overlong ones.
   LOCKSTEP_ASSERT(outcome == LineOutcome::keep_open);
 }
@@ -142,10 +143,10 @@ void SimpleServerNode::close(ConnectionId connection, TimeMs now, Outputs& out) 
     protocol_->on_close(now, connection);
     protocol_->on_time(now);
   }
-  judge_step(now, fmt::format("close of c{}", connection.value), out, first, model_out);
+  judge_step(now, [&] { return fmt::format("close of c{}", connection.value); }, out, first, model_out);
 }
 
-void SimpleServerNode::judge_step(TimeMs now, std::string_view input, const Outputs& out,
+void SimpleServerNode::judge_step(TimeMs now, const std::function<std::string()>& input, const Outputs& out,
                                   std::size_t first, const Outputs& model_out) {
   ++steps_;
   if (model_) {
@@ -154,7 +155,7 @@ void SimpleServerNode::judge_step(TimeMs now, std::string_view input, const Outp
     for (std::size_t i = 0; same && i < model_out.size(); ++i) same = out[first + i] == model_out[i];
     if (!same) {
       violations_.add(now, "model",
-                      fmt::format("after {}: the engine sent {}, the model {}", input,
+                      fmt::format("after {}: the engine sent {}, the model {}", input(),
                                   render(out, first), render(model_out, 0)),
                       !model_out.empty() ? model_out.front().response.key : key_of(out, first));
     }
@@ -162,7 +163,7 @@ void SimpleServerNode::judge_step(TimeMs now, std::string_view input, const Outp
   for (std::size_t i = first; i < out.size(); ++i) {
     if (!is_open(out[i].connection)) {
       violations_.add(now, "closed",
-                      fmt::format("after {}: '{}' addressed to c{}, which the server closed", input,
+                      fmt::format("after {}: '{}' addressed to c{}, which the server closed", input(),
                                   format_response(out[i].response), out[i].connection.value),
                       out[i].response.key);
     }

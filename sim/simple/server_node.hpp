@@ -10,7 +10,7 @@
 // - The engine's own invariants, every few steps and at the end.
 // - No response to a connection the server has closed.
 //
-// Durability (STYLE.md, "say the order of outputs"): after each step the node
+// Durability, and the order of outputs it needs: after each step the node
 // persists the engine's token mark *before* the step's responses are sent;
 // it asserts that every token sent is covered by the persisted mark. A crash
 // loses everything but the storage; a restart starts a fresh engine at
@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -79,8 +80,10 @@ class SimpleServerNode {
   std::uint64_t steps() const { return steps_; }
 
  private:
-  void judge_step(TimeMs now, std::string_view input, const Outputs& out, std::size_t first,
-                  const Outputs& model_out);
+  // `input` describes the step, for a violation's message only: it is
+  // written when one is found, not on every step.
+  void judge_step(TimeMs now, const std::function<std::string()>& input, const Outputs& out,
+                  std::size_t first, const Outputs& model_out);
   void persist_before_send(TimeMs now, const Outputs& out, std::size_t first);
   void collect_protocol_violations();
 

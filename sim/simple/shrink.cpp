@@ -77,6 +77,15 @@ class VectorBuilder {
                         l.max_keys, l.max_waiters_per_key, l.max_waiters, l.sweep_ms.value,
                         l.max_lease_ms.value, l.max_wait_ms.value);
     for (const auto& line : lines_) text += line + "\n";
+    // Tokens granted at one instant come out in the order issued (one
+    // sweep's hand-offs among them): without an `order` line a vector
+    // would take them in any order.
+    for (const auto& [instant, tokens] : granted_at_) {
+      if (tokens.size() < 2) continue;
+      text += "order";
+      for (const auto token : tokens) text += fmt::format(" $t{}", token);
+      text += fmt::format("  # granted at {}\n", instant);
+    }
     text += fmt::format("end {}\n", time(end));
     return text;
   }
@@ -109,7 +118,9 @@ class VectorBuilder {
     // name binds to whatever token the server issued. Grants of this
     // instant first: a response may echo a token granted beside it.
     for (const auto& o : out) {
-      if (o.response.kind == ResponseKind::granted) named_tokens_.insert(o.response.token.value);
+      if (o.response.kind != ResponseKind::granted) continue;
+      named_tokens_.insert(o.response.token.value);
+      granted_at_[time(at)].push_back(o.response.token.value);
     }
     for (const auto& o : out) {
       const Response& r = o.response;
@@ -138,6 +149,7 @@ class VectorBuilder {
   std::vector<Pending> pending_;
   std::map<RequestId, std::pair<Token, TimeMs>> granted_;
   std::set<std::uint64_t> named_tokens_;  // every token granted so far, written as $t<value>
+  std::map<std::int64_t, std::vector<std::uint64_t>> granted_at_;  // the vector's instant -> tokens, as issued
   bool expressible_ = true;  // no release needs a token granted at its own instant
 };
 

@@ -70,7 +70,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
   std::ofstream file(path, std::ios::binary);
   write(file);
   if (file) return true;
-  fmt::print(stderr, "sim: cannot write {}\n", path);
+  fmt::print(stderr, "lockstep sim: cannot write {}\n", path);
   return false;
 }
 
@@ -137,7 +137,7 @@ SwarmOutcome run_simple_swarm(const SimpleSwarmOptions& o, const SwarmConfig& co
       trace->finish(end, result.violation_count, result.event_hash);
       trace_file.close();
       if (!trace_file) {
-        fmt::print(stderr, "sim: cannot write {}\n", o.trace);
+        fmt::print(stderr, "lockstep sim: cannot write {}\n", o.trace);
         written = false;
       }
     }
@@ -156,9 +156,10 @@ SwarmOutcome run_simple_swarm(const SimpleSwarmOptions& o, const SwarmConfig& co
     return SeedOutcome{result.stats.events, result.event_hash,     end, result.violation_count,
                        result.violations,   describe(result.params), rows_of(result.stats)};
   };
-  const auto totals = run_swarm(config, mode);
-  outcome.violations = totals.violations;
-  outcome.exit_code = !written ? 2 : totals.violations > 0 ? 1 : 0;
+  outcome.totals = run_swarm(config, mode);
+  outcome.summary_title = mode.summary_title;
+  outcome.violations = outcome.totals.violations;
+  outcome.exit_code = !written ? 2 : outcome.violations > 0 ? 1 : 0;
   return outcome;
 }
 

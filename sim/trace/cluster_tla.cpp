@@ -111,6 +111,7 @@ class Converter {
     clients_ = number(header, "clients", 1);
     skew_ = number(header, "skew_bound_ms", 1);
     window_ = number(header, "session_window", 1);
+    grace_ = number(header, "waiter_grace_ms", 1);
     limits_ = {limit(header, "max_keys"), limit(header, "max_waiters_per_key"), limit(header, "max_waiters")};
     if (nodes_ < 1 || clients_ < 1) fail(1, "a cluster trace needs at least one node and one client");
   }
@@ -148,6 +149,27 @@ class Converter {
     return text + ">>\n]";
   }
 
+  // Requests: per client, what each of its requests asked (LockCluster's
+  // Asked), as its first Commit shows it (<<>> where none did).
+  std::string requests() const {
+    if (asked_.empty()) return "[c \\in {} |-> <<>>]";
+    std::string text = "[";
+    std::optional<std::string> last_client;
+    std::int64_t next_seq = 1;
+    for (const auto& [session, asked] : asked_) {
+      const auto& [client, seq] = session;
+      if (client != last_client) {
+        text += fmt::format("{}c{} |-> <<", !last_client ? "\n  " : ">>,\n  ", client);
+        last_client = client;
+        next_seq = 1;
+      }
+      for (; next_seq < seq; ++next_seq) text += std::string(next_seq > 1 ? ", " : "") + "<<>>";
+      text += (seq > 1 ? ", " : "") + asked;
+      next_seq = seq + 1;
+    }
+    return text + ">>\n]";
+  }
+
   std::string config() const {
     std::set<std::string> nodes, clients;
     for (std::int64_t n = 1; n <= nodes_; ++n) nodes.insert(fmt::format("n{}", n));
@@ -170,8 +192,9 @@ class Converter {
            << "  MaxSkew = " << skew_ << "\n"
            << "  MaxTime = " << std::min(max_now_ + 1, tlc_int_max) << "\n"
            << "  MaxTerm = " << tlc_int_max << "\n  MaxLog = " << tlc_int_max << "\n  MaxSeq = " << tlc_int_max << "\n"
+           << "  Grace = " << grace_ << "\n  ReuseSeq = TRUE\n"
            << "  ExpireWithoutTokenCheck = FALSE\n  SkewBeyondBound = FALSE\n"
-           << "  ApplyReadsClock = FALSE\n  NoSessionCheck = FALSE\n"
+           << "  ApplyReadsClock = FALSE\n  NoSessionCheck = FALSE\n  GhostGrant = FALSE\n"
            << "  SessionWindow = " << window_ << "\n"
            << "VIEW TraceView\n"
            << "INVARIANT TraceInvariant\n";
@@ -186,6 +209,9 @@ class Converter {
       max_now_ = std::max(max_now_, number(o, "t", line.number) + skew_);
       if (line.event == "Commit") {
         committed.push_back(number(o, "index", line.number));
+      } else if (line.event == "Elect") {
+        // The spec counts terms by elections: the n-th Elect leads term n.
+        terms_.emplace(number(o, "term", line.number), static_cast<std::int64_t>(terms_.size()) + 1);
       } else if (line.event == "Restore" || line.event == "Restart") {
         const auto index = number(o, "index", line.number);
         const auto position =
@@ -205,9 +231,19 @@ class Converter {
     keys_.insert(key);
     const auto client = client_id(c, "client", line);
     if (!client.empty()) clients_seen_.insert(client);
-    return fmt::format("<<\"{}\", {}, {}, {}, {}, {}, {}, {}, {}>>", type, client_name(client),
+    return fmt::format("<<\"{}\", {}, {}, {}, {}, {}, {}, {}, {}, {}>>", type, client_name(client),
                        number(c, "seq", line), tla_string(key), number(c, "lease_ms", line), number(c, "wait_ms", line),
-                       number(c, "token", line), number(c, "stamp", line), node_name(number(c, "by", line)));
+                       number(c, "token", line), number(c, "stamp", line), node_name(number(c, "by", line)),
+                       term_of(number(c, "epoch", line), line));
+  }
+
+  // A leadership's epoch (the Raft term) as the spec counts terms; 0 for a
+  // request no leader stamped yet.
+  std::int64_t term_of(std::int64_t epoch, std::uint64_t line) const {
+    if (epoch == 0) return 0;
+    const auto found = terms_.find(epoch);
+    if (found == terms_.end()) fail(line, fmt::format("a command of term {}, whose leader's election is not traced", epoch));
+    return found->second;
   }
 
   std::string entries(const Json& list, std::uint64_t line) {
@@ -257,6 +293,12 @@ class Converter {
       record = fmt::format("<<\"Send\", {}, {}>>", client_name(client), entry(command, n));
       summary = fmt::format("c{} sends {}", client, show_command(command));
       count(result, "Send");
+    } else if (event == "GiveUp") {
+      const auto client = client_id(o, "client", n);
+      if (!client.empty()) clients_seen_.insert(client);
+      record = fmt::format("<<\"GiveUp\", {}>>", client_name(client));
+      summary = fmt::format("c{} gives its request up", client);
+      count(result, "GiveUp");
     } else if (event == "HeapDue") {
       const auto& due = member(o, "due", n);
       record = fmt::format("<<\"HeapDue\", {}, {}, {}, {}>>", node_name(number(o, "node", n)),
@@ -276,6 +318,13 @@ class Converter {
       const auto& command = member(o, "command", n);
       ++commits_;
       record = fmt::format("<<\"Commit\", {}, {}>>", entry(command, n), kept_.contains(commits_) ? "TRUE" : "FALSE");
+      const auto type = text(command, "type", n);
+      if (type == "Acquire" || type == "Release") {
+        asked_.emplace(std::pair{client_id(command, "client", n), number(command, "seq", n)},
+                       fmt::format("<<\"{}\", {}, {}, {}, {}>>", type, tla_string(text(command, "key", n)),
+                                   number(command, "lease_ms", n), number(command, "wait_ms", n),
+                                   number(command, "token", n)));
+      }
       summary = fmt::format("index {} (position {}) committed: {}", number(o, "index", n), commits_, show_command(command));
       commit_ = command;
     } else if (event == "Apply") {
@@ -332,14 +381,21 @@ class Converter {
     const auto name = text(command, "key", n);
     const auto token_before = key_token_[name];
     key_token_[name] = number(key, "token", n);
-    const bool hand_off_timed_out =
-        (type == "Release" || type == "Expire") &&
-        std::any_of(out.begin(), out.end(), [](const Json& r) { return r.value("kind", std::string()) == "T"; });
-    if (hand_off_timed_out) count(result, "Commit: hand-off past due waiters");
+    const auto& queue = member(key, "queue", n);
+    const auto queued_before = key_queue_[name];
+    key_queue_[name] = static_cast<std::int64_t>(queue.is_array() ? queue.size() : 0);
+    const auto answered_t = std::count_if(out.begin(), out.end(), [](const Json& r) { return r.value("kind", std::string()) == "T"; });
+    const bool handed_on = token_before != number(key, "token", n) && !client_id(key, "holder", n).empty();
+    if ((type == "Release" || type == "Expire") && answered_t > 0) count(result, "Commit: hand-off past due waiters");
+    // Waiters that left a hand-off unanswered: detached by a leader change.
+    if ((type == "Release" || type == "Expire") &&
+        queued_before - key_queue_[name] > answered_t + (handed_on && token_before != 0 ? 1 : 0)) {
+      count(result, "Commit: hand-off past detached waiters");
+    }
     if (type == "Acquire" || type == "Release") {
       const auto session = std::pair{client_id(command, "client", n), number(command, "seq", n)};
       if (!committed_sessions_.insert(session).second) {
-        count(result, "Commit: retry answered from its session");
+        count(result, first_kind == "E" ? "Commit: reused number refused" : "Commit: retry answered from its session");
         return;
       }
       if (type == "Acquire") {
@@ -361,11 +417,15 @@ class Converter {
                                                         : "Commit: Expire deletion");
       return;
     }
-    count(result, out.empty() ? "Commit: Timeout stale" : "Commit: Timeout answered");
+    count(result, !out.empty()                             ? "Commit: Timeout answered"
+                  : key_queue_[name] < queued_before ? "Commit: Timeout drops a detached waiter"
+                                                     : "Commit: Timeout stale");
   }
 
   std::vector<Line> lines_;
-  std::int64_t nodes_ = 0, clients_ = 0, skew_ = 0, window_ = 0;
+  std::int64_t nodes_ = 0, clients_ = 0, skew_ = 0, window_ = 0, grace_ = 0;
+  std::map<std::int64_t, std::int64_t> terms_;  // Raft term -> the spec's (elections counted)
+  std::map<std::pair<std::string, std::int64_t>, std::string> asked_;  // (client, seq) -> Asked, first Commit
   std::vector<std::int64_t> limits_;
   std::int64_t max_now_ = 0;
   std::set<std::string> keys_;
@@ -376,6 +436,7 @@ class Converter {
   std::optional<Json> commit_;  // the command of the Commit whose first Apply comes next
   std::set<std::pair<std::string, std::int64_t>> committed_sessions_;
   std::map<std::string, std::int64_t> key_token_;  // key -> its holder's token in the committed state, 0 if free
+  std::map<std::string, std::int64_t> key_queue_;  // key -> its queue's length in the committed state
   std::map<std::pair<std::string, std::int64_t>, std::string> answers_;  // (client, seq) -> first answer seen
   std::set<std::string> clients_seen_;  // every client id an entry or a Send names
 };
@@ -386,6 +447,7 @@ const std::vector<std::string>& cluster_coverage_actions() {
   static const std::vector<std::string> names{
       "Elect",
       "Send",
+      "GiveUp",
       "HeapDue",
       "ProposeRequest",
       "ProposeDue: Timeout",
@@ -398,12 +460,15 @@ const std::vector<std::string>& cluster_coverage_actions() {
       "Commit: Release hand-off",
       "Commit: Release not held",
       "Commit: retry answered from its session",
+      "Commit: reused number refused",
       "Commit: Expire hand-off",
       "Commit: Expire deletion",
       "Commit: Expire stale",
       "Commit: Timeout answered",
       "Commit: Timeout stale",
+      "Commit: Timeout drops a detached waiter",
       "Commit: hand-off past due waiters",
+      "Commit: hand-off past detached waiters",
       "ApplyNext",
       "Restore",
       "Restart",
@@ -442,7 +507,9 @@ TlaTrace cluster_trace_to_tla(const Json& header, std::istream& rest, const std:
   const auto events = converter.convert(result);
   result.module_text = module_with_definitions(trace_spec, "TraceLockCluster", module_name,
                                                fmt::format("The trace: seed {}, bug {}", result.seed, result.bug),
-                                               {{"Trace", "<<\n" + events + "\n>>"}, {"Outcomes", converter.outcomes()}});
+                                               {{"Trace", "<<\n" + events + "\n>>"},
+                                                {"Outcomes", converter.outcomes()},
+                                                {"Requests", converter.requests()}});
   result.config_text = converter.config();
   return result;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The worked example of docs/testing-other-lock-services.md, as written
-# there: etcd's own lock behind lockstep-etcd-lock, fuzzed with
+# The worked example of docs/testing-other-lock-services.md, its command
+# read from the block under <!-- etcd-lock-fuzz --> and run as written there
+# (with this build's binaries, in a work folder): etcd's own lock behind lockstep-etcd-lock, fuzzed with
 # `lockstep fuzz --mode cluster`, which starts the etcd members (free
 # loopback ports, temporary data directories) and the adapter from its
 # command template, and stops them on every path. The document states the
@@ -14,22 +15,27 @@
 #   printed (etcd's lessor ends leases late, never early);
 # - nothing the run started is left running.
 # Skipped (exit 77) without etcd, which scripts/setup.sh installs.
-# usage: etcd_lock_fuzz.sh LOCKSTEP ADAPTER SECONDS SEED WORK_DIR
+# usage: etcd_lock_fuzz.sh LOCKSTEP ADAPTER DOCUMENT WORK_DIR
 set -uo pipefail
-lockstep=$1 adapter=$2 seconds=$3 seed=$4 work_dir=$5
+lockstep=$1 adapter=$2 doc=$3 work_dir=$4
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 if ! command -v etcd >/dev/null; then
   echo "SKIP: etcd is not installed (Debian's etcd-server; scripts/setup.sh installs it)"
   exit 77
 fi
-rm -rf "$work_dir" && mkdir -p "$work_dir"
+rm -rf "$work_dir" && mkdir -p "$work_dir" && cd "$work_dir" || exit 1
 
-node="$adapter --etcd {etcd} --port {port} --prefix {prefix} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
-node+=" --max-line-bytes {max_line_bytes} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters}"
-"$lockstep" fuzz --mode cluster --exec-node "$node" --nodes 1 --etcd-members 3 \
-  --max-waiters-per-key 256 --max-waiters 512 --clients 16 --keys 8 --lease-ms 2000..2000 --wait-ms 0..3000 \
-  --duration-s "$seconds" --seed "$seed" --history "$work_dir/history.ndjson" >"$work_dir/fuzz.out" 2>&1
+# The document's command, continuations joined, with this build's binaries
+# for build/default/ (both are built into one folder).
+[ "$(dirname "$lockstep")" = "$(dirname "$adapter")" ] || fail "lockstep and the adapter are in different folders"
+command=$(awk '$0 == "<!-- etcd-lock-fuzz -->" { found = 1; next }
+  found && /^```/ { if (inside) exit; inside = 1; next }
+  inside { print }' "$doc" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta')
+[[ $command == "build/default/lockstep fuzz --mode cluster "* ]] || fail "no fuzz command under <!-- etcd-lock-fuzz --> in $doc"
+history=$(sed -n 's/.* --history \([^ ]*\).*/\1/p' <<<"$command")
+[ -n "$history" ] || fail "the document's command records no history"
+eval "${command//build\/default\//$(dirname "$lockstep")/}" >"$work_dir/fuzz.out" 2>&1
 status=$?
 grep -E '^(fuzz|node|run|search|worst|unknown|verdict|violation)' "$work_dir/fuzz.out" | cut -c1-400
 
@@ -52,7 +58,7 @@ grep -q '^violation \[tokens\]: .*a later grant carries a smaller token' "$work_
   || fail "the violation is not the tokens check's"
 grep -q '^unknown:' "$work_dir/fuzz.out" && fail "a key was left undecided"
 
-python3 "$here/history_by_key.py" "$work_dir/history.ndjson" "$work_dir/keys" >"$work_dir/keys.txt" \
+python3 "$here/history_by_key.py" "$work_dir/$history" "$work_dir/keys" >"$work_dir/keys.txt" \
   || fail "the history could not be split by key"
 [ -s "$work_dir/keys.txt" ] || fail "the history names no key"
 while read -r file key; do

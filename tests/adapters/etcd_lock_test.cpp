@@ -35,9 +35,11 @@
 
 #include "adapters/etcd_lock/lock_keys.hpp"
 #include "client/line_socket.hpp"
+#include "tests/adapters/adapter_fixture.hpp"
 #include "drivers/etcd/client.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep::etcd_lock {
 namespace {
@@ -50,19 +52,11 @@ std::string adapter_binary() {
   return path ? path : "lockstep-etcd-lock";
 }
 
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= line.size()) {
-    const auto space = line.find(' ', start);
-    out.push_back(line.substr(start, space == std::string::npos ? std::string::npos : space - start));
-    if (space == std::string::npos) break;
-    start = space + 1;
-  }
-  return out;
-}
-
-std::uint64_t token_of(const std::string& grant) { return std::stoull(fields(grant).at(1)); }
+using adapter_tests::ask;
+using adapter_tests::fields;
+using adapter_tests::next;
+using adapter_tests::silent;
+using adapter_tests::token_of;
 
 TEST(EtcdLockKeys, KeysAreEscapedSoThatNoKeysEtcdPrefixHoldsAnothers) {
   EXPECT_EQ(key_prefix("p", "printer"), "p/printer/");
@@ -90,8 +84,10 @@ TEST(EtcdLockKeys, LeasesAreRoundedUpToWholeSeconds) {
   EXPECT_EQ(lease_ttl_s(86'400'000), 86'400);
 }
 
-class EtcdLockAdapter : public ::testing::Test {
+class EtcdLockAdapter : public adapter_tests::AdapterFixture {
  protected:
+  EtcdLockAdapter() : AdapterFixture("lockstep-etcd-lock") {}
+
   static void SetUpTestSuite() {
     std::string error;
     etcd_ = live::EtcdCluster::start(1, error).release();
@@ -103,54 +99,11 @@ class EtcdLockAdapter : public ::testing::Test {
     delete etcd_;
   }
 
-  void SetUp() override {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    prefix_ = fmt::format("test-{}", test->name());
-    log_path_ = fmt::format("{}/lockstep-etcd-lock-{}.log", ::testing::TempDir(), test->name());
-  }
-  // The adapter's log is kept for a failed test (its path is in the
-  // failure's message through log_tail) and removed after a passing one.
-  void TearDown() override {
-    if (adapter_) adapter_->stop();
-    if (!HasFailure()) std::remove(log_path_.c_str());
-  }
-
   void start_adapter(const std::string& options = "") {
-    const auto port = client::pick_free_port();
-    ASSERT_TRUE(port);
-    port_ = *port;
-    auto started = live::ServerProcess::start(fmt::format("exec {} --etcd {} --port {} --prefix {} {}", adapter_binary(),
-                                                          etcd_->endpoints(), port_, prefix_, options),
-                                              log_path_);
-    ASSERT_TRUE(started);
-    adapter_ = std::make_unique<live::ServerProcess>(std::move(*started));
-  }
-
-  client::LineSocket connect() {
-    auto socket = client::LineSocket::connect("127.0.0.1", port_, 10s);
-    EXPECT_TRUE(socket) << (adapter_ ? adapter_->log_tail() : "");
-    return std::move(*socket);
-  }
-
-  static std::string ask(client::LineSocket& socket, const std::string& line, std::chrono::milliseconds patience = 10s) {
-    EXPECT_TRUE(socket.send_line(line));
-    return next(socket, patience);
-  }
-  static std::string next(client::LineSocket& socket, std::chrono::milliseconds patience = 10s) {
-    std::string answer;
-    switch (socket.read_line(answer, patience)) {
-      case client::LineSocket::Status::line:
-        return answer;
-      case client::LineSocket::Status::timeout:
-        return "(nothing)";
-      case client::LineSocket::Status::closed:
-        break;
-    }
-    return "(closed)";
-  }
-  static bool silent(client::LineSocket& socket, std::chrono::milliseconds patience) {
-    std::string answer;
-    return socket.read_line(answer, patience) == client::LineSocket::Status::timeout;
+    start_process([&] {
+      return fmt::format("exec {} --etcd {} --port {} --prefix {} {}", adapter_binary(), etcd_->endpoints(), port_,
+                         prefix_, options);
+    });
   }
 
   // The etcd keys under the lockstep key `key`, in create-revision order.
@@ -176,10 +129,6 @@ class EtcdLockAdapter : public ::testing::Test {
 
   static live::EtcdCluster* etcd_;
   static etcd::Client* client_;
-  std::string prefix_;
-  std::string log_path_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<live::ServerProcess> adapter_;
 };
 
 live::EtcdCluster* EtcdLockAdapter::etcd_ = nullptr;
@@ -189,10 +138,8 @@ TEST_F(EtcdLockAdapter, AGrantsTokenIsTheCreateRevisionOfItsEtcdKey) {
   start_adapter();
   auto alice = connect();
   const auto grant = ask(alice, "A printer alice 30000 0");
-  ASSERT_EQ(fields(grant).size(), 4u) << grant;
-  EXPECT_EQ(fields(grant)[0], "A");
-  EXPECT_EQ(fields(grant)[2], "alice");
-  EXPECT_EQ(fields(grant)[3], "printer");
+  adapter_tests::expect_grant(grant, "alice", "printer");
+  if (HasFatalFailure()) return;
   const auto keys = etcd_keys("printer");
   ASSERT_EQ(keys.size(), 1u);
   EXPECT_EQ(static_cast<std::uint64_t>(keys[0].create_revision()), token_of(grant));
@@ -400,20 +347,8 @@ TEST_F(EtcdLockAdapter, SigtermStopsItWithExitZeroAndTakesItsWaitersOutOfEtcd) {
   EXPECT_EQ(etcd_keys("k").size(), 1u);  // alice's grant stands until its lease ends
 }
 
-struct Run {
-  int code = -1;
-  std::string output;
-};
-
-Run run_adapter_command(const std::string& options) {
-  const auto command = fmt::format("timeout -s KILL 30 {} {} 2>&1", adapter_binary(), options);
-  FILE* pipe = popen(command.c_str(), "r");
-  Run run;
-  char buffer[4096];
-  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+testing::CommandRun run_adapter_command(const std::string& options) {
+  return testing::run_command(fmt::format("{} {}", adapter_binary(), options));
 }
 
 TEST(EtcdLockAdapterOptions, BadOptionsAreOneLineAndExitTwo) {

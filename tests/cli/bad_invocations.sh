@@ -137,6 +137,9 @@ node=(serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise 127.0.0.1:7001
 expect 2 "--leader-ttl-s" "${node[@]}" --leader-ttl-s 0
 expect 2 "--etcd-timeout-ms" "${node[@]}" --etcd-timeout-ms 50
 expect 2 "--session-window" "${node[@]}" --session-window 0
+expect 2 "--waiter-grace-ms" "${node[@]}" --waiter-grace-ms -1
+expect 2 "--waiter-grace-ms" "${node[@]}" --waiter-grace-ms 86400001
+expect 2 "--waiter-grace-ms" serve --waiter-grace-ms 100
 expect 2 "--snapshot-every" "${node[@]}" --snapshot-every -1
 expect 2 "--max-in-flight" "${node[@]}" --max-in-flight 0
 expect 2 "--advertise" serve --cluster --etcd 127.0.0.1:1 --node-id n1 --advertise nowhere
@@ -146,7 +149,76 @@ expect 2 "--state-file" "${node[@]}" --state-file "$work/state"
 expect 2 "--sweep-ms" "${node[@]}" --sweep-ms 100
 expect 2 "cluster --list-bugs" "${node[@]}" --inject-bug lifo-handoff
 expect 2 "needs --cluster" serve --etcd 127.0.0.1:1
-expect 2 "cannot read the log from etcd at 127.0.0.1:1" "${node[@]}" --etcd-timeout-ms 500
+expect 2 "cannot read the cluster from etcd at 127.0.0.1:1" "${node[@]}" --etcd-timeout-ms 500
+expect 2 "--etcd is required with --cluster" serve --cluster --node-id n1 --advertise 127.0.0.1:7001
+expect 2 "--etcd: 'http://127.0.0.1:1' is a URL: give host:port (127.0.0.1:1)" serve --cluster --etcd http://127.0.0.1:1 --node-id n1 --advertise 127.0.0.1:7001
+expect 2 "--etcd: '127.0.0.1' is not host:port" serve --cluster --etcd 127.0.0.1 --node-id n1 --advertise 127.0.0.1:7001
+expect 2 "--host: '999.1.1.1' is not an IPv4 address" serve --host 999.1.1.1
+expect 2 "--host: '999.1.1.1' is not an IPv4 address" "${node[@]}" --host 999.1.1.1
+expect 2 "--node-id" "${node[@]/n1/two words}"
+expect 2 "--members needs --init" "${node[@]}" --members n1=127.0.0.1:7001
+expect 2 "--members: node id n1 is given twice" "${node[@]}" --init --members n1=127.0.0.1:7001,n1=127.0.0.1:7002
+expect 2 "--members does not name --node-id n1" "${node[@]}" --init --members n2=127.0.0.1:7002
+# Every refusal of serve begins with the same prefix, the parser's or not.
+run_in_session serve --cluster --node-id n1 --advertise 127.0.0.1:7001
+cases=$((cases + 1))
+[[ "$err" == "lockstep serve: "* ]] || fail "serve's refusal does not begin with 'lockstep serve: ': $err"
+
+# --- cluster: a cluster's identity and members in etcd
+expect 2 "a command is required" cluster
+expect 2 "--etcd is required" cluster show
+expect 2 "--etcd: 'http://127.0.0.1:1' is a URL" cluster show --etcd http://127.0.0.1:1
+expect 2 "--prefix" cluster show --etcd 127.0.0.1:1 --prefix 'a b'
+expect 2 "--members is required" cluster init --etcd 127.0.0.1:1
+expect 2 "--members: 'n1' is not ID=HOST:PORT" cluster init --etcd 127.0.0.1:1 --members n1
+expect 2 "--members: n1 and n2 have one address" cluster init --etcd 127.0.0.1:1 --members n1=h:1,n2=h:1
+expect 2 "--advertise" cluster add --etcd 127.0.0.1:1 --node-id n4 --advertise nowhere
+expect 2 "--node-id is required" cluster remove --etcd 127.0.0.1:1
+expect 2 "cannot read the cluster from etcd at 127.0.0.1:1 within 500 ms" cluster show --etcd 127.0.0.1:1 --etcd-timeout-ms 500
+
+# --- serve --cluster against a one-member etcd this script starts: a
+# prefix that holds no cluster (the typo that used to start a second lock
+# service), a node id that is not a member, an address that is not the
+# member's, a node id a running node holds, etcd's peer port; and the
+# cluster command's own refusals on it.
+if command -v etcd >/dev/null; then
+  free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+  etcd_client=$(free_port) etcd_peer=$(free_port) node_port=$(free_port)
+  etcd --name bad --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_client" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_client" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "bad=http://127.0.0.1:$etcd_peer" \
+    2>"$work/etcd.log" &
+  etcd_pid=$!
+  e=127.0.0.1:$etcd_client
+  run_in_session cluster init --etcd "$e" --prefix real --members "n1=127.0.0.1:$node_port,n2=127.0.0.1:7002" --etcd-timeout-ms 20000
+  [ "$code" -eq 0 ] || fail "cluster init on a fresh etcd: exit $code: $err"
+  member=(serve --cluster --etcd "$e" --prefix real --leader-ttl-s 1 --port 0)
+  expect 2 "--prefix 'lock' holds no cluster in etcd at $e" "${member[@]/real/lock}" --node-id n1 --advertise "127.0.0.1:$node_port"
+  expect 2 "--node-id n9 is not a member of the cluster under --prefix 'real'" "${member[@]}" --node-id n9 --advertise 127.0.0.1:7009
+  expect 2 "--advertise 127.0.0.1:7009 is not n1's address" "${member[@]}" --node-id n1 --advertise 127.0.0.1:7009
+  expect 2 "--etcd 127.0.0.1:$etcd_peer is the peer port of etcd member bad" serve --cluster --etcd "127.0.0.1:$etcd_peer" --prefix real --node-id n1 --advertise "127.0.0.1:$node_port" --port 0
+  expect 2 "--init: --prefix 'real' holds a cluster already" "${member[@]}" --node-id n1 --advertise "127.0.0.1:$node_port" --init
+  expect 2 "holds a cluster already" cluster init --etcd "$e" --prefix real --members n1=127.0.0.1:1
+  expect 2 "--node-id n2 is a member already" cluster add --etcd "$e" --prefix real --node-id n2 --advertise 127.0.0.1:7012
+  expect 2 "--node-id n9 is not a member" cluster remove --etcd "$e" --prefix real --node-id n9
+  expect 2 "--prefix 'none' in etcd at $e holds no cluster" cluster show --etcd "$e" --prefix none
+  # n1 runs; a second process with its id is refused, within its claim's TTL.
+  "$lockstep" serve --cluster --etcd "$e" --prefix real --leader-ttl-s 1 --node-id n1 --advertise "127.0.0.1:$node_port" \
+    --port "$node_port" 2>"$work/n1.log" &
+  n1_pid=$!
+  for _ in $(seq 1 100); do grep -q " leads " "$work/n1.log" && break; sleep 0.1; done
+  grep -q " leads " "$work/n1.log" || fail "n1 did not lead: $(cat "$work/n1.log")"
+  expect 2 "--node-id n1 is held by a running process" "${member[@]}" --node-id n1 --advertise "127.0.0.1:$node_port"
+  expect 2 "--node-id n1 is running" cluster remove --etcd "$e" --prefix real --node-id n1
+  expect 0 "n1 127.0.0.1:$node_port running (" cluster show --etcd "$e" --prefix real
+  grep -q "stops leading" "$work/n1.log" && fail "the second n1 deposed the first: $(cat "$work/n1.log")"
+  kill -TERM "$n1_pid"
+  wait "$n1_pid" || fail "n1 exited $? on SIGTERM"
+  kill -TERM "$etcd_pid"
+  wait "$etcd_pid" 2>/dev/null
+else
+  echo "etcd is not installed: the refusals that need a running etcd are not checked"
+fi
 expect 2 "--exec-cluster" conform --etcd 127.0.0.1:1 "$vectors"
 expect 2 "--connections" bench cluster --connections 0
 expect 2 "--seconds" bench cluster --seconds 0
@@ -202,6 +274,20 @@ expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesi
 expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-every-s 20 --duration-s 10
 expect 2 "--nemesis-every-s" fuzz --mode cluster --exec-node 'x {port}' --nemesis-every-s 3
 expect 2 "--nemesis-etcd" fuzz --mode cluster --exec-node 'x {port}' --nemesis kill --nemesis-etcd
+# The link faults: a template that does not advertise its relay, a store
+# to cut from, slow-etcd's delay in range and only with slow-etcd, and
+# --nemesis-at-leader only with a nemesis.
+expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 3 --nemesis partition-clients
+expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 3 --nemesis all
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis partition-node
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis slow-etcd
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 0
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 10001
+expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis partition-node --nemesis-slow-ms 100
+expect 2 "--nemesis-at-leader" fuzz --mode cluster --exec-node 'x {port}' --nemesis-at-leader
+expect 2 "--nemesis-at-leader" fuzz --mode cluster --target 127.0.0.1:7001 --nemesis-at-leader
+expect 2 "--nemesis-at-leader" fuzz --target 127.0.0.1:7878 --nemesis-at-leader
+expect 2 "--nemesis-slow-ms" fuzz --target 127.0.0.1:7878 --nemesis-slow-ms 100
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 0
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 8
 expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 0
@@ -221,6 +307,17 @@ expect 2 "--seeds" miss-rate --seeds 5..1
 expect 2 "--seeds" miss-rate --seeds 1..200000
 expect 2 "--bug" miss-rate --bug no-such-bug
 expect 2 "--budget-states" miss-rate --budget-states 0
+# Shards and their merge (docs/ci-fuzzing.md, "Shards").
+expect 2 "--shard" sim --shard 0/4
+expect 2 "--shard" sim --shard 5/4
+expect 2 "--shard" sim --shard 1/x
+expect 2 "--shard" sim --seeds 1..3 --shard 1/4
+expect 2 "--shard" sim --seed 7 --shard 1/2
+expect 2 "--shard" miss-rate --seeds 1..2 --shard 3/3
+expect 2 "--summary-json" sim --seeds 1..2 --summary-json /nonexistent/summary.json
+expect 2 "files" merge
+expect 2 "/nonexistent/summary.json" merge /nonexistent/summary.json
+expect 2 "not JSON" merge "$source_dir/README.md"
 expect 2 "--history" sim --seeds 1..2 --history "$work/h.ndjson"
 expect 2 "$missing/h.ndjson" sim --seed 1 --history "$missing/h.ndjson"
 expect 2 "$folder is a folder" check-history "$folder"
@@ -248,6 +345,21 @@ expect 2 "--inject-bug" conform --inject-bug lifo-handoff --exec true "$vectors"
 expect 2 "--patience-ms" conform --patience-ms 0 --exec true "$vectors"
 expect 2 "$missing/j.xml" conform --junit "$missing/j.xml" "$vectors"
 expect 2 "no vector files" conform "$folder"
+# A vector that is not one is bad input, refused before anything runs; a
+# server that cannot start, or has no test clock, lets no vector run.
+printf 'at 0 c1 A k alice 100 0\nexpect 0 c1 Q alice k\n' >"$work/bad-expect.vec"
+expect 2 "$work/bad-expect.vec:2" conform "$work/bad-expect.vec"
+printf 'at 0 c1 A k alice 100 0\nexpect 0 c1 A $a alice k\norder $a $b\n' >"$work/bad-order.vec"
+expect 2 "$work/bad-order.vec:3" conform --exec true "$work/bad-order.vec"
+expect 2 "cannot start" conform --exec 'exit 3' "$vectors/contract-01-new-token-each-registration.vec"
+expect 2 "no test clock" conform --exec "exec $lockstep serve --quiet --port {port}" \
+  "$vectors/contract-01-new-token-each-registration.vec"
+expect 2 "cannot start" fuzz --exec 'exit 3' --duration-s 1
+expect 2 "nothing accepts connections on 127.0.0.1:1" fuzz --target 127.0.0.1:1 --duration-s 1
+# An option or a flag given twice is refused, named.
+expect 2 "--seed is given 2 times" sim --seed 1 --seed 2
+expect 2 "--swarm is given 2 times" sim --swarm --swarm
+expect 2 "--exec is given 2 times" conform --exec a --exec b "$vectors"
 
 # --- trace-to-tla and validate-trace
 expect 2 "$folder is a folder" trace-to-tla "$folder"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A benchmark command of the README, run briefly: it must exit 0 and print
+# A benchmark command of docs/cli.md, run briefly: it must exit 0 and print
 # each of its `ratio: X` lines with X a positive decimal (never nan or inf),
 # as many as it measures (COUNT).
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's exact replay of the whole corpus against this project's own
-# servers ("Testing your own server"), run as written from the source root
+# The exact replay of the whole corpus (docs/testing-your-server.md) against this project's own
+# servers, run as written from the source root
 # with this build's lockstep: `conform --exec` for the simple-mode vectors and
 # `--exec-cluster` for the mode=cluster ones, in one run, each mode on its own
 # template (the cluster's on a one-member etcd that conform starts). It must
@@ -10,8 +10,8 @@
 set -uo pipefail
 lockstep=$1 source_dir=$2
 cd "$source_dir" || exit 1
-command=$(grep -E "^build/default/lockstep conform --exec 'build/default/lockstep serve .*--exec-cluster '" README.md)
-[ "$(printf '%s\n' "$command" | grep -c .)" -eq 1 ] || { echo "FAIL: the README's conform command was not found once"; exit 1; }
+command=$(grep -E "^build/default/lockstep conform --exec 'build/default/lockstep serve .*--exec-cluster '" docs/testing-your-server.md)
+[ "$(printf '%s\n' "$command" | grep -c .)" -eq 1 ] || { echo "FAIL: the conform command of docs/testing-your-server.md was not found once"; exit 1; }
 command=${command//build\/default\/lockstep/$lockstep}
 out=$(eval "$command" 2>&1)
 code=$?

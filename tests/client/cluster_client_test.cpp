@@ -3,11 +3,14 @@
 // seen alone. Checked: a request carries the client's session and its
 // sequence number grows per request, not per attempt; `E not-leader
 // <host>:<port>` sends it to that node at once, `E not-leader` to the next
-// node; a connection lost or an answer that does not come in time sends the
-// same line again (same session) to the next node, so the cluster can apply
-// it at most once; after attempts_max attempts the request is reported
-// indeterminate and the next request goes on; a line that answers no
-// request is kept as unexpected; other `E` answers are answers.
+// node, and so does a redirect that names the node it came from; a
+// connection lost or an answer that does not come in time sends the same
+// line again (same session) to the next node, so the cluster can apply it
+// at most once; a request still unanswered `patience` after its first
+// attempt is reported indeterminate, no sooner, and the next request goes
+// on; a line that answers no request is kept as unexpected; other `E`
+// answers are answers; without an id each client makes up its own, and an
+// id kept in a file comes with the numbers used, so that no run reuses one.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -16,10 +19,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <mutex>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "client/cluster_client.hpp"
 
@@ -129,7 +136,7 @@ ClusterClient::Options options_for(std::vector<NodeAddress> nodes, std::string i
   options.answer_timeout = 300ms;
   options.backoff_min = 1ms;
   options.backoff_max = 5ms;
-  options.attempts_max = 5;
+  options.patience = 1s;
   return options;
 }
 
@@ -210,6 +217,30 @@ TEST(ClusterClient, NotLeaderWithoutAnAddressTriesTheNextNode) {
   FAIL() << "no id started on the node that knows no leader";
 }
 
+// A node that no longer leads and still names itself (what a paused leader
+// did once resumed) is not asked again on the same connection: the client
+// reads it as `E not-leader` and goes on to the next node.
+TEST(ClusterClient, ARedirectToTheNodeItCameFromTriesTheNextNode) {
+  std::uint16_t self_port = 0;
+  ScriptedNode deposed([&](const std::string&) { return Reply{{"E not-leader 127.0.0.1:" + std::to_string(self_port)}}; });
+  self_port = deposed.address().port;
+  ScriptedNode leader([](const std::string& line) { return grant(line); });
+  for (const std::string id : {"a", "b", "c", "d"}) {
+    ClusterClient client(options_for({deposed.address(), leader.address()}, id));
+    if (client.current_node() != deposed.address()) continue;
+    std::optional<ClusterClient::Result> result;
+    client.acquire("k", "bob", 500, 0, [&](const auto& r) { result = r; });
+    run(client);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->response.kind, ResponseKind::granted);
+    EXPECT_EQ(result->attempts, 2u);
+    EXPECT_EQ(deposed.lines().size(), 1u);
+    EXPECT_EQ(leader.lines().size(), 1u);
+    return;
+  }
+  FAIL() << "no id started on the deposed node";
+}
+
 TEST(ClusterClient, ALostConnectionResendsTheSameLineToTheNextNode) {
   ScriptedNode dies([](const std::string&) { return Reply{{}, true}; });
   ScriptedNode leader([](const std::string& line) { return grant(line); });
@@ -270,7 +301,10 @@ TEST(ClusterClient, UnansweredAfterEveryAttemptIsIndeterminateAndTheNextGoesOn) 
   run(client);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].kind, ClusterClient::Result::Kind::indeterminate);
-  EXPECT_EQ(results[0].attempts, 5u);
+  // Tried for its patience (1 s), however many attempts that took.
+  EXPECT_GE(results[0].finished - results[0].first_sent, 1s);
+  EXPECT_LT(results[0].finished - results[0].first_sent, 3s);
+  EXPECT_GT(results[0].attempts, 2u);
   EXPECT_EQ(results[1].kind, ClusterClient::Result::Kind::answered);
   EXPECT_EQ(results[1].sequence, 2u);
   EXPECT_EQ(client.stats().indeterminate, 1u);
@@ -310,6 +344,76 @@ TEST(ClusterClient, RefusesWhatCannotWork) {
   EXPECT_FALSE(parse_node_address("localhost:7000"));
   EXPECT_FALSE(parse_node_address("127.0.0.1:0"));
   EXPECT_EQ(parse_node_address("127.0.0.1:7001"), (NodeAddress{"127.0.0.1", 7001}));
+}
+
+// Without an id the client makes one up, another for each client: two
+// programs run with the defaults never share a session (docs/protocol.md,
+// "Cluster nodes on the wire": a number reused for another request is
+// refused).
+TEST(ClusterClient, WithoutAnIdEachClientMakesUpItsOwn) {
+  ScriptedNode node([](const std::string& line) { return grant(line); });
+  ClusterClient first(options_for({node.address()}, ""));
+  ClusterClient second(options_for({node.address()}, ""));
+  EXPECT_NE(first.client_id(), second.client_id());
+  for (const auto* client : {&first, &second}) {
+    EXPECT_TRUE(is_valid_name(client->client_id())) << client->client_id();
+    EXPECT_NE(client->client_id().find(fmt::format("-{}-", ::getpid())), std::string::npos) << client->client_id();
+  }
+  std::optional<ClusterClient::Result> result;
+  first.acquire("k", "hana", 500, 0, [&](const auto& r) { result = r; });
+  run(first);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(node.lines(), std::vector<std::string>{"A k hana 500 0 " + first.client_id() + " 1"});
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// An id kept in a file: the same id on every run, and each run numbers its
+// requests above every number an earlier one may have used, so that a
+// request of the second run is never taken for a retry of the first's.
+TEST(ClusterClient, AnIdFileKeepsTheIdAndEachRunStartsAboveTheNumbersUsed) {
+  const std::string path = ::testing::TempDir() + fmt::format("cluster-client-id-{}", ::getpid());
+  std::remove(path.c_str());
+  ScriptedNode node([](const std::string& line) { return grant(line); });
+  auto options = options_for({node.address()}, "");
+  options.client_id_file = path;
+  std::string id;
+  {
+    ClusterClient run1(options);
+    id = run1.client_id();
+    EXPECT_EQ(file_text(path), id + " 1\n");  // created at once
+    run1.acquire("k", "ines", 500, 0, [](const auto&) {});
+    run1.acquire("j", "ines", 500, 0, [](const auto&) {});
+    run(run1);
+    EXPECT_EQ(file_text(path), fmt::format("{} {}\n", id, 1 + id_file_block));
+  }
+  ClusterClient run2(options);
+  EXPECT_EQ(run2.client_id(), id);
+  run2.acquire("k", "ines", 500, 0, [](const auto&) {});
+  run(run2);
+  EXPECT_EQ(node.lines(), (std::vector<std::string>{"A k ines 500 0 " + id + " 1", "A j ines 500 0 " + id + " 2",
+                                                    fmt::format("A k ines 500 0 {} {}", id, 1 + id_file_block)}));
+  EXPECT_EQ(file_text(path), fmt::format("{} {}\n", id, 1 + 2 * id_file_block));
+  std::remove(path.c_str());
+}
+
+TEST(ClusterClient, RefusesABadIdFileAndAnIdWithAFile) {
+  const std::string path = ::testing::TempDir() + fmt::format("cluster-client-bad-id-{}", ::getpid());
+  auto options = options_for({{"127.0.0.1", 1}}, "");
+  options.client_id_file = path;
+  for (const std::string text : {"", "one-id\n", "two words 5\n", "id 0\n", "id 5 6\n", "id x\n"}) {
+    std::ofstream(path) << text;
+    EXPECT_THROW(ClusterClient{options}, std::runtime_error) << text;
+  }
+  std::remove(path.c_str());
+  options.client_id = "kim";
+  EXPECT_THROW(ClusterClient{options}, std::invalid_argument);
+  options.client_id.clear();
+  options.client_id_file = "/nonexistent-folder/id";
+  EXPECT_THROW(ClusterClient{options}, std::runtime_error);
 }
 
 }  // namespace

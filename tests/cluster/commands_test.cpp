@@ -1,13 +1,16 @@
 // The log commands' byte encoding: every command survives encode/decode
-// unchanged, the encoding is fixed (a golden byte string pins version 2), and
+// unchanged, the encoding is fixed (a golden byte string pins version 3), and
 // decode refuses truncated, extended, out-of-range and random bytes with an
 // error instead of crashing (a RapidCheck property over arbitrary strings).
 // Entries: frames concatenate (so a driver may batch proposals into one
-// entry), an empty entry holds none, and one bad frame rejects the entry.
+// entry), an empty entry holds none, a command carries its frame's epoch,
+// and one bad frame (or one whose command names another epoch) rejects the
+// entry.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include "impl/cluster/bytes.hpp"
 #include "impl/cluster/commands.hpp"
 #include "tests/cluster/helpers.hpp"
 
@@ -23,7 +26,8 @@ std::vector<Command> samples() {
               TimeMs{0}},
       release(7, 4, 12, "printer", 99, 2'000),
       Expire{"printer", Token{99}, TimeMs{31'234}},
-      Timeout{"printer", WaiterId{5}, TimeMs{6'234}},
+      at_epoch(Expire{"printer", Token{99}, TimeMs{31'234}}, UINT64_MAX),
+      Timeout{"printer", WaiterId{5}, TimeMs{6'234}, 3},
       Close{ConnectionId{12}, TimeMs{7'000}},
   };
 }
@@ -37,9 +41,10 @@ TEST(ClusterCommands, RoundTripEveryKind) {
 }
 
 TEST(ClusterCommands, EncodingIsFixed) {
-  // Version 2, tag 3 (Expire), key "k" (length 1), token 2, instant 256.
-  const std::string expected("\x02\x03\x01\x00\x00\x00k\x02\0\0\0\0\0\0\0\x00\x01\0\0\0\0\0\0", 23);
-  EXPECT_EQ(encode(Expire{"k", Token{2}, TimeMs{256}}), expected);
+  // Version 3, tag 3 (Expire), key "k" (length 1), token 2, instant 256, epoch 5.
+  const std::string expected("\x03\x03\x01\x00\x00\x00k\x02\0\0\0\0\0\0\0\x00\x01\0\0\0\0\0\0\x05\0\0\0\0\0\0\0",
+                             31);
+  EXPECT_EQ(encode(Expire{"k", Token{2}, TimeMs{256}, 5}), expected);
 }
 
 TEST(ClusterCommands, RejectsEveryTruncationAndTrailingBytes) {
@@ -82,7 +87,10 @@ TEST(ClusterEntries, FramesConcatenateIntoOneEntry) {
   for (const auto& command : samples()) {
     const Origin origin{7, ++proposal};
     entry += encode_framed(origin, command);
-    expected.push_back(Framed{origin, command});
+    // Written with its frame's epoch, whatever it carried.
+    Command stamped = command;
+    set_epoch(stamped, 7);
+    expected.push_back(Framed{origin, stamped});
   }
   const auto decoded = decode_entry(entry);
   ASSERT_TRUE(std::holds_alternative<std::vector<Framed>>(decoded));
@@ -97,6 +105,16 @@ TEST(ClusterEntries, OneBadFrameRejectsTheEntry) {
   }
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode_entry(good + "x")));
   EXPECT_TRUE(std::holds_alternative<DecodeError>(decode_entry(encode(Expire{"k", Token{2}, TimeMs{256}}))));
+  // A frame of epoch 1 whose command says epoch 2: the command would detach
+  // waiters its leadership never saw, so the entry is refused.
+  ByteWriter payload;
+  payload.u64(1);
+  payload.u64(1);
+  ByteWriter frame;
+  frame.text(payload.take() + encode(Expire{"k", Token{2}, TimeMs{256}, 2}));
+  const auto mismatched = decode_entry(good + frame.take());
+  ASSERT_TRUE(std::holds_alternative<DecodeError>(mismatched));
+  EXPECT_EQ(std::get<DecodeError>(mismatched).reason, "a command of another epoch than its frame");
 }
 
 RC_GTEST_PROP(ClusterCommands, DecodeNeverCrashesAndRoundTripsWhatItAccepts, (const std::string& bytes)) {

@@ -28,6 +28,13 @@ inline Release release(std::uint64_t client, std::uint64_t seq, std::uint64_t co
   return Release{session(client, seq), ConnectionId{connection}, std::move(key), Token{token}, TimeMs{now}};
 }
 
+// The command as the leadership of `epoch` proposed it.
+template <class C>
+C at_epoch(C command, std::uint64_t epoch) {
+  command.epoch = epoch;
+  return command;
+}
+
 inline std::string show(const Outputs& outputs) {
   std::string text;
   for (const auto& o : outputs) {

@@ -1,9 +1,12 @@
 // The replicated lock table, command by command: the cluster rules that
 // differ from simple mode (no takeover in place, Expire and Timeout checked
 // when applied), sessions (a retry is answered from its session and applied
-// once; the window and the LRU bound), snapshots (restore gives back the same
-// table, bytes and behaviour), garbage entries, and each injected bug
-// changing what the table does.
+// once; the window and the LRU bound; another request reusing an applied
+// number is refused), leader changes (a newer epoch detaches the older
+// waiters, which are never granted: dropped by a hand-off or a Timeout,
+// attached again by a retry), snapshots (restore gives back the same table,
+// bytes and behaviour), garbage entries, and each injected bug changing what
+// the table does.
 #include <gtest/gtest.h>
 
 #include "impl/assert.hpp"
@@ -203,14 +206,48 @@ TEST(LockMachineSessions, AnOldWaiterDoesNotOverwriteAReusedSequenceNumber) {
   EXPECT_EQ(d.run(acquire(2, 1, 6, "j", "bob", 100, 0, 5)), "c6 T bob j");  // the retry hears its own answer
 }
 
-TEST(LockMachineSessions, ARetryOfAnotherKindHearsTheFirstRequestsOutcome) {
+// A client that reuses a sequence number for another request (a program
+// run twice with one client id) is refused, never told what the first
+// request came to, and nothing changes: the queued acquire keeps its
+// connection and is granted there.
+TEST(LockMachineSessions, AnotherRequestUnderAnAppliedNumberIsRefused) {
+  Driven d;
+  d.run(acquire(1, 1, 1, "printer", "alice", 100, 0, 0));
+  EXPECT_EQ(d.run(acquire(1, 1, 2, "scanner", "alice", 100, 0, 1)), "c2 E session reused for another request");
+  EXPECT_FALSE(d.machine.keys().contains("scanner"));
+  d.run(acquire(2, 1, 3, "printer", "bob", 100, 1000, 2));
+  EXPECT_EQ(d.run(release(2, 1, 4, "printer", 1, 3)), "c4 E session reused for another request");
+  // Only the lease or the wait differing is another request too.
+  EXPECT_EQ(d.run(acquire(2, 1, 5, "printer", "bob", 100, 999, 4)), "c5 E session reused for another request");
+  EXPECT_EQ(d.run(acquire(1, 1, 6, "printer", "alice", 101, 0, 5)), "c6 E session reused for another request");
+  // The same request is a retry, answered from its session.
+  EXPECT_EQ(d.run(acquire(1, 1, 7, "printer", "alice", 100, 0, 6)), "c7 A 1 alice printer");
+  EXPECT_EQ(d.run(release(1, 2, 1, "printer", 1, 7)), "c1 R 1 printer; c3 A 2 bob printer");
+  // A release reused for another token: refused; the same one: its R again.
+  EXPECT_EQ(d.run(release(1, 2, 8, "printer", 2, 8)), "c8 E session reused for another request");
+  EXPECT_EQ(d.run(release(1, 2, 9, "printer", 1, 9)), "c9 R 1 printer");
+  EXPECT_EQ(d.machine.keys().at("printer").token, Token{2});
+}
+
+// The digest survives a waiter's answer: once queued, then granted, the
+// request's outcome still knows what the request asked.
+TEST(LockMachineSessions, ARequestReusingANumberIsRefusedAfterItsWaiterWasAnswered) {
   Driven d;
   d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
   d.run(acquire(2, 1, 2, "k", "bob", 100, 1000, 1));
-  // A client that reuses seq 1 for a release: the session knows only the
-  // queued acquire, whose answer now goes to the new connection.
-  EXPECT_EQ(d.run(release(2, 1, 4, "k", 1, 2)), "");
-  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 3)), "c1 R 1 k; c4 A 2 bob k");
+  EXPECT_EQ(d.run(release(1, 2, 1, "k", 1, 2)), "c1 R 1 k; c2 A 2 bob k");
+  EXPECT_EQ(d.run(acquire(2, 1, 3, "j", "bob", 100, 0, 3)), "c3 E session reused for another request");
+  EXPECT_EQ(d.run(acquire(2, 1, 4, "k", "bob", 100, 1000, 4)), "c4 A 2 bob k");
+}
+
+// The session-ignores-request bug is the old behaviour: the reused number
+// hears the first request's outcome.
+TEST(LockMachineBugs, SessionIgnoresRequestAnswersTheOtherRequestsOutcome) {
+  MachineConfig config;
+  config.bug = ClusterBug::session_ignores_request;
+  Driven d(config);
+  d.run(acquire(1, 1, 1, "printer", "alice", 100, 0, 0));
+  EXPECT_EQ(d.run(acquire(1, 1, 2, "scanner", "alice", 100, 0, 1)), "c2 A 1 alice printer");
 }
 
 TEST(LockMachineSessions, ClientTableEvictsTheLeastRecentlyUsed) {
@@ -227,6 +264,112 @@ TEST(LockMachineSessions, ClientTableEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(d.run(acquire(2, 1, 2, "b", "o", 100, 0, 0)), "c2 T o b");
 }
 
+// ---- leader changes: no ghost grants ----------------------------------------------
+
+// A table with alice holding k and bob, then carol, queued under epoch 1.
+Driven two_waiters_of_epoch_1(MachineConfig config = {}) {
+  Driven d(std::move(config));
+  d.run(at_epoch(acquire(1, 1, 1, "k", "alice", 100, 0, 0), 1));
+  d.run(at_epoch(acquire(2, 1, 2, "k", "bob", 100, 1000, 10), 1));
+  d.run(at_epoch(acquire(3, 1, 3, "k", "carol", 100, 1000, 20), 1));
+  return d;
+}
+
+TEST(LockMachineLeaderChange, TheFirstCommandOfANewerEpochDetachesEveryOlderWaiter) {
+  MachineConfig config;
+  config.waiter_grace_ms = DurationMs{100};
+  Driven d = two_waiters_of_epoch_1(config);
+  EXPECT_EQ(d.machine.epoch(), 1u);
+  const auto detaching = d.apply(at_epoch(acquire(4, 1, 4, "j", "dave", 100, 0, 50), 2));
+  EXPECT_EQ(d.machine.epoch(), 2u);
+  for (const auto& [id, waiter] : d.machine.keys().at("k").queue) {
+    EXPECT_EQ(waiter.detached_at, TimeMs{50}) << waiter.owner;
+    // Due at the end of the grace, before its deadline: the heap is told.
+    EXPECT_EQ(d.machine.due_at(waiter), TimeMs{150}) << waiter.owner;
+  }
+  ASSERT_EQ(detaching.deadlines.size(), 3u);  // bob's, carol's, then dave's lease
+  EXPECT_EQ(detaching.deadlines[0].at, TimeMs{150});
+  EXPECT_EQ(detaching.deadlines[1].at, TimeMs{150});
+  // A command of an older epoch (a deposed leader's, committed late) changes
+  // nothing of that.
+  d.run(at_epoch(acquire(5, 1, 5, "j", "erin", 100, 0, 60), 1));
+  EXPECT_EQ(d.machine.epoch(), 2u);
+}
+
+// The ghost grant the rule is for: bob's client never came back after the
+// leader change, so when alice's lease ends the key must not go to bob
+// (nobody would hear it, and the key would be held for bob's lease).
+TEST(LockMachineLeaderChange, AHandOffDropsDetachedWaitersInsteadOfGrantingThem) {
+  Driven d = two_waiters_of_epoch_1();
+  EXPECT_EQ(d.run(at_epoch(Expire{"k", Token{1}, TimeMs{100}}, 2)), "");
+  EXPECT_TRUE(d.machine.keys().empty());
+  // Their retries, however late, hear T: they can no longer be granted.
+  EXPECT_EQ(d.run(at_epoch(acquire(2, 1, 7, "k", "bob", 100, 1000, 110), 2)), "c7 T bob k");
+  EXPECT_EQ(d.run(at_epoch(acquire(3, 1, 8, "k", "carol", 100, 1000, 120), 2)), "c8 T carol k");
+  EXPECT_TRUE(d.machine.keys().empty());
+  EXPECT_EQ(d.machine.next_token(), Token{2});
+}
+
+TEST(LockMachineLeaderChange, ARetryUnderTheNewEpochAttachesTheWaiterAgainInItsPlace) {
+  MachineConfig config;
+  config.waiter_grace_ms = DurationMs{100};
+  Driven d = two_waiters_of_epoch_1(config);
+  d.run(at_epoch(acquire(4, 1, 4, "j", "dave", 100, 0, 50), 2));
+  // carol's client comes back on the new leader; bob's does not.
+  const auto retried = d.apply(at_epoch(acquire(3, 1, 9, "k", "carol", 100, 1000, 60), 2));
+  EXPECT_TRUE(retried.responses.empty());
+  const auto& carol = d.machine.keys().at("k").queue.rbegin()->second;
+  EXPECT_EQ(carol.owner, "carol");
+  EXPECT_FALSE(carol.detached_at);
+  EXPECT_EQ(carol.connection, ConnectionId{9});
+  ASSERT_EQ(retried.deadlines.size(), 1u);  // due at its deadline again
+  EXPECT_EQ(retried.deadlines[0].at, TimeMs{1020});
+  // alice releases: bob, ahead of carol, is dropped; carol gets the key.
+  EXPECT_EQ(d.run(at_epoch(release(1, 2, 1, "k", 1, 70), 2)), "c1 R 1 k; c9 A 3 carol k");
+  EXPECT_EQ(d.run(at_epoch(acquire(2, 1, 10, "k", "bob", 100, 1000, 80), 2)), "c10 T bob k");
+}
+
+TEST(LockMachineLeaderChange, ATimeoutDropsADetachedWaiterSilentlyAndLeavesOneNotDue) {
+  MachineConfig config;
+  config.waiter_grace_ms = DurationMs{100};
+  Driven d = two_waiters_of_epoch_1(config);
+  const auto bob = d.machine.keys().at("k").queue.begin()->first;
+  const auto carol = d.machine.keys().at("k").queue.rbegin()->first;
+  d.run(at_epoch(acquire(4, 1, 4, "j", "dave", 100, 0, 50), 2));
+  d.run(at_epoch(acquire(3, 1, 9, "k", "carol", 100, 1000, 60), 2));  // carol attached again
+  // The leader drops bob at the end of his grace: no T (his connection is
+  // gone), and a retry of his hears T.
+  EXPECT_EQ(d.run(at_epoch(Timeout{"k", bob, TimeMs{150}}, 2)), "");
+  EXPECT_FALSE(d.machine.is_queued("k", bob));
+  EXPECT_EQ(d.run(at_epoch(acquire(2, 1, 10, "k", "bob", 100, 1000, 160), 2)), "c10 T bob k");
+  // A Timeout that finds carol attached again, before her deadline, leaves her.
+  EXPECT_EQ(d.run(at_epoch(Timeout{"k", carol, TimeMs{170}}, 2)), "");
+  EXPECT_TRUE(d.machine.is_queued("k", carol));
+  EXPECT_EQ(d.run(at_epoch(Timeout{"k", carol, TimeMs{1020}}, 2)), "c9 T carol k");
+}
+
+// An Acquire proposed by a deposed leader and committed after a newer
+// leadership's command queues a waiter whose connection is already gone:
+// detached at once, never granted.
+TEST(LockMachineLeaderChange, AStaleLeadershipsWaiterIsDetachedAtOnce) {
+  Driven d;
+  d.run(at_epoch(acquire(1, 1, 1, "k", "alice", 100, 0, 0), 2));
+  d.run(at_epoch(acquire(2, 1, 2, "k", "bob", 100, 1000, 10), 1));
+  EXPECT_EQ(d.machine.keys().at("k").queue.begin()->second.detached_at, TimeMs{10});
+  // Even a retry from that leadership does not attach it.
+  d.run(at_epoch(acquire(2, 1, 3, "k", "bob", 100, 1000, 15), 1));
+  EXPECT_TRUE(d.machine.keys().at("k").queue.begin()->second.detached_at);
+  EXPECT_EQ(d.run(at_epoch(release(1, 2, 1, "k", 1, 20), 2)), "c1 R 1 k");
+  EXPECT_TRUE(d.machine.keys().empty());
+}
+
+TEST(LockMachineBugs, GhostGrantHandsTheKeyToADetachedWaiter) {
+  MachineConfig config;
+  config.bug = ClusterBug::ghost_grant;
+  Driven d = two_waiters_of_epoch_1(config);
+  EXPECT_EQ(d.run(at_epoch(Expire{"k", Token{1}, TimeMs{100}}, 2)), "c2 A 2 bob k");
+}
+
 // ---- snapshots and garbage --------------------------------------------------------
 
 Driven busy_table() {
@@ -237,6 +380,9 @@ Driven busy_table() {
   d.run(acquire(3, 2, 3, "j", "carol", 30, 0, 25));
   d.run(release(3, 3, 3, "j", 99, 26));
   d.run(Close{ConnectionId{2}, TimeMs{27}});
+  // A leader change: carol's waiter is detached, dave's (the new
+  // leadership's) is not.
+  d.run(at_epoch(acquire(4, 1, 4, "k", "dave", 70, 1000, 28), 2));
   return d;
 }
 

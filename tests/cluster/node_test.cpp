@@ -8,7 +8,10 @@
 // before; that what is due goes into the log ahead of a request read
 // between two ticks; that a new leader's heap comes from the applied table; that
 // proposals batched into one entry all apply; that an old leadership's
-// proposal committing late is not taken for a new one's; the test clock (C
+// proposal committing late is not taken for a new one's; leader changes and
+// waiters (a node that stops leading closes their connections; the next
+// leader drops those no retry attached again, after the grace, and never
+// grants them); the test clock (C
 // instant by instant, markers after, lines held meanwhile; X; C on a
 // follower); Close proposals; the in-flight bound; compaction, snapshots
 // and the digest; and the answer-before-commit bug.
@@ -31,7 +34,11 @@ std::string show(const NodeOutputs& out) {
     const auto frames = decode_entry(p.bytes);
     EXPECT_TRUE(std::holds_alternative<std::vector<Framed>>(frames));
     for (const auto& f : std::get<std::vector<Framed>>(frames)) {
-      add(fmt::format("propose#{}@{} {}", p.id, p.epoch.value, describe(f.command)));
+      // The command carries the proposal's epoch, which the line shows once.
+      EXPECT_EQ(command_epoch(f.command), p.epoch.value);
+      auto command = f.command;
+      set_epoch(command, 0);
+      add(fmt::format("propose#{}@{} {}", p.id, p.epoch.value, describe(command)));
     }
   }
   for (const auto& m : out.to_clients) {
@@ -230,6 +237,73 @@ TEST(Node, ANewLeadersHeapComesFromTheAppliedTable) {
   EXPECT_EQ(follower.tick(500), "propose#1@2 Timeout(k, waiter 1, @500)\npropose#2@2 Expire(k, 1, @500)");
   EXPECT_EQ(follower.lose(), "");  // deadlines in flight close nothing
   EXPECT_EQ(follower.node.next_due(), std::nullopt);
+}
+
+// No ghost grants (docs/protocol.md, "Waiters and leader changes"): a node
+// that stops leading closes its waiters' connections as well, so that their
+// clients retry on the next leader; a connection with nothing pending stays.
+TEST(Node, LosingLeadershipClosesTheConnectionsOfItsWaiters) {
+  Driver d;
+  d.lead(1);
+  d.line(1, "A k alice 100 0");
+  d.line(2, "A k bob 100 5000");
+  d.line(3, "A j carol 100 0");
+  d.commit();
+  EXPECT_EQ(d.lose(), "c2 close");
+  EXPECT_EQ(d.node.stats().connections_closed_waiting, 1u);
+  EXPECT_EQ(d.line(3, "A j carol 100 0"), "c3 E not-leader");
+}
+
+// The next leader: its first command detaches the waiters of the earlier
+// leadership; the one whose client retried there is attached again and
+// keeps its place, the other is dropped by a Timeout at the end of the
+// grace (silently) and its late retry hears T; the key goes to the one that
+// came back.
+TEST(Node, ANewLeaderDropsTheWaitersNoRetryAttachedWithinTheGrace) {
+  auto with_grace = config();
+  with_grace.waiter_grace_ms = DurationMs{300};
+  Driver old_leader(with_grace), next(with_grace);
+  old_leader.lead(1);
+  old_leader.line(1, "A k alice 10000 0 a 1");
+  old_leader.line(2, "A k bob 100 5000 b 1");
+  old_leader.line(3, "A k carol 100 5000 c 1");
+  for (const auto& p : old_leader.proposed) next.entry(p.bytes);
+  EXPECT_EQ(next.lead(2, 50), "");
+  EXPECT_EQ(next.tick(60), "");  // nothing of epoch 2 applied: nobody detached yet
+  // carol's client comes back on the new leader: the first command of epoch
+  // 2 detaches bob (and carol, whom her retry then attaches again).
+  EXPECT_EQ(next.line(7, "A k carol 100 5000 c 1", 100),
+            "propose#1@2 Acquire(client c seq 1, c7, k carol lease 100 wait 5000, @100)");
+  EXPECT_EQ(next.commit(), "");
+  EXPECT_EQ(next.node.next_due(), TimeMs{400});  // bob: 100 + the grace
+  EXPECT_EQ(next.tick(399), "");
+  EXPECT_EQ(next.tick(400), "propose#2@2 Timeout(k, waiter 1, @400)");
+  EXPECT_EQ(next.commit(), "");  // no T: bob's connection is gone
+  EXPECT_EQ(next.node.machine().waiter_count(), 1u);
+  EXPECT_EQ(next.line(8, "A k bob 100 5000 b 1", 410),
+            "propose#3@2 Acquire(client b seq 1, c8, k bob lease 100 wait 5000, @410)");
+  EXPECT_EQ(next.commit(), "c8 T bob k");
+  next.line(9, "R k 1 a 2", 420);
+  EXPECT_EQ(next.commit(), "c9 R 1 k\nc7 A 2 carol k");
+}
+
+// The ghost the rule is for: the holder's lease ends right after the
+// leader change, before any client came back. The Expire (the first command
+// of the new leadership) detaches both waiters and passes over them: the key
+// is free at once, not held by a grant nobody hears.
+TEST(Node, AnExpireAfterALeaderChangePassesOverTheWaitersNobodyListensTo) {
+  Driver old_leader, next;
+  old_leader.lead(1);
+  old_leader.line(1, "A k alice 100 0 a 1");
+  old_leader.line(2, "A k bob 20000 5000 b 1");
+  for (const auto& p : old_leader.proposed) next.entry(p.bytes);
+  next.lead(2, 50);
+  EXPECT_EQ(next.tick(100), "propose#1@2 Expire(k, 1, @100)");
+  EXPECT_EQ(next.commit(), "");
+  EXPECT_TRUE(next.node.machine().keys().empty());
+  EXPECT_EQ(next.line(3, "A k dave 100 0 d 1", 110),
+            "propose#2@2 Acquire(client d seq 1, c3, k dave lease 100 wait 0, @110)");
+  EXPECT_EQ(next.commit(), "c3 A 2 dave k");
 }
 
 TEST(Node, ProposalsBatchedIntoOneEntryAllApply) {

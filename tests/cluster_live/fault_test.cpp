@@ -18,7 +18,10 @@
 // `expire-without-token-check` injected, the checker must report a violation;
 // and so with `heap-not-rebuilt` (keys stuck past the stated lateness after
 // a takeover) and `restore-forgets-sessions` (digests that differ), which
-// exact replay cannot show.
+// exact replay cannot show. No ghost grants: the leader is killed while a
+// waiter whose client never retries is queued, and the key goes to the next
+// client when its holder's lease ends, not after the ghost's lease (which
+// `ghost-grant` makes happen).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +34,7 @@
 
 #include <fmt/format.h>
 
+#include "client/line_socket.hpp"
 #include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
 #include "live/cluster_workload.hpp"
@@ -439,6 +443,123 @@ TEST(ClusterFaults, AnswerBeforeCommitIsReported) {
   const auto report = judge(workload);
   fmt::print("{}\n", describe(report, workload));
   EXPECT_GT(report.violations, 0u) << describe(report, workload);
+}
+
+// No ghost grants (docs/protocol.md, "Waiters and leader changes"), live. H
+// holds `key` for 6 s; G queues for it on the leader (lease 8 s, wait 10 s)
+// and then never retries; the leader is killed (SIGKILL), which ends G's
+// connection. Once another node leads, N asks for the key with
+// ClusterClient (wait 10 s). The rule: the new leadership's first command
+// detaches G, and H's Expire passes over it, so N is granted the key when
+// H's lease ends (or the new leader takes over, if that is later), plus a
+// commit; a grant to G would hold the key 8 s more. G's request, sent again
+// afterwards, is answered T: it was dropped.
+struct GhostRecord {
+  std::int64_t lease_end_ms = 0;     // H's lease end at the latest (its grant read + 6 s), from the kill
+  std::int64_t lease_end_earliest_ms = 0;  // and at the earliest (its request sent + 6 s)
+  std::int64_t leader_known_ms = 0;  // when a new leader answered, from the kill
+  std::optional<std::int64_t> granted_ms;  // when N read its grant, from the kill
+  std::optional<Response> next;            // N's answer
+  std::string ghost_retry;                 // what G's request heard when sent again
+  std::string failure;                     // a step that could not be done
+  // How late N's grant came after what the rule allows it at.
+  std::int64_t late_ms() const { return *granted_ms - std::max(lease_end_ms, leader_known_ms); }
+};
+
+GhostRecord kill_the_leader_under_a_ghost(LockCluster& cluster, const std::string& key) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto holder_lease = 6'000ms;
+  GhostRecord record;
+  const auto since = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+  };
+  client::ClusterClient::Options options;
+  options.nodes = cluster.addresses();  // no client id: each makes up its own
+  client::ClusterClient holder(options), next(options);
+  std::optional<client::ClusterClient::Result> held;
+  holder.acquire(key, "holder", holder_lease.count(), 0, [&](const auto& r) { held = r; });
+  while (!held) holder.poll(50ms);
+  if (held->kind != client::ClusterClient::Result::Kind::answered || held->response.kind != ResponseKind::granted) {
+    record.failure = "H was not granted the key: " + format_response(held->response);
+    return record;
+  }
+  const auto lease_end = held->finished + holder_lease;
+  const int leader = cluster.leader();
+  const auto at = cluster.address(leader);
+  auto ghost = client::LineSocket::connect(at.host, at.port, 5s);
+  const std::string ghost_line = fmt::format("A {} ghost 8000 10000 ghost-{} 1", key, key);
+  if (!ghost || !ghost->send_line(ghost_line)) {
+    record.failure = "G could not reach the leader";
+    return record;
+  }
+  // G waits once its Acquire is applied: the leader's table shows a waiter.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const auto status = cluster.status(leader);
+    if (status && status->waiters == 1) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  cluster.kill(leader);
+  const auto killed = Clock::now();
+  ghost.reset();  // G never comes back
+  if (cluster.leader() < 0) {
+    record.failure = "no new leader";
+    return record;
+  }
+  record.leader_known_ms = since(killed, Clock::now());
+  record.lease_end_ms = since(killed, lease_end);
+  record.lease_end_earliest_ms = since(killed, held->first_sent + holder_lease);
+  std::optional<client::ClusterClient::Result> answered;
+  next.acquire(key, "next", 1'000, 10'000, [&](const auto& r) { answered = r; });
+  while (!answered) next.poll(20ms);
+  if (answered->kind == client::ClusterClient::Result::Kind::answered) {
+    record.next = answered->response;
+    record.granted_ms = since(killed, answered->finished);
+  }
+  const int now_leading = cluster.leader();
+  const auto there = cluster.address(now_leading);
+  if (auto retry = client::LineSocket::connect(there.host, there.port, 5s); retry && retry->send_line(ghost_line)) {
+    if (retry->read_line(record.ghost_retry, 10s) != client::LineSocket::Status::line) record.ghost_retry = "<none>";
+  }
+  return record;
+}
+
+std::string describe(const GhostRecord& r) {
+  if (!r.failure.empty()) return r.failure;
+  return fmt::format("from the kill: new leader known +{} ms, H's lease ends +{} ms, N {} at +{} ms ({} ms after the "
+                     "later of the two); G's request again: `{}`",
+                     r.leader_known_ms, r.lease_end_ms, r.next ? format_response(*r.next) : "indeterminate",
+                     r.granted_ms.value_or(-1), r.granted_ms ? r.late_ms() : -1, r.ghost_retry);
+}
+
+// How long after the later of H's lease end and the takeover N may be
+// granted: the leader's tick, an etcd write, the answer; generous for a
+// loaded machine, and far below G's 8 s lease.
+constexpr std::int64_t ghost_slack_ms = 1'500;
+
+TEST(ClusterFaults, AWaiterWhoseClientNeverRetriesIsNotGrantedAfterTheLeaderDies) {
+  auto cluster = start_cluster();
+  ASSERT_TRUE(cluster);
+  const auto record = kill_the_leader_under_a_ghost(*cluster, "ghosted");
+  fmt::print("ghost figures: {}\n", describe(record));
+  ASSERT_TRUE(record.failure.empty()) << record.failure;
+  ASSERT_TRUE(record.next && record.granted_ms) << describe(record);
+  EXPECT_EQ(record.next->kind, ResponseKind::granted) << describe(record);
+  EXPECT_LE(record.late_ms(), ghost_slack_ms) << describe(record);
+  // Not before H's lease ended either, counted from its send (S is 0 here).
+  EXPECT_GE(*record.granted_ms + allowance.value, record.lease_end_earliest_ms) << describe(record);
+  EXPECT_EQ(record.ghost_retry, "T ghost ghosted") << describe(record);
+}
+
+// The same with `ghost-grant`: the new leader hands the key to G, nobody
+// hears it, and N gets it only when G's 8 s lease ends.
+TEST(ClusterFaults, GhostGrantIsReported) {
+  auto cluster = start_cluster("ghost-grant");
+  ASSERT_TRUE(cluster);
+  const auto record = kill_the_leader_under_a_ghost(*cluster, "ghosted");
+  fmt::print("ghost figures with ghost-grant: {}\n", describe(record));
+  ASSERT_TRUE(record.failure.empty()) << record.failure;
+  ASSERT_TRUE(record.granted_ms) << describe(record);
+  EXPECT_GT(record.late_ms(), ghost_slack_ms) << describe(record);
 }
 
 // The bugs exact replay cannot show (a one-node cluster neither changes

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The README's "Running a cluster", run as written (with this build's
+# docs/running-a-cluster.md, run as written (with this build's
 # lockstep): three etcd members and three nodes on one machine. Checks that
-# the README's request is granted by the leader, that a follower redirects
-# to the leader, that the README's `fuzz --mode cluster --target` of it
+# the document's request is granted by the leader, that a follower redirects
+# to the leader, that the document's `fuzz --mode cluster --target` of it
 # conforms, that a node prints its status line on SIGUSR1, and that
 # `kill $(jobs -p)` stops them all; whatever happens, everything it started
 # is stopped and the directory removed.
-#   readme_cluster.sh LOCKSTEP README
+#   readme_cluster.sh LOCKSTEP DOCUMENT (docs/running-a-cluster.md)
 set -uo pipefail
 lockstep=$1 readme=$2
 extract() {  # the first code block after the marker $1
@@ -14,7 +14,7 @@ extract() {  # the first code block after the marker $1
 }
 start=$(extract '<!-- running-a-cluster -->')
 try=$(awk '/^exec 3<>\/dev\/tcp\/127.0.0.1\/27001/' "$readme")
-[ -n "$start" ] && [ -n "$try" ] || { echo "the README's cluster commands were not found"; exit 1; }
+[ -n "$start" ] && [ -n "$try" ] || { echo "the cluster commands of $readme were not found"; exit 1; }
 start=${start//build\/default\/lockstep/$lockstep}
 dir=
 cleanup() {
@@ -44,7 +44,7 @@ done
 [ -n "$leader" ] || { echo "no node leads"; tail -n 5 "$dir"/*.log; exit 1; }
 echo "leader: 127.0.0.1:$leader"
 answer=$(eval "${try//27001/$leader}")
-echo "README request: $answer"
+echo "documented request: $answer"
 [[ $answer =~ ^A\ [0-9]+\ alice\ printer$ ]] || { echo "expected a grant"; exit 1; }
 # A follower answers a bare `E not-leader` while it knows of no leader
 # (docs/protocol.md, "Cluster nodes on the wire"): right after an election
@@ -60,15 +60,15 @@ for port in 27001 27002 27003; do
   echo "follower 127.0.0.1:$port: $answer"
   [ "$answer" = "E not-leader 127.0.0.1:$leader" ] || { echo "expected a redirect to the leader"; exit 1; }
 done
-# The README's "Fuzzing a cluster" fuzzes this cluster as it runs.
+# The document's "Fuzzing it as it runs" fuzzes this cluster as it runs.
 fuzz=$(extract '<!-- fuzzing-a-running-cluster -->')
-[ -n "$fuzz" ] || { echo "the README's fuzz --target command was not found"; exit 1; }
+[ -n "$fuzz" ] || { echo "the fuzz --target command of $readme was not found"; exit 1; }
 out=$(eval "${fuzz//build\/default\/lockstep/$lockstep}" 2>&1)
 code=$?
 echo "$out" | grep -E '^(run|tester|verdict|violations)'
 [ "$code" -eq 0 ] && grep -q '^violations: 0$' <<<"$out" || { echo "fuzz --target: exit $code"; echo "$out" | tail -5; exit 1; }
 node=$((leader - 27000))
-# The README starts three etcd members, then nodes n1..n3: node N is job 3+N
+# The document starts three etcd members, then nodes n1..n3: node N is job 3+N
 # (its pid, not a search by name that could find another run's node).
 kill -USR1 "$(jobs -p | sed -n "$((3 + node))p")"
 sleep 0.5

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The determinism rule of the README's architecture map, held (docs.determinism).
+"""The determinism rule of the README's map of the folders, held (docs.determinism).
 
 Nothing in impl/, model/ or sim/ reads a clock, draws randomness other than
 impl/prng.hpp's seeded generators, reads the environment or starts a thread:

@@ -1,12 +1,17 @@
 // The layout of cluster mode's log in etcd, without an etcd: endpoint lists
-// are read as gRPC targets or refused with a reason; log keys sort in log
+// are read as gRPC targets or refused with a reason (a URL with the
+// host:port to give instead); log keys sort in log
 // order across writes and epochs (the snapshot writer deletes the log by key
 // range, so this order is what makes that deletion exact); snapshot pointers
-// and leader records round-trip, and bytes that are not one are refused.
+// and leader records round-trip, and bytes that are not one are refused;
+// so do a cluster's membership and a node's claim, and a membership that
+// names an id or an address twice, or no member, is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
@@ -16,7 +21,7 @@ namespace {
 
 TEST(Endpoints, IPv4ListBecomesOneTarget) {
   std::string error;
-  const auto target = parse_endpoints("http://127.0.0.1:2379,127.0.0.1:22379/", error);
+  const auto target = parse_endpoints("127.0.0.1:2379,127.0.0.1:22379", error);
   ASSERT_TRUE(target) << error;
   EXPECT_EQ(target->uri, "ipv4:127.0.0.1:2379,127.0.0.1:22379");
   EXPECT_EQ(target->endpoints, (std::vector<std::string>{"127.0.0.1:2379", "127.0.0.1:22379"}));
@@ -31,11 +36,16 @@ TEST(Endpoints, OneHostNameGoesThroughDns) {
 
 TEST(Endpoints, BadListsAreRefusedWithAReason) {
   for (const char* text : {"", "127.0.0.1", "127.0.0.1:", ":2379", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:23x",
-                           "https://127.0.0.1:2379", "a:1,b:2", "127.0.0.1:2379,,127.0.0.1:2380"}) {
+                           "https://127.0.0.1:2379", "http://127.0.0.1:2379", "127.0.0.1:2379/", "a:1,b:2",
+                           "127.0.0.1:2379,,127.0.0.1:2380"}) {
     std::string error;
     EXPECT_FALSE(parse_endpoints(text, error)) << text;
     EXPECT_FALSE(error.empty()) << text;
   }
+  // A URL is refused with what to give instead.
+  std::string error;
+  EXPECT_FALSE(parse_endpoints("127.0.0.1:2379,http://127.0.0.1:22379", error));
+  EXPECT_EQ(error, "'http://127.0.0.1:22379' is a URL: give host:port (127.0.0.1:22379)");
 }
 
 TEST(Keys, LogKeysSortInLogOrder) {
@@ -104,6 +114,51 @@ TEST(Leader, RecordRoundTrips) {
   EXPECT_FALSE(decode_leader(" 127.0.0.1:1"));
   EXPECT_FALSE(decode_leader("n1 "));
   EXPECT_FALSE(decode_leader("n1 a b"));
+}
+
+TEST(Membership, RoundTripsAndReadsAsText) {
+  const Membership membership{"00ff00ff00ff00ff", {{"n1", "127.0.0.1:27001"}, {"n2", "10.0.0.2:7878"}}};
+  const auto text = encode_membership(membership);
+  EXPECT_EQ(text, "lockstep-cluster 1 00ff00ff00ff00ff\nmember n1 127.0.0.1:27001\nmember n2 10.0.0.2:7878\n");
+  std::string error;
+  EXPECT_EQ(decode_membership(text, error), membership) << error;
+  for (const std::string& bad : std::vector<std::string>{
+           "", text.substr(0, text.size() - 1), "lockstep-cluster 2 00ff00ff00ff00ff\nmember n1 a:1\n",
+        "lockstep-cluster 1 00ff\nmember n1 a:1\n", "lockstep-cluster 1 00ff00ff00ff00ff\n",
+        "lockstep-cluster 1 00ff00ff00ff00ff\nmember n1 a:1\nmember n1 b:2\n",
+        "lockstep-cluster 1 00ff00ff00ff00ff\nmember n1 a:1 extra\n", "lockstep-cluster 1 00ff00ff00ff00ff\nnode n1 a:1\n"}) {
+    EXPECT_FALSE(decode_membership(bad, error)) << bad;
+  }
+}
+
+TEST(Membership, MembersFromTheCommandLine) {
+  std::string error;
+  const auto members = parse_members("n1=127.0.0.1:27001,n2=127.0.0.1:27002", error);
+  ASSERT_TRUE(members) << error;
+  EXPECT_EQ(*members, (std::vector<Member>{{"n1", "127.0.0.1:27001"}, {"n2", "127.0.0.1:27002"}}));
+  EXPECT_EQ(describe_members(*members), "n1 127.0.0.1:27001, n2 127.0.0.1:27002");
+  for (const char* bad : {"", "n1", "n1=", "=a:1", "n1=a", "n1=a:0", "n1=a:65536", "n1=a:01", "n1=a:1,n1=b:2",
+                          "n1=a:1,n2=a:1", "n 1=a:1", "n1=a:1,"}) {
+    EXPECT_FALSE(parse_members(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  EXPECT_FALSE(parse_members("n1=a:1,n1=b:2", error));
+  EXPECT_EQ(error, "node id n1 is given twice");
+  std::vector<Member> many;
+  for (std::size_t i = 0; i <= members_max; ++i) many.push_back({fmt::format("n{}", i), fmt::format("h:{}", i + 1)});
+  EXPECT_TRUE(check_members(many));
+  many.pop_back();
+  EXPECT_FALSE(check_members(many));
+  EXPECT_TRUE(valid_node_id(std::string(64, 'a')));
+  EXPECT_FALSE(valid_node_id(std::string(65, 'a')));
+}
+
+TEST(Membership, ClaimRoundTrips) {
+  const ClaimRecord claim{"n1", "127.0.0.1:27001", 5, "1234@host"};
+  EXPECT_EQ(encode_claim(claim), "n1 127.0.0.1:27001 5 1234@host");
+  EXPECT_EQ(decode_claim(encode_claim(claim)), claim);
+  EXPECT_FALSE(decode_claim("n1 127.0.0.1:27001 5"));
+  EXPECT_FALSE(decode_claim("n1 127.0.0.1:27001 x 1@h"));
 }
 
 TEST(Hash, IsFnv1a64) {

@@ -4,9 +4,11 @@
 // other mode; an unknown cluster bug. And, on a one-member etcd started by
 // the test, what one node does: a request with a session is answered after
 // its command comes back from etcd, a retry with the same session on a new
-// connection is answered from the session and applied once, SIGUSR1 prints
-// the status line, SIGTERM stops it with exit 0 and resigns (the election
-// key is gone at once).
+// connection is answered from the session and applied once, another request
+// under that session is refused E (never told the first one's outcome: a
+// program run twice with one client id, through ClusterClient too, whose
+// made-up ids never collide), SIGUSR1 prints the status line, SIGTERM stops
+// it with exit 0 and resigns (the election key is gone at once).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -19,40 +21,23 @@
 
 #include <fmt/format.h>
 
+#include "client/cluster_client.hpp"
 #include "client/line_socket.hpp"
 #include "drivers/etcd/client.hpp"
 #include "drivers/etcd/log_format.hpp"
 #include "live/etcd_cluster.hpp"
 #include "live/process.hpp"
+#include "tests/live/server_process.hpp"
 
 namespace lockstep {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string lockstep_binary() {
-  const char* path = std::getenv("LOCKSTEP_BINARY");
-  return path ? path : "lockstep";
-}
+using testing::count_lines;
+using testing::lockstep_binary;
 
-struct Run {
-  int code = -1;
-  std::string output;
-};
-
-// Runs `lockstep serve ...` to its end (killed after 30 s: a hang fails).
-Run serve(const std::string& options) {
-  const auto command = "timeout -s KILL 30 " + lockstep_binary() + " serve " + options + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Run run;
-  char buffer[4096];
-  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+testing::CommandRun serve(const std::string& options) { return testing::run_lockstep("serve " + options); }
 
 TEST(ServeCluster, AnUnreachableEtcdIsOneLineAndExitTwoWithinItsTimeout) {
   const auto port = client::pick_free_port();
@@ -62,8 +47,9 @@ TEST(ServeCluster, AnUnreachableEtcdIsOneLineAndExitTwoWithinItsTimeout) {
                                      "--etcd-timeout-ms 1000",
                                      *port));
   EXPECT_EQ(run.code, 2) << run.output;
-  EXPECT_EQ(lines(run.output), 1u) << run.output;
-  EXPECT_NE(run.output.find("serve: cannot read the log from etcd at 127.0.0.1:"), std::string::npos) << run.output;
+  EXPECT_EQ(count_lines(run.output), 1u) << run.output;
+  EXPECT_NE(run.output.find("lockstep serve: cannot read the cluster from etcd at 127.0.0.1:"), std::string::npos)
+      << run.output;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
 }
 
@@ -72,16 +58,20 @@ TEST(ServeCluster, BadOptionsAreOneLineAndExitTwo) {
   for (const std::string& options :
        {std::string("--cluster --node-id n1 --advertise 127.0.0.1:7001"), base + "--leader-ttl-s 0",
         base + "--leader-ttl-s 3601", base + "--etcd-timeout-ms 50", base + "--session-window 0",
+        base + "--waiter-grace-ms 86400001",
         base + "--max-in-flight 0", base + "--prefix 'a b'", base + "--state-file /tmp/x", base + "--sweep-ms 100",
         base + "--inject-bug lifo-handoff", std::string("--cluster --etcd 127.0.0.1:2379 --advertise 127.0.0.1:7001"),
         std::string("--cluster --etcd 127.0.0.1:2379 --node-id n1"), base + "--max-keys 0",
         std::string("--cluster --etcd https://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        std::string("--cluster --etcd http://127.0.0.1:2379 --node-id n1 --advertise 127.0.0.1:7001"),
+        base + "--members n1=127.0.0.1:7001", base + "--init --members n2=127.0.0.1:7002",
+        base + "--host 999.1.1.1",
         std::string("--etcd 127.0.0.1:2379"), std::string("--node-id n1")}) {
     const auto run = serve(options);
     EXPECT_EQ(run.code, 2) << options << "\n" << run.output;
-    EXPECT_EQ(lines(run.output), 1u) << options << "\n" << run.output;
-    // Refused by the parser ("lockstep serve: ...") or at start ("serve: ...").
-    EXPECT_NE(run.output.find("serve: "), std::string::npos) << options << "\n" << run.output;
+    EXPECT_EQ(count_lines(run.output), 1u) << options << "\n" << run.output;
+    // Refused by the parser or at start, with one prefix.
+    EXPECT_TRUE(run.output.starts_with("lockstep serve: ")) << options << "\n" << run.output;
   }
 }
 
@@ -106,7 +96,7 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   const auto port = client::pick_free_port().value();
   const auto log = fmt::format("/tmp/lockstep-serve-cluster-{}.log", port);
   auto node = live::ServerProcess::start(
-      fmt::format("exec {} serve --cluster --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
+      fmt::format("exec {} serve --cluster --init --etcd {} --node-id n1 --advertise 127.0.0.1:{} --port {} --prefix t",
                   lockstep_binary(), etcd->endpoints(), port, port),
       log);
   ASSERT_TRUE(node);
@@ -126,6 +116,26 @@ TEST(ServeCluster, OneNodeAnswersAfterEtcdAndAppliesARetryOnce) {
   ASSERT_TRUE(again);
   EXPECT_EQ(answer(*again, "A k alice 60000 0 c1 1"), first);
   EXPECT_EQ(answer(*again, "A k bob 60000 0 c2 1"), "T bob k");
+  // Another request under c1's number 1: refused, nothing changes.
+  EXPECT_EQ(answer(*again, "A j alice 60000 0 c1 1"), "E session reused for another request");
+  EXPECT_EQ(answer(*again, "A j carol 60000 0"), "A 2 carol j");  // j was not taken by the refused one
+  // The trial that found it: a program run twice with one literal client id
+  // sent number 1 for `scanner` after its first run's `printer`, and was
+  // told the printer's grant. Now it hears E; with the ids ClusterClient
+  // makes up, the second run is another client and is granted.
+  const auto run_once = [&](const std::string& id, const std::string& key) {
+    client::ClusterClient::Options options;
+    options.nodes = {{"127.0.0.1", port}};
+    options.client_id = id;
+    client::ClusterClient program(options);
+    std::optional<client::ClusterClient::Result> result;
+    program.acquire(key, "spooler", 60'000, 0, [&](const auto& r) { result = r; });
+    while (!result) program.poll(100ms);
+    return format_response(result->response);
+  };
+  EXPECT_TRUE(run_once("printer-spooler-1", "printer").starts_with("A "));
+  EXPECT_EQ(run_once("printer-spooler-1", "scanner"), "E session reused for another request");
+  EXPECT_TRUE(run_once("", "scanner").starts_with("A "));
   EXPECT_TRUE(answer(*again, "A k alice 60000 0 c1 0").starts_with("E seq must be")) << "sequence number 0";
   // Status on SIGUSR1.
   node->send_signal(SIGUSR1);

@@ -25,12 +25,17 @@ for ((i = 0; i < ${#extra[@]}; i++)); do
 done
 limits="--port {port} --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --sweep-ms {sweep_ms} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms}"
 # OTHER_SERVER names tests/history/other_server.py: the server under test is
-# then that one (with its own bug switch), not ours.
+# then that one (with its own bug switch), not ours. OTHER_SERVER_KEEP_SHELL
+# ends its template with `; exit $?`, so that whatever /bin/sh is, the shell
+# stays the group's leader and the server its child (no `exec`).
 if [ -n "${OTHER_SERVER:-}" ]; then
   template="python3 $OTHER_SERVER $limits --bug $bug ${OTHER_SERVER_OPTIONS:-}"
+  [ -n "${OTHER_SERVER_KEEP_SHELL:-}" ] && template="$template; exit \$?"
 else
   template="$lockstep serve --quiet $limits --state-file {state_file} --inject-bug $bug"
 fi
+# FUZZ_HISTORY: where the last run writes its history.
+[ -n "${FUZZ_HISTORY:-}" ] && extra+=(--history "$FUZZ_HISTORY")
 # machine_late_ms: how late the machine let the last run ($out) run.
 source "$(dirname "$0")/machine_late.sh"
 run() {

@@ -2,7 +2,10 @@
 # Black-box fuzzing of our own cluster in real time: three `serve --cluster`
 # nodes on three etcd members, all started by `fuzz --mode cluster`, with the
 # nemesis killing, pausing and restarting a node every 5 s.
-#   fuzz_cluster.sh LOCKSTEP EXPECT SECONDS SEED [BUG]
+#   fuzz_cluster.sh LOCKSTEP EXPECT SECONDS SEED [BUG [NEMESIS [EVERY_S [OPTION...]]]]
+# NEMESIS is --nemesis's list (kill,pause,restart unless given), EVERY_S its
+# period (5 s unless given); the OPTIONs go to the fuzzer as they are
+# (--nemesis-at-leader ...).
 # EXPECT "no-false-alarm": one run of SECONDS of the correct cluster must
 # conform (exit 0; 1 is a false alarm, 2 a checker that could not decide).
 # EXPECT "violation": serve --cluster --inject-bug BUG must be reported
@@ -18,14 +21,16 @@
 # skipped (77), never passed; such a run's violation does not count as a
 # bug caught. Prints each run's verdict lines and how long it took.
 set -uo pipefail
-lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none}
+lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none} nemesis=${6:-kill,pause,restart} every_s=${7:-5}
+shift $(($# < 7 ? $# : 7))
+nemesis_options=(--nemesis-every-s "$every_s" "$@")
 max_lateness_ms=8000
 source "$(dirname "$0")/machine_late.sh"
-template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
+template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise {advertise} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
 run() {
   local started=$SECONDS
   out=$("$lockstep" fuzz --mode cluster --exec-node "$template" --nodes 3 --etcd-members 3 \
-        --nemesis kill,pause,restart --nemesis-every-s 5 --max-lateness-ms "$max_lateness_ms" \
+        --nemesis "$nemesis" "${nemesis_options[@]}" --max-lateness-ms "$max_lateness_ms" \
         --clients 16 --keys 16 --duration-s "$seconds" --seed "$1" 2>&1)
   code=$?
   echo "$out" | grep -v '^  ' | grep -v '^node n' | tail -12

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; cat "$work/out" 2>/dev/null | head -20; exit 1; }
 
-node="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2"
+node="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2"
 # A job started by a non-interactive shell ignores SIGINT, and exec keeps
 # that; python3 restores the default action before it starts the fuzzer.
 python3 -c 'import os, signal, sys

@@ -3,6 +3,7 @@
 // history (or why none does), and the checker must agree. Times are in
 // microseconds on the tester's clock; the limits are the fuzzer's (sweep
 // every 1,000 ms) unless a test says otherwise.
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -29,6 +30,7 @@ class Recorder {
     return *this;
   }
   Recorder& close(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::close, conn, ""); }
+  Recorder& eof(std::uint32_t conn, std::int64_t us) { return add(us, EventKind::eof, conn, ""); }
   Recorder& down(std::int64_t us) { return add(us, EventKind::down, 0, ""); }
   Recorder& up(std::int64_t us) { return add(us, EventKind::up, 0, ""); }
   History& history() { return history_; }
@@ -206,6 +208,103 @@ TEST(HistoryChecker, TokensMustIncreaseAcrossKeysAndRestarts) {
   const auto result = r.check();
   ASSERT_EQ(result.verdict, Verdict::violation);
   EXPECT_EQ(result.violations.front().check, "tokens");
+}
+
+// A server that was told to stop and still accepts (a shell that did not
+// `exec` it exited first) can take connections after the `down`. They are
+// no incarnation's the tester knows: here the old server, still holding
+// `k`, refuses bob's try-lock, which the new incarnation (where `k` is
+// free) would grant. Charged to the new incarnation that `T` is a
+// violation; opened before the `up`, it is not judged, and the summary
+// says so. Without an `up` after the `down`, the older reading stands.
+TEST(HistoryChecker, ConnectionsOpenedWhileTheTargetIsDownAreNotJudged) {
+  const auto record = [](bool with_up) {
+    Recorder r;
+    r.connect(1, 0);
+    r.send(1, 1'000, "A k alice 60000 0").recv(1, 1'100, "A 10 alice k");
+    r.down(5'000);
+    r.connect(2, 6'000);
+    r.send(2, 7'000, "A k bob 500 0").recv(2, 7'100, "T bob k");
+    r.close(2, 8'000);
+    if (with_up) r.up(9'000);
+    r.connect(3, 10'000);
+    r.send(3, 11'000, "A k carol 500 0").recv(3, 11'100, "A 12 carol k");
+    r.close(3, 500'000);
+    return r.check();
+  };
+  const auto with_up = record(true);
+  EXPECT_EQ(with_up.verdict, Verdict::conforms) << summary_lines(with_up).back();
+  EXPECT_EQ(with_up.limbo_connections, 1u);
+  const auto lines = summary_lines(with_up);
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("not judged: 1 connection(s) opened while the target was down");
+  }));
+  const auto without_up = record(false);
+  EXPECT_EQ(without_up.verdict, Verdict::violation);
+  EXPECT_EQ(without_up.limbo_connections, 0u);
+}
+
+// A violation soon after a restart is told as one: the story points at the
+// restart (an old server still running) instead of at the limits, says what
+// its `+ms` times count from, and tells a connection the server ended
+// (`eof`) from one the tester closed.
+TEST(HistoryChecker, AViolationSoonAfterARestartPointsAtTheRestart) {
+  Recorder r;
+  r.connect(1, 0);
+  r.send(1, 1'000, "A k alice 60000 0").recv(1, 1'100, "A 10 alice k");
+  r.down(5'000).up(9'000);
+  r.connect(3, 10'000).connect(4, 10'000);
+  r.send(3, 11'000, "A k carol 60000 0").recv(3, 11'100, "A 12 carol k");
+  r.send(4, 12'000, "A k dave 60000 0").recv(4, 12'100, "A 13 dave k");  // held by carol: the contract says T
+  r.eof(4, 13'000);
+  r.close(3, 500'000);
+  const auto result = r.check();
+  ASSERT_EQ(result.verdict, Verdict::violation);
+  const auto& finding = result.violations.front();
+  EXPECT_EQ(finding.incarnation, 1u);
+  std::string story;
+  for (const auto& line : finding.story) story += line + "\n";
+  EXPECT_NE(story.find("times count from the target's restart 1 (the `up` after its `down` at 9.000 ms into the "
+                       "history)"),
+            std::string::npos)
+      << story;
+  EXPECT_NE(story.find("after the target's restart 1"), std::string::npos) << story;
+  EXPECT_NE(story.find("did not `exec` it"), std::string::npos) << story;
+  EXPECT_EQ(story.find("a wrong limit would explain it"), std::string::npos) << story;
+  EXPECT_NE(story.find("c4    eof      (the server closed it)"), std::string::npos) << story;
+  EXPECT_EQ(story.find("c4    closed"), std::string::npos) << story;
+}
+
+// One sweep hands expired keys over in the order their holders' tokens
+// were issued (docs/protocol.md, simple mode point 8). ka's holder has the
+// older token (10), kb's the newer (11); both leases end at about 301 ms,
+// and each key has a waiter whose probe shows it queued while the key was
+// held. Nothing releases them: only a sweep hands them over, and both
+// hand-offs arrive within a few ms, so one sweep made both. The waiter of
+// ka must get the smaller token; swapped, it is a `tokens` violation that
+// names the sweep.
+TEST(HistoryChecker, OneSweepHandsKeysOverInTheOrderOfTheirHoldersTokens) {
+  const auto record = [](std::uint64_t bob_token, std::uint64_t carol_token) {
+    Recorder r;
+    r.connect(1, 0).connect(2, 0).connect(3, 0);
+    r.send(1, 1'000, "A ka alice 300 0").recv(1, 1'100, "A 10 alice ka");
+    r.send(1, 1'200, "A kb alice 300 0").recv(1, 1'300, "A 11 alice kb");
+    r.send(2, 5'000, "A ka bob 5000 3000").send(2, 5'010, "R ka 999").recv(2, 5'100, "N 999 ka");
+    r.send(3, 6'000, "A kb carol 5000 3000").send(3, 6'010, "R kb 999").recv(3, 6'100, "N 999 kb");
+    r.recv(2, 1'000'400, fmt::format("A {} bob ka", bob_token));
+    r.recv(3, 1'000'500, fmt::format("A {} carol kb", carol_token));
+    r.close(1, 9'000'000).close(2, 9'000'000).close(3, 9'000'000);
+    return r.check();
+  };
+  const auto in_order = record(12, 13);
+  EXPECT_EQ(in_order.verdict, Verdict::conforms) << summary_lines(in_order).back();
+  const auto swapped = record(13, 12);
+  ASSERT_EQ(swapped.verdict, Verdict::violation);
+  ASSERT_EQ(swapped.violations.size(), 1u);
+  EXPECT_EQ(swapped.violations.front().check, "tokens");
+  EXPECT_NE(swapped.violations.front().summary.find("a sweep visits expired keys in the order their holders' tokens"),
+            std::string::npos)
+      << swapped.violations.front().summary;
 }
 
 TEST(HistoryChecker, DuplicateTokensAreAViolation) {

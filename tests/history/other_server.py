@@ -10,10 +10,19 @@ handles a request, so late timers delay only the answers they send.
 
 --bug NAME breaks one rule, so tests can show the fuzzer catches a server it
 did not grow up with. The checker must find no violation without --bug.
+
+--shutdown-ms N makes it die slowly, as many servers do: on SIGTERM it goes on
+listening, accepting and answering for N ms, then exits at once, resetting
+what it had not answered. Started through `sh -c` without `exec`, the shell
+exits first: a tester that took the shell's exit for the server's would start
+the next one while this one still answers (docs/protocol.md, "Running under
+the tools").
 """
 import argparse
 import asyncio
+import os
 import re
+import signal
 import time
 
 BUGS = ("none", "lifo-handoff", "early-expiry", "no-timeout", "stale-release", "sweep-drops-waiters")
@@ -202,7 +211,7 @@ async def main():
     parser.add_argument("--port", type=int, required=True)
     for name, default in (("max-keys", 1_000_000), ("max-waiters-per-key", 1024), ("max-waiters", 1_000_000),
                           ("sweep-ms", 5000), ("max-lease-ms", 86_400_000), ("max-wait-ms", 86_400_000),
-                          ("max-line-bytes", 1024), ("timer-lag-ms", 0)):
+                          ("max-line-bytes", 1024), ("timer-lag-ms", 0), ("shutdown-ms", 0)):
         parser.add_argument("--" + name, type=int, default=default)
     parser.add_argument("--bug", choices=BUGS, default="none")
     args = parser.parse_args()
@@ -210,6 +219,8 @@ async def main():
     loop = asyncio.get_running_loop()
     listener = await loop.create_server(lambda: Connection(server), "127.0.0.1", args.port)
     server.arm(server.now())
+    if args.shutdown_ms > 0:
+        loop.add_signal_handler(signal.SIGTERM, lambda: loop.call_later(args.shutdown_ms / 1000, os._exit, 0))
     async with listener:
         await listener.serve_forever()
 

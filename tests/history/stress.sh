@@ -6,7 +6,7 @@
 #   tests/history/stress.sh build/default/lockstep 100 2 1 /tmp/stress --tolerance-ms 250
 # usage: stress.sh LOCKSTEP RUNS SECONDS FIRST_SEED WORK_DIR [FUZZ_OPTION...]
 # A loaded machine delays the server's timers by as long as the scheduler
-# leaves it waiting: --tolerance-ms must cover that (README, "Tests"). For
+# leaves it waiting: --tolerance-ms must cover that (docs/testing.md). For
 # every run the longest time the server answered nothing while a release
 # waited for its answer is measured (stalls.py): a run that does not conform
 # is shown with it, so a stalled server is told from a checker's mistake.

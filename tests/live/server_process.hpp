@@ -1,10 +1,14 @@
 // Starting `lockstep serve` for a test: a free port, the process, a
-// connection helper, and small request helpers.
+// connection helper, and small request helpers; and running a `lockstep`
+// command to its end.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -16,6 +20,34 @@ namespace lockstep::testing {
 inline std::string lockstep_binary() {
   const char* path = std::getenv("LOCKSTEP_BINARY");
   return path ? path : "lockstep";
+}
+
+// What a command printed (stdout and stderr), its exit code and how long it
+// took.
+struct CommandRun {
+  int code = -1;
+  std::string output;
+  double seconds = 0;
+};
+
+// Runs a shell command line to its end, killed after 30 s (a hang fails).
+inline CommandRun run_command(const std::string& command_line) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto command = "timeout -s KILL 30 " + command_line + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  CommandRun run;
+  char buffer[4096];
+  while (const auto got = fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, got);
+  const int status = pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return run;
+}
+
+inline CommandRun run_lockstep(const std::string& args) { return run_command(lockstep_binary() + " " + args); }
+
+inline std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
 // How long a test waits for a clean exit after SIGTERM before it kills.

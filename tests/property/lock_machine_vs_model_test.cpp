@@ -7,9 +7,14 @@
 // a new leader's may) are applied to LockMachine and to model::ClusterModel.
 // Requests carry sessions from three string client ids under a tight window
 // (3) and client table (2): mostly the client's next sequence number, often a
-// retry of a recent one (answered from the session, moved, or refused as
-// stale once out of the window or evicted), sometimes a jump ahead (a
-// pipelining client), sometimes none at all (anonymous).
+// retry of a recent one (the same request again: answered from the session,
+// moved, or refused as stale once out of the window or evicted), a recent
+// number reused for another request (refused), sometimes a jump ahead (a
+// pipelining client), sometimes none at all (anonymous). Every command
+// carries the epoch of the leadership that proposed it: mostly the newest,
+// sometimes a newer one (a leader change, which detaches the waiters queued
+// before it), sometimes an older one (a deposed leader's entry committed
+// late).
 // After every command both must have produced the same responses, in the
 // same order, and hold the same table (the canonical text) and next token;
 // the machine's invariants must hold. A failure shrinks to the shortest
@@ -39,6 +44,8 @@ std::string client_name(int index) { return std::string("client-") + static_cast
 struct State {
   model::ClusterModel model{small_limits(), Token{1}, small_sessions()};
   std::array<std::uint64_t, client_count> next_sequence{1, 1, 1};
+  // The requests sent with a session, the latest few, for retries.
+  std::vector<cluster::Command> sent;
   std::array<std::uint64_t, connection_count> generation{};
   ConnectionId connection(int slot) const {
     return ConnectionId{static_cast<std::uint64_t>(slot + 1) * 1'000'000 + generation[static_cast<std::size_t>(slot)]};
@@ -75,6 +82,14 @@ rc::Gen<std::int64_t> gen_stamp_step() {
 }
 TimeMs stamp(const State& state, std::int64_t step) {
   return TimeMs{std::max<std::int64_t>(0, state.model.clock().value + step)};
+}
+
+// The proposer's epoch: mostly the newest, sometimes the next (a leader
+// change), sometimes the one before (a deposed leader's entry).
+std::uint64_t gen_epoch(const State& state) {
+  const auto newest = state.model.epoch();
+  return *rc::gen::weightedElement<std::uint64_t>(
+      {{8, newest}, {1, newest + 1}, {1, newest > 0 ? newest - 1 : 0}});
 }
 
 // Tokens a command may carry: every holder's, the last and next few issued,
@@ -121,6 +136,8 @@ struct Apply : Step {
     if (const auto* a = std::get_if<cluster::Acquire>(&command)) session = &a->session;
     if (const auto* r = std::get_if<cluster::Release>(&command)) session = &r->session;
     if (session != nullptr && !session->anonymous()) {
+      state.sent.push_back(command);
+      if (state.sent.size() > 8) state.sent.erase(state.sent.begin());
       for (int client = 0; client < client_count; ++client) {
         auto& next = state.next_sequence[static_cast<std::size_t>(client)];
         if (session->client == client_name(client)) next = std::max(next, session->sequence + 1);
@@ -145,17 +162,40 @@ struct Apply : Step {
 struct AcquireStep : Apply {
   explicit AcquireStep(const State& state) {
     const int slot = *gen_connection();
-    command = cluster::Acquire{*gen_session(state), state.connection(slot), key_name(*gen_key()),
-                               owner_name(*gen_owner()), DurationMs{*gen_lease()}, DurationMs{*gen_wait()},
-                               stamp(state, *gen_stamp_step())};
+    command = cluster::Acquire{*gen_session(state),           state.connection(slot),
+                               key_name(*gen_key()),          owner_name(*gen_owner()),
+                               DurationMs{*gen_lease()},      DurationMs{*gen_wait()},
+                               stamp(state, *gen_stamp_step()), gen_epoch(state)};
+  }
+};
+
+// A request sent before, sent again (a retry, maybe after a leader change,
+// on another connection): the same request under the same session.
+struct RetryStep : Apply {
+  explicit RetryStep(const State& state) {
+    RC_PRE(!state.sent.empty());
+    command = *rc::gen::elementOf(state.sent);
+    const auto connection = state.connection(*gen_connection());
+    const auto at = stamp(state, *gen_stamp_step());
+    const auto epoch = gen_epoch(state);
+    if (auto* a = std::get_if<cluster::Acquire>(&command)) {
+      a->connection = connection;
+      a->now = at;
+      a->epoch = epoch;
+    } else {
+      auto& r = std::get<cluster::Release>(command);
+      r.connection = connection;
+      r.now = at;
+      r.epoch = epoch;
+    }
   }
 };
 
 struct ReleaseStep : Apply {
   explicit ReleaseStep(const State& state) {
     const int slot = *gen_connection();
-    command = cluster::Release{*gen_session(state), state.connection(slot), *gen_key_name(state),
-                               Token{*gen_token(state)}, stamp(state, *gen_stamp_step())};
+    command = cluster::Release{*gen_session(state),   state.connection(slot),          *gen_key_name(state),
+                               Token{*gen_token(state)}, stamp(state, *gen_stamp_step()), gen_epoch(state)};
   }
 };
 
@@ -166,21 +206,21 @@ struct ExpireStep : Apply {
     const auto found = state.model.keys().find(key);
     const bool own = found != state.model.keys().end() && *rc::gen::inRange(0, 4) > 0;
     command = cluster::Expire{key, own ? found->second.token : Token{*gen_token(state)},
-                              stamp(state, *gen_stamp_step())};
+                              stamp(state, *gen_stamp_step()), gen_epoch(state)};
   }
 };
 
 struct TimeoutStep : Apply {
   explicit TimeoutStep(const State& state) {
     command = cluster::Timeout{*gen_key_name(state), cluster::WaiterId{*gen_waiter(state)},
-                               stamp(state, *gen_stamp_step())};
+                               stamp(state, *gen_stamp_step()), gen_epoch(state)};
   }
 };
 
 struct CloseStep : Apply {
   explicit CloseStep(const State& state) {
     const int slot = *gen_connection();
-    command = cluster::Close{state.connection(slot), stamp(state, *gen_stamp_step())};
+    command = cluster::Close{state.connection(slot), stamp(state, *gen_stamp_step()), gen_epoch(state)};
     closed_slot = slot;
   }
 };
@@ -190,8 +230,9 @@ void check_machine_against_model(cluster::ClusterBug bug, Token first_token = To
   initial.model = model::ClusterModel{small_limits(), first_token, small_sessions()};
   System system{cluster::LockMachine(cluster::MachineConfig{small_limits(), small_sessions(), first_token, bug})};
   rc::state::check(initial, system,
-                   rc::state::gen::execOneOfWithArgs<AcquireStep, AcquireStep, AcquireStep, ReleaseStep, ReleaseStep,
-                                                     ExpireStep, ExpireStep, TimeoutStep, CloseStep>());
+                   rc::state::gen::execOneOfWithArgs<AcquireStep, AcquireStep, AcquireStep, RetryStep, RetryStep,
+                                                     ReleaseStep, ReleaseStep, ExpireStep, ExpireStep, TimeoutStep,
+                                                     CloseStep>());
 }
 
 RC_GTEST_PROP(LockMachineVsClusterModel, SameResponsesAndTableForEveryCommandSequence, ()) {
@@ -222,6 +263,24 @@ TEST(LockMachineVsClusterModelCatchesBug, SessionReapply) {
     check_machine_against_model(cluster::ClusterBug::session_reapply);
   });
   EXPECT_FALSE(passed) << "a retry applied twice was not told apart from the model";
+}
+
+// And the request a session recorded: a table that answers a number reused
+// for another request with the first one's outcome is told apart.
+TEST(LockMachineVsClusterModelCatchesBug, SessionIgnoresRequest) {
+  const bool passed = rc::check("lock table with session-ignores-request vs model", [] {
+    check_machine_against_model(cluster::ClusterBug::session_ignores_request);
+  });
+  EXPECT_FALSE(passed) << "a reused number answered with another request's outcome was not told apart";
+}
+
+// And leader changes: a table that grants a waiter a newer leadership
+// detached is told apart.
+TEST(LockMachineVsClusterModelCatchesBug, GhostGrant) {
+  const bool passed = rc::check("lock table with ghost-grant vs model", [] {
+    check_machine_against_model(cluster::ClusterBug::ghost_grant);
+  });
+  EXPECT_FALSE(passed) << "a detached waiter granted was not told apart from the model";
 }
 
 }  // namespace

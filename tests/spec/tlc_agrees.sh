@@ -19,7 +19,7 @@ run_tlc "$spec_dir" "$config" "$work_dir"
 check_log="$work_dir/${config%.cfg}.check.log"
 
 # Timed as a whole process, as TLC is (its JVM start included): the ratio
-# of the two wall times is the figure the README states.
+# of the two wall times is the figure docs/performance.md states.
 check_started=$(date +%s.%N)
 "$lockstep" check --cfg "$spec_dir/$config" >"$check_log" 2>&1
 check_status=$?

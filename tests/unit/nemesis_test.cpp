@@ -16,9 +16,10 @@
 namespace lockstep::live {
 namespace {
 
-NemesisPlanOptions options(std::uint64_t seed, int etcd_members = 0) {
+NemesisPlanOptions options(std::uint64_t seed, int etcd_members = 0, bool links = false) {
   NemesisPlanOptions o;
   o.faults = {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart};
+  if (links) o.faults = {NemesisFault::partition_node, NemesisFault::partition_clients, NemesisFault::slow_etcd};
   o.every_s = 5;
   o.nodes = 3;
   o.etcd_members = etcd_members;
@@ -38,8 +39,8 @@ TEST(NemesisPlan, SameSeedSamePlanAnotherSeedAnother) {
 }
 
 TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
-  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
-    const auto o = options(seed, seed % 2 == 0 ? 3 : 0);
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const auto o = options(seed, seed % 2 == 0 ? 3 : 0, seed > 50);
     const auto plan = nemesis_plan(o);
     std::map<std::pair<bool, int>, NemesisStep::Kind> broken;  // process -> what was done to it
     int faults = 0;
@@ -54,20 +55,27 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
       switch (step.kind) {
         case NemesisStep::Kind::kill:
         case NemesisStep::Kind::pause:
+        case NemesisStep::Kind::cut_etcd:
+        case NemesisStep::Kind::cut_clients:
+        case NemesisStep::Kind::slow_etcd:
           EXPECT_TRUE(broken.empty()) << "seed " << seed << ": " << step.what() << " while another fault is open";
           EXPECT_EQ(step.at_us % 5'000'000, 0) << step.what();
           broken[process] = step.kind;
           ++faults;
           break;
         case NemesisStep::Kind::start:
-        case NemesisStep::Kind::resume: {
+        case NemesisStep::Kind::resume:
+        case NemesisStep::Kind::heal_etcd:
+        case NemesisStep::Kind::heal_clients:
+        case NemesisStep::Kind::heal_slow: {
           ASSERT_GE(step.heals, 0) << step.what();
           EXPECT_LT(step.heals, &step - plan.data());
           EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].index, step.index) << step.what();
           EXPECT_FALSE(step.leader);
           const auto opened = broken.find(process);
           ASSERT_NE(opened, broken.end()) << "seed " << seed << ": " << step.what() << " heals nothing";
-          EXPECT_EQ(opened->second, step.kind == NemesisStep::Kind::start ? NemesisStep::Kind::kill : NemesisStep::Kind::pause);
+          EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].kind, opened->second);
+          EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].fault(), step.fault()) << step.what();
           EXPECT_EQ(step.at_us % 5'000'000, 2'500'000) << step.what();
           broken.erase(opened);
           break;
@@ -82,6 +90,39 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
     EXPECT_TRUE(broken.empty()) << "seed " << seed << ": a fault left open at the end";
     EXPECT_EQ(faults, 11) << "seed " << seed << ": one fault at 5, 10 ... 55 s";
   }
+}
+
+// Link faults act on nodes' links only: never on an etcd member, slow-etcd
+// on every node's at once (so never aimed at the leader), the partitions at
+// the leader about half the time; a plan of process faults is the one it
+// was before link faults existed (the seed 3 plan, as it was then).
+TEST(NemesisPlan, LinkFaultsActOnNodesAndLeaveProcessPlansAlone) {
+  int at_leader = 0, partitions = 0;
+  std::map<std::string, int> kinds;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (const auto& step : nemesis_plan(options(seed, 3, true))) {
+      EXPECT_FALSE(step.etcd) << step.what();
+      EXPECT_TRUE(is_link_fault(step.fault())) << step.what();
+      if (step.heals >= 0) continue;
+      ++kinds[nemesis_fault_name(step.fault())];
+      if (step.kind == NemesisStep::Kind::slow_etcd) {
+        EXPECT_FALSE(step.leader);
+        EXPECT_EQ(step.what(), "slow etcd links");
+      } else {
+        ++partitions;
+        at_leader += step.leader ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_EQ(kinds.size(), 3u);
+  EXPECT_GT(at_leader, partitions / 4);
+  EXPECT_LT(at_leader, partitions * 3 / 4);
+  std::string plan;
+  for (const auto& step : nemesis_plan(options(3, 3))) plan += step.what() + (step.leader ? "*" : "") + ";";
+  EXPECT_EQ(plan,
+            "pause n2;resume n2;restart etcd1;pause n2;resume n2;pause etcd2;resume etcd2;kill n1;start n1;restart "
+            "n3*;pause etcd1;resume etcd1;pause etcd2;resume etcd2;kill etcd1;start etcd1;restart etcd3;pause "
+            "n3*;resume n3;");
 }
 
 TEST(NemesisPlan, SomeFaultsAimAtTheLeaderNoneAtAnEtcdLeader) {
@@ -140,7 +181,16 @@ TEST(NemesisFaults, ParsedAsGiven) {
   const auto one = parse_nemesis_faults("pause", error);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->front(), NemesisFault::pause);
-  for (const char* bad : {"", "kill,", ",kill", "kill,kill", "boom", "kill pause"}) {
+  // `all`: every fault the nemesis knows, which is what the soak runs.
+  const auto every = parse_nemesis_faults("all", error);
+  ASSERT_TRUE(every);
+  EXPECT_EQ(*every, nemesis_faults_known());
+  EXPECT_EQ(every->size(), 6u);
+  const auto links = parse_nemesis_faults("slow-etcd,partition-node,partition-clients", error);
+  ASSERT_TRUE(links);
+  EXPECT_EQ(*links, (std::vector<NemesisFault>{NemesisFault::slow_etcd, NemesisFault::partition_node,
+                                                NemesisFault::partition_clients}));
+  for (const char* bad : {"", "kill,", ",kill", "kill,kill", "boom", "kill pause", "all,kill"}) {
     error.clear();
     EXPECT_FALSE(parse_nemesis_faults(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;

@@ -68,6 +68,21 @@ TEST(VectorParser, RefusesBrokenFiles) {
   EXPECT_EQ(line_of("at 1 c1\n"), 1);
   EXPECT_EQ(line_of("end 5\nat 6 c1 A k o 1 0\n"), 2);
   EXPECT_EQ(line_of("close 1 c1 extra\n"), 1);
+  // `order`: two $names or more, each once, not after end, before any config.
+  EXPECT_EQ(line_of("at 0 c1 A k o 1 0\norder $a\n"), 2);
+  EXPECT_EQ(line_of("at 0 c1 A k o 1 0\norder a b\n"), 2);
+  EXPECT_EQ(line_of("at 0 c1 A k o 1 0\norder $a $b $a\n"), 2);
+  EXPECT_EQ(line_of("at 0 c1 A k o 1 0\nend 5\norder $a $b\n"), 3);
+  EXPECT_EQ(line_of("order $a $b\nconfig max_keys=3\n"), 2);
+}
+
+TEST(VectorParser, ReadsOrderLines) {
+  auto parsed = parse_vector("at 0 c1 A k o 1 0\norder $a $b $c  # issued in this order\n");
+  ASSERT_TRUE(std::holds_alternative<Vector>(parsed));
+  const auto& orders = std::get<Vector>(parsed).orders;
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_EQ(orders[0].line, 2);
+  EXPECT_EQ(orders[0].names, (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST(VectorRunner, PassesTheFormatExample) {
@@ -116,6 +131,28 @@ TEST(VectorRunner, FailsAMismatchedBoundName) {
 
 TEST(VectorRunner, FailsAnUnboundNameInARequest) {
   expect_fail_at("at 0 c1 R k $nope\n", 1, "not bound");
+}
+
+// Two grants at one instant: the multiset of expect lines accepts their
+// tokens in either order; an `order` line fixes it, and the judge names
+// that line when the service issued them the other way.
+TEST(VectorRunner, AnOrderLineFixesTheOrderOfTokensOfOneInstant) {
+  const std::string grants =
+      "at 0 c1 A k o 10 0\n"
+      "at 0 c2 A j o 10 0\n"
+      "expect 0 c2 A $j o j\n"
+      "expect 0 c1 A $k o k\n";
+  expect_ok(grants + "order $k $j\n");
+  expect_fail_at(grants + "order $j $k\n", 5, "not issued in the order `order $j $k` states");
+  // Across instants the order is the instants' already; a line that says
+  // otherwise fails at the instant its last name binds.
+  expect_fail_at(
+      "at 0 c1 A k o 10 0\nexpect 0 c1 A $k o k\nat 1 c2 A j o 10 0\nexpect 1 c2 A $j o j\norder $j $k\n", 5,
+      "not issued in the order");
+}
+
+TEST(VectorRunner, AnOrderLineNamesOnlyTokensExpectLinesBind) {
+  expect_fail_at("at 0 c1 A k o 10 0\nexpect 0 c1 A $k o k\norder $k $nope\n", 3, "which no expect line binds");
 }
 
 TEST(VectorRunner, BareEMatchesAnyReason) {

@@ -75,6 +75,10 @@ class Vector:
             if directive == "config":
                 self.config = rest
                 continue
+            if directive == "order":
+                # The order of one instant's tokens: the page's own parser
+                # judges it; nothing here is driven by it.
+                continue
             time_text, _, rest = rest.partition(" ")
             if directive == "end":
                 self.end = int(time_text)
@@ -99,7 +103,7 @@ def strip_comment(line):
 
 
 class Tokens:
-    """$name bindings as VECTORS.md says: bound once, one name per token,
+    """$name bindings as docs/protocol.md ("Conformance vectors") says: bound once, one name per token,
     tokens bound at later instants greater than all bound before."""
 
     def __init__(self):

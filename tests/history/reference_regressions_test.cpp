@@ -1,0 +1,253 @@
+// Histories on which the checker and the reference (model/history/reference.hpp)
+// once disagreed in simple mode, each small enough to judge by hand by the
+// numbered rules of docs/protocol.md ("How lockstep reads these rules",
+// S1..S17). Each test gives the verdict the rules give, with the reasoning,
+// and holds both readings to it; where a small change of the history turns
+// the verdict, the test checks that too, so that neither reading passes by
+// refusing everything. Times are microseconds on the tester's clock; instant
+// n is the millisecond [n, n+1).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "model/history/checker.hpp"
+#include "model/history/history.hpp"
+#include "model/history/reference.hpp"
+
+namespace lockstep::history {
+namespace {
+
+// A history from its file form: a header's limits and tolerance, then events.
+History parse(const std::string& limits_and_tolerance, const std::string& events) {
+  std::istringstream in("{\"limits\":{\"max_keys\":8,\"max_lease_ms\":50,\"max_line_bytes\":1024,\"max_wait_ms\":50,"
+                        "\"max_waiters\":64,\"max_waiters_per_key\":2," +
+                        limits_and_tolerance + ",\"schema\":\"lockstep.history/1\",\"seed\":0,\"target\":\"\"}\n" +
+                        events);
+  auto read = read_history(in);
+  if (const auto* error = std::get_if<ReadError>(&read)) {
+    ADD_FAILURE() << "line " << error->line << ": " << error->message;
+    return {};
+  }
+  return std::get<History>(read);
+}
+
+enum class Expect { conforms, violation };
+
+// Both readings give `expected`.
+void judged(const History& h, Expect expected) {
+  CheckOptions options;
+  options.shrink = false;
+  const auto checked = check_history(h, options);
+  const auto reference = check_reference(h);
+  const bool conforms = expected == Expect::conforms;
+  EXPECT_EQ(checked.verdict, conforms ? Verdict::conforms : Verdict::violation)
+      << (checked.violations.empty() ? std::string() : checked.violations.front().summary);
+  EXPECT_EQ(reference.verdict, conforms ? ReferenceResult::Verdict::conforms : ReferenceResult::Verdict::violation)
+      << reference.reason;
+}
+
+// The one answer was read 1 µs before the request it answers was sent. An
+// answer given at once is read no earlier than 1 ms before its instant (the
+// grid), but never before its request was sent (S9): a violation. Read 1 µs
+// after the send, it conforms.
+TEST(ReferenceRegressions, AnAnswerIsNeverReadBeforeItsRequestWasSent) {
+  const std::string header = "\"sweep_ms\":1000},\"tolerance_ms\":1";
+  judged(parse(header, R"({"conn":1,"ev":"recv","line":"A 1 o0 k0","t_us":1000}
+{"conn":1,"ev":"connect","t_us":1001}
+{"conn":1,"ev":"send","line":"A k0 o0 1 8","t_us":1001}
+)"),
+         Expect::violation);
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k0 o0 1 8","t_us":1000}
+{"conn":1,"ev":"recv","line":"A 1 o0 k0","t_us":1001}
+)"),
+         Expect::conforms);
+}
+
+// Connection 1 asks for the free key k1 at 2.0 ms and the tester closes it
+// at 7.0 ms with nothing heard. The close takes effect within 1 + tolerance
+// ms of 7 ms and only after the request was handled (S7); on a free key the
+// request is granted at once, and that answer was owed by (2 + 1 + 3) ms
+// (S12), before the tester stopped watching: a violation. (The checker once
+// stopped its search at the end of the history and supposed the request
+// queued.) Closed at 5.5 ms, before the answer was owed, it conforms.
+TEST(ReferenceRegressions, ARequestInFlightWhenItsConnectionClosesIsStillHandled) {
+  const std::string header = "\"sweep_ms\":1000},\"tolerance_ms\":3";
+  const auto with_close_at = [&](const std::string& close_us) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":2000}
+{"conn":1,"ev":"send","line":"A k1 o2 8 5","t_us":2000}
+{"conn":2,"ev":"connect","t_us":2000}
+{"conn":2,"ev":"send","line":"A k0 o2 10 5","t_us":2000}
+{"conn":2,"ev":"recv","line":"A 1 o2 k0","t_us":2300}
+{"conn":1,"ev":"close","t_us":)" + close_us + "}\n");
+  };
+  judged(with_close_at("7000"), Expect::violation);
+  judged(with_close_at("5500"), Expect::conforms);
+}
+
+// On connection 1, `A k1` (free key, no answer) is followed by a waiting
+// `A k0` answered `A 1` at 3.3 ms. An answer to a request comes no earlier
+// than its handling, so `A k0` was handled by instant 4, and `A k1` before
+// it (S4): granted at once, its answer was owed by (3 + 1 + 1) ms and the
+// history runs to 8.2 ms without it: a violation. (The checker bounded a
+// request by the answers of later requests on its connection only when
+// they could not wait.) Without the grant of k0 heard, `A k1` may be
+// handled at any time, and the history conforms.
+TEST(ReferenceRegressions, AWaitersOwnAnswerBoundsTheRequestsSentBeforeIt) {
+  const std::string header = "\"sweep_ms\":1000},\"tolerance_ms\":1";
+  const std::string sends = R"({"conn":1,"ev":"connect","t_us":3000}
+{"conn":1,"ev":"send","line":"A k1 o2 6 9","t_us":3000}
+{"conn":1,"ev":"send","line":"A k0 o1 9 5","t_us":3100}
+)";
+  const std::string release = R"({"conn":2,"ev":"connect","t_us":8000}
+{"conn":2,"ev":"send","line":"R k0 9","t_us":8000}
+{"conn":2,"ev":"recv","line":"N 9 k0","t_us":8200}
+)";
+  judged(parse(header, sends + R"({"conn":1,"ev":"recv","line":"A 1 o1 k0","t_us":3300}
+)" + release),
+         Expect::violation);
+  judged(parse(header, sends + release), Expect::conforms);
+}
+
+// k0 is granted token 3, read at 1.5 ms in the microsecond its request was
+// sent; k1 token 2, sent at 1.7 ms. Both may be handled at instant 1, k1's
+// first (the order within an instant is free, S4), so the tokens increase
+// in the order issued (S13): it conforms. (The checker compared the sending
+// of k1's request with the arrival of k0's token on the tester's clock,
+// not on the server's instants.) With k1's token read at 3.5 ms and sent
+// at 3.4 ms, k1 is granted at instant 3 at the earliest, after k0's grant
+// (at instant 2 at the latest), with the smaller token: a violation.
+TEST(ReferenceRegressions, TokensOfOneInstantMayBeIssuedInEitherOrder) {
+  const std::string header = "\"sweep_ms\":1000},\"tolerance_ms\":1";
+  const auto with_k1_at = [&](const std::string& sent_us, const std::string& read_us) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1500}
+{"conn":1,"ev":"send","line":"A k0 o1 5 0","t_us":1500}
+{"conn":1,"ev":"recv","line":"A 3 o1 k0","t_us":1500}
+{"conn":2,"ev":"connect","t_us":)" + sent_us + R"(}
+{"conn":2,"ev":"send","line":"A k1 o2 5 0","t_us":)" + sent_us + R"(}
+{"conn":2,"ev":"recv","line":"A 2 o2 k1","t_us":)" + read_us + "}\n");
+  };
+  judged(with_k1_at("1700", "1800"), Expect::conforms);
+  judged(with_k1_at("3400", "3500"), Expect::violation);
+}
+
+// Sweeps every 2 ms. o0 holds k0 from instant 1 (lease 1). Connection 2's
+// `A k0 o0 1 9` (sent at 2.0 ms) gets `T` read at 11.0 ms, so (S10) its
+// deadline is an instant of [8, 12], its queueing of [−1, 3], so instant
+// 2 or 3: at 2 the holder has expired (a sweep or a take-over, rule 2,
+// would grant it at once), so 3, behind `A k0 o0 7 5` granted there first
+// (its `A 4` read at 3.0 ms): that lease ends at 10. Sweeps at odd instants
+// would hand k0 to the waiter at 11, at even ones at 10, both before its
+// deadline 12: never `T`. A violation. (The checker joined two
+// configurations into a box in which the holder was granted at 4 and the
+// waiter queued at 3, a pair neither had.) With the waiter's `A` read at
+// 10.5 ms instead, that sweep explains it: it conforms.
+TEST(ReferenceRegressions, ABoxKeepsTheOrderOfAGrantAndAQueueing) {
+  const std::string header = "\"sweep_ms\":2},\"tolerance_ms\":2";
+  const std::string before = R"({"conn":1,"ev":"connect","t_us":1345}
+{"conn":1,"ev":"send","line":"A k0 o0 1 2","t_us":1345}
+{"conn":1,"ev":"recv","line":"A 3 o0 k0","t_us":1345}
+{"conn":1,"ev":"send","line":"A k0 o0 1 0","t_us":1642}
+{"conn":1,"ev":"recv","line":"T o0 k0","t_us":1642}
+{"conn":2,"ev":"connect","t_us":2000}
+{"conn":2,"ev":"send","line":"A k0 o0 1 9","t_us":2000}
+{"conn":1,"ev":"send","line":"A k0 o0 7 5","t_us":3000}
+{"conn":1,"ev":"recv","line":"A 4 o0 k0","t_us":3000}
+)";
+  judged(parse(header, before + R"({"conn":2,"ev":"recv","line":"T o0 k0","t_us":11000}
+)"),
+         Expect::violation);
+  judged(parse(header, before + R"({"conn":2,"ev":"recv","line":"A 5 o0 k0","t_us":10500}
+)"),
+         Expect::conforms);
+}
+
+// Sweeps every 8 ms. o0 is granted k1 (token 2, lease 8) at instant 2 or 3;
+// on connection 1, `A k1 o2 9 5` (sent 3.2 ms) then `A k1 o1 1 2` (sent
+// 4.4 ms), whose `T` read at 6.0 ms puts its deadline at instant 7 at the
+// latest (S10), its queueing at 5 at the latest, and so o2's too (S4): o2's
+// deadline is at 10 at the latest. Its `A 5` read at 9.0 ms was caused at
+// 10 at the latest, by the sweep that takes k1 from o0 (o0's lease ends at
+// 10 at the earliest): only at 10, where o2's wait has ended and its `T`
+// comes first. A violation. (The checker's box put o2's queueing after
+// o1's.) With o2's `A` read at 9.0 ms and a lease of 7 for o0 (ending at 9
+// or 10, a sweep at 10), o2 gets the key before its deadline: it conforms.
+TEST(ReferenceRegressions, ABoxKeepsTheOrderOfTwoQueueings) {
+  const std::string header = "\"sweep_ms\":8},\"tolerance_ms\":3";
+  const auto with_lease = [&](const std::string& lease) {
+    return parse(header, R"({"conn":3,"ev":"connect","t_us":2681}
+{"conn":3,"ev":"send","line":"R k1 9","t_us":2681}
+{"conn":3,"ev":"send","line":"A k1 o0 )" + lease + R"( 9","t_us":2793}
+{"conn":1,"ev":"connect","t_us":3182}
+{"conn":1,"ev":"send","line":"A k1 o2 9 5","t_us":3182}
+{"conn":3,"ev":"recv","line":"N 9 k1","t_us":3360}
+{"conn":3,"ev":"recv","line":"A 2 o0 k1","t_us":3971}
+{"conn":1,"ev":"send","line":"A k1 o1 1 2","t_us":4350}
+{"conn":1,"ev":"recv","line":"T o1 k1","t_us":6000}
+{"conn":1,"ev":"recv","line":"A 5 o2 k1","t_us":9000}
+)");
+  };
+  judged(with_lease("8"), Expect::violation);
+  judged(with_lease("7"), Expect::conforms);
+}
+
+// o1 is granted k1 unseen (its connection closed before the answer was
+// owed); `R k1 9` is answered `R`, so that grant carried token 9 (S13: a
+// release names the grant bound to its token, or a grant nobody saw); a
+// later grant of k1 carries token 5, smaller than one issued before it: a
+// violation. (The checker let a release bind an unseen grant's token
+// without making it the key's last.) With token 10 on the later grant, it
+// conforms.
+TEST(ReferenceRegressions, AnUnseenTokenAReleaseNamesIsIssuedBeforeLaterGrants) {
+  const std::string header = "\"sweep_ms\":1000},\"tolerance_ms\":1";
+  const auto with_token = [&](const std::string& token) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 o1 20 5","t_us":1000}
+{"conn":1,"ev":"close","t_us":1500}
+{"conn":2,"ev":"connect","t_us":4000}
+{"conn":2,"ev":"send","line":"R k1 9","t_us":4000}
+{"conn":2,"ev":"recv","line":"R 9 k1","t_us":4200}
+{"conn":2,"ev":"send","line":"A k1 o2 5 0","t_us":5000}
+{"conn":2,"ev":"recv","line":"A )" + token + R"( o2 k1","t_us":5200}
+)");
+  };
+  judged(with_token("5"), Expect::violation);
+  judged(with_token("10"), Expect::conforms);
+}
+
+// A run of the model with one answer dropped: `A k1 o0 3 8` on connection 2
+// finds k1 free (nothing else asks for k1 before it), so it is granted at
+// once (handled at instant 3) and its answer is owed by (3 + 1 + 1) ms
+// (S12); connection 2 is watched to the end and never hears it: a
+// violation. (The reference once read a waiter's queue from a model it had
+// already let go of while firing what was due, and found explanations
+// where there were none.) With the grant heard at 3.9 ms, as in the run the
+// history was cut from, it conforms: o0's lease ends at instant 6, and a
+// sweep then (S6) hands k1 to the waiter o1 (token 3; tokens need only
+// increase, S13).
+TEST(ReferenceRegressions, AGrantOwedAtOnceAndNeverHeardIsAViolation) {
+  const std::string header = "\"sweep_ms\":5},\"tolerance_ms\":1";
+  const auto with_grant = [&](const std::string& grant) {
+    return parse(header, R"({"conn":2,"ev":"connect","t_us":3572}
+{"conn":2,"ev":"send","line":"A k1 o0 3 8","t_us":3572}
+)" + grant + R"({"conn":1,"ev":"connect","t_us":4176}
+{"conn":1,"ev":"send","line":"A k0 o0","t_us":4176}
+{"conn":3,"ev":"connect","t_us":5416}
+{"conn":3,"ev":"send","line":"A k1 o1 10 6","t_us":5416}
+{"conn":1,"ev":"recv","line":"E unknown request","t_us":6268}
+{"conn":3,"ev":"recv","line":"A 3 o1 k1","t_us":6335}
+{"conn":4,"ev":"connect","t_us":7603}
+{"conn":4,"ev":"send","line":"A k1 o0 3 5","t_us":7603}
+{"conn":4,"ev":"send","line":"A k1 o0 5 3","t_us":8951}
+{"conn":4,"ev":"close","t_us":10866}
+{"conn":3,"ev":"close","t_us":13191}
+)");
+  };
+  judged(with_grant(""), Expect::violation);
+  judged(with_grant(R"({"conn":2,"ev":"recv","line":"A 1 o0 k1","t_us":3900}
+)"), Expect::conforms);
+}
+
+}  // namespace
+}  // namespace lockstep::history
