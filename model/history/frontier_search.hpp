@@ -241,7 +241,21 @@ class FrontierSearch {
                         (progress == failure_progress_ && (failure_.kind == KeyFailure::Kind::none ||
                                                            (failure.kind == KeyFailure::Kind::missing &&
                                                             failure_.kind != KeyFailure::Kind::missing)));
-    if (!better) return;
+    if (!better) {
+      // Among equals, one whose unexplained answer has a reason (a `T` too
+      // early, ClusterFrontier::early_timeout) says more: a reading where
+      // the waiter left unheard (its connection ended) explains as much,
+      // and would hide why.
+      if (progress != failure_progress_ || failure.kind != KeyFailure::Kind::unexplained ||
+          failure_.kind != KeyFailure::Kind::unexplained || !failure_.instead.empty()) {
+        return;
+      }
+      auto kept = std::move(failure_);
+      failure_ = failure;
+      self().explain_failure(c);
+      if (failure_.instead.empty()) failure_ = std::move(kept);
+      return;
+    }
     failure_progress_ = progress;
     failure_ = failure;
     if (failure.kind == KeyFailure::Kind::missing && failure.response == ResponseKind::granted) {

@@ -754,7 +754,9 @@ TEST(ClusterReading, AKeysCheckStopsAtItsFirstViolationAndSaysSo) {
   r.recv(3, 51'000, "A 8 carol k");
   r.send(4, 60'000, "A k dave 5000 0").recv(4, 60'500, "A 9 dave k");
   r.send(5, 70'000, "R j 5").recv(5, 70'500, "R 5 j");
-  r.close(1, 600'000).close(2, 600'000).close(3, 600'000).close(4, 600'000).close(5, 600'000);
+  // bob's connection stays open: one that ended would let a leader change
+  // have dropped bob unheard, and carol's grant would be no violation.
+  r.close(1, 600'000).close(3, 600'000).close(4, 600'000).close(5, 600'000);
   const auto result = r.check();
   ASSERT_EQ(result.verdict, Verdict::violation) << verdict_text(result);
   ASSERT_EQ(result.violations.size(), 2u) << verdict_text(result);
