@@ -1713,6 +1713,14 @@ void ClusterFrontier::explained(const Configs& finals, KeyVerdict& verdict) cons
   verdict.late_due_ms = least->late_due;
 }
 
+// merge_boxes: every pair is tried in a group of at most this many, its
+// unions up to pairs_hull_vars_max variables; neighbours in any group, up
+// to chain_hull_vars_max. The exact test of a union (union_is_hull) costs
+// the square of the variables for each bound where the two zones differ.
+constexpr std::size_t pairs_group_max = 64;
+constexpr std::uint32_t pairs_hull_vars_max = 6;
+constexpr std::uint32_t chain_hull_vars_max = 24;
+
 void ClusterFrontier::merge_boxes(Configs& configs) const {
   // Groups are joined each on its own, in index order, so the order in
   // which the groups are visited reaches no output.
@@ -1720,30 +1728,56 @@ void ClusterFrontier::merge_boxes(Configs& configs) const {
   for (std::size_t k = 0; k < configs.size(); ++k) groups[box_key(configs[k])].push_back(k);
   std::vector<bool> gone(configs.size(), false);
   bool any = false;
-  constexpr std::size_t group_max = 64;  // pairs tried in one group, at most its square
-  // The exact test of a union costs the fourth power of the variables.
-  constexpr std::uint32_t hull_vars_max = 6;
+  // Joins `other` into `kept` when one zone holds both exactly: `other`'s
+  // inside `kept`'s, or their union a zone (then the hull).
+  const auto join = [&](std::size_t into, std::size_t from, std::uint32_t hull_vars_max) {
+    auto& kept = configs[into];
+    const auto& other = configs[from];
+    if (other.zone.inside(kept.zone)) {
+      keep_least_lateness(kept, other);
+    } else if (kept.zone.size() <= hull_vars_max && union_is_hull(kept.zone, other.zone)) {
+      kept.zone.hull(other.zone);
+      keep_least_lateness(kept, other);
+    } else {
+      return false;
+    }
+    gone[from] = true;
+    any = true;
+    return true;
+  };
   for (auto& [print, members] : groups) {
-    if (members.size() < 2 || members.size() > group_max) continue;
-    for (bool again = true; again;) {
+    if (members.size() < 2) continue;
+    // Every pair, in a small group.
+    for (bool again = members.size() <= pairs_group_max; again;) {
       again = false;
       for (std::size_t x = 0; x < members.size(); ++x) {
-        if (gone[members[x]]) continue;
         for (std::size_t y = 0; y < members.size(); ++y) {
           if (x == y || gone[members[y]] || gone[members[x]]) continue;
-          auto& kept = configs[members[x]];
-          const auto& other = configs[members[y]];
-          if (other.zone.inside(kept.zone)) {
-            keep_least_lateness(kept, other);
-          } else if (kept.zone.size() <= hull_vars_max && union_is_hull(kept.zone, other.zone)) {
-            kept.zone.hull(other.zone);
-            keep_least_lateness(kept, other);
-          } else {
-            continue;
-          }
-          gone[members[y]] = true;
-          any = again = true;
+          if (join(members[x], members[y], pairs_hull_vars_max)) again = true;
         }
+      }
+    }
+    // Neighbours along each instant, in any group: a key held across many
+    // visits gives one configuration per visit its grant may have come in,
+    // their zones alike but for that instant's span, each touching the
+    // next (a chain that pairs of a bounded group missed, thousands of
+    // configurations long). Sorted by the variable's span, each joins the
+    // one before it if it can.
+    const auto vars = configs[members.front()].zone.size();
+    for (std::uint32_t v = 1; v < vars; ++v) {
+      std::vector<std::size_t> order;
+      for (const auto k : members) {
+        if (!gone[k]) order.push_back(k);
+      }
+      if (order.size() < 2) break;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const auto& za = configs[a].zone;
+        const auto& zb = configs[b].zone;
+        return std::pair{za.earliest(v), za.latest(v)} < std::pair{zb.earliest(v), zb.latest(v)};
+      });
+      std::size_t kept = order.front();
+      for (std::size_t x = 1; x < order.size(); ++x) {
+        if (!join(kept, order[x], chain_hull_vars_max)) kept = order[x];
       }
     }
   }
