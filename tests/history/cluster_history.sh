@@ -5,8 +5,9 @@
 # header says so, and states the lateness its run really had as the
 # maximum) and it conforms, with its worst lateness printed; read by
 # simple mode's rules instead (`--mode simple`) the session fields are
-# malformed lines and it does not; a maximum lateness below what the run
-# needs fails it by lateness; and a run with a cluster bug the clients can
+# malformed lines and it does not; it needs no lateness, and a maximum of
+# 0 ms passes it, while a bug run's maximum below what its run needs fails
+# it by lateness; and a run with a cluster bug the clients can
 # see (token-per-key: two keys grant one token) is a violation.
 #
 # usage: cluster_history.sh LOCKSTEP WORK_DIR
@@ -38,9 +39,14 @@ grep -q '"max_lateness_ms":' "$work/a.ndjson" || fail "the header states no maxi
 check 0 "worst lateness: " "$work/a.ndjson"
 check 0 "verdict: conforms" "$work/a.ndjson" --mode cluster
 check 1 "verdict: violation" "$work/a.ndjson" --mode simple
-# Seed 1's explanations need an Expire more than 10 ms late (a partition):
-# a maximum of 10 ms fails it, by lateness.
-check 1 "later than the maximum lateness allows" "$work/a.ndjson" --max-lateness-ms 10
+# Seed 1's run really was 37 ms late somewhere (its header's maximum), but
+# its clients cannot tell: every answer has an explanation on time. Read
+# with each operation at one instant, key k35's grant to c36s10 (heard at
+# +7800 ms) is caused by the release heard at +7800 ms, applied at its
+# last instant; an earlier reading, which took that release at its first
+# instant (+7766 ms), reported 30 ms of lateness there, and a maximum of
+# 10 ms failed it: a false alarm.
+check 0 "worst lateness: 0 ms" "$work/a.ndjson" --max-lateness-ms 0
 
 "$lockstep" sim --mode cluster --seed 1 --swarm --inject-bug token-per-key --history "$work/bug.ndjson" >/dev/null
 [ $? -eq 1 ] || fail "sim --inject-bug token-per-key: the simulator saw nothing"
