@@ -758,7 +758,15 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
 // earlier than a millisecond before the cause.
 void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
                               std::vector<std::uint32_t>& hearing) const {
+  // `seen` answers one send on its own connection: the line heard again
+  // there answers another send of the operation there (a retry on the same
+  // connection), never the same one twice.
+  bool own_answered = false;
   for (const auto& copy : copies_[request]) {
+    if (!own_answered && copy.conn == seen.conn && copy.sent_us <= seen.received_us) {
+      own_answered = true;
+      continue;
+    }
     for (const auto index : unexplained_on(c, copy.conn)) {
       if (c.observed.contains(index)) continue;
       const auto& again = in_.observations[index];

@@ -1,7 +1,7 @@
 // Histories on which the checker and the reference (model/history/reference.hpp)
-// once disagreed in simple mode, each small enough to judge by hand by the
+// once disagreed, each small enough to judge by hand by the
 // numbered rules of docs/protocol.md ("How lockstep reads these rules",
-// S1..S17). Each test gives the verdict the rules give, with the reasoning,
+// S1..S17 and C1..C17). Each test gives the verdict the rules give, with the reasoning,
 // and holds both readings to it; where a small change of the history turns
 // the verdict, the test checks that too, so that neither reading passes by
 // refusing everything. Times are microseconds on the tester's clock; instant
@@ -247,6 +247,32 @@ TEST(ReferenceRegressions, AGrantOwedAtOnceAndNeverHeardIsAViolation) {
   judged(with_grant(""), Expect::violation);
   judged(with_grant(R"({"conn":2,"ev":"recv","line":"A 1 o0 k1","t_us":3900}
 )"), Expect::conforms);
+}
+
+// Cluster mode (C1..C17). One acquire, sent once, granted, and its `A`
+// read twice on its connection. An operation's answer is produced once
+// (C1: one response per command applied), and a session replays it only to
+// another send of the same line (C4): the second `A` answers nothing (C9),
+// a violation (a server that writes a response twice). Sent twice on that
+// connection (a retry there), each send hears it once: it conforms.
+TEST(ReferenceRegressions, AClusterAnswerIsHeardOncePerSendOnItsConnection) {
+  const std::string header =
+      "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":2";
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 1 1 c0 1","t_us":1000}
+{"conn":1,"ev":"recv","line":"A 1 c0s1 k0","t_us":1000}
+{"conn":1,"ev":"recv","line":"A 1 c0s1 k0","t_us":2000}
+{"conn":1,"ev":"close","t_us":9000}
+)"),
+         Expect::violation);
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 1 1 c0 1","t_us":1000}
+{"conn":1,"ev":"recv","line":"A 1 c0s1 k0","t_us":1000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 1 1 c0 1","t_us":1500}
+{"conn":1,"ev":"recv","line":"A 1 c0s1 k0","t_us":2000}
+{"conn":1,"ev":"close","t_us":9000}
+)"),
+         Expect::conforms);
 }
 
 }  // namespace
