@@ -1789,13 +1789,7 @@ void ClusterFrontier::merge_boxes(Configs& configs) const {
       }
     }
   }
-  if (!any) return;
-  Configs kept;
-  kept.reserve(configs.size());
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    if (!gone[k]) kept.push_back(std::move(configs[k]));
-  }
-  configs = std::move(kept);
+  if (any) drop_marked(configs, gone);
 }
 
 }  // namespace

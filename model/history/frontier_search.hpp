@@ -142,6 +142,18 @@ struct ConfigCore {
   bool held() const { return holder.request >= 0; }
 };
 
+// Drops the configurations marked in `gone` (a merge joined them into
+// others), keeping the order of the rest.
+template <class Config>
+void drop_marked(std::vector<Config>& configs, const std::vector<bool>& gone) {
+  std::vector<Config> kept;
+  kept.reserve(configs.size());
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    if (!gone[k]) kept.push_back(std::move(configs[k]));
+  }
+  configs = std::move(kept);
+}
+
 template <class Rules, class Config>
 class FrontierSearch {
  public:
@@ -435,13 +447,7 @@ class FrontierSearch {
         }
       }
     }
-    if (!any) return;
-    Configs kept;
-    kept.reserve(configs.size());
-    for (std::size_t k = 0; k < configs.size(); ++k) {
-      if (!gone[k]) kept.push_back(std::move(configs[k]));
-    }
-    configs = std::move(kept);
+    if (any) drop_marked(configs, gone);
   }
 
   // An instant of the history, as descriptions print it: ms from its origin.
