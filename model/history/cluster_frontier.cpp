@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -207,8 +208,24 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
       }
     }
     std::sort(last_chances_.begin(), last_chances_.end());
+    // No answer bounds its instant, and none may be its own: read on one of
+    // its connections after the send there, of its class. (Two waiting
+    // acquires of one owner outstanding on a connection are both unbounded,
+    // since neither answer can be told to be whose, but each may have been
+    // heard: they are read like any request, in every order.)
+    no_answer_.assign(n, false);
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (latest_[i] >= unbounded_ms) unanswered_.push_back(i);
+      if (latest_[i] < unbounded_ms) continue;
+      const bool may_be_heard = std::any_of(copies_[i].begin(), copies_[i].end(), [&](const KeyCopy& copy) {
+        const auto& seen_there = in_.conns[copy.conn].observations;
+        return std::any_of(seen_there.begin(), seen_there.end(), [&](std::uint32_t index) {
+          const auto& seen = in_.observations[index];
+          return seen.received_us >= copy.sent_us && same_class(seen, i);
+        });
+      });
+      if (may_be_heard) continue;
+      no_answer_[i] = true;
+      unanswered_.push_back(i);
     }
     find_later_latest();
   }
@@ -219,7 +236,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   std::int64_t lease_of(std::int32_t request) const { return in_.requests[static_cast<std::uint32_t>(request)].lease_ms; }
   std::int64_t wait_of(std::uint32_t request) const { return in_.requests[request].wait_ms; }
   std::uint32_t owner_of(std::uint32_t request) const { return in_.requests[request].owner; }
-  bool indeterminate(std::uint32_t request) const { return latest_[request] >= unbounded_ms; }
+  bool indeterminate(std::uint32_t request) const { return no_answer_[request]; }
   // From when the operation's waiter may have left with the copy's
   // connection, unanswered: at any time once it was sent, whoever ended the
   // connection (docs/protocol.md, "Waiters and leader changes": a leader
@@ -563,7 +580,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   };
   std::unordered_map<Fingerprint, std::vector<const Expanded*>, FingerprintHash> expanded_zones_;
   std::deque<Expanded> expanded_store_;
-  std::vector<std::uint32_t> unanswered_;        // the requests no answer bounds (indeterminate)
+  std::vector<std::uint32_t> unanswered_;        // the requests no answer arrived for (indeterminate)
+  std::vector<bool> no_answer_;                  // per request: in unanswered_
   std::vector<std::vector<KeyCopy>> copies_;     // every send of each operation, the first first
   std::vector<std::int64_t> leave_by_close_;     // per operation: a Close may drop its waiter from then
   std::vector<std::int32_t> next_on_conn_;       // per operation: the one after it on its connection (previous_'s inverse)
@@ -640,31 +658,63 @@ bool ClusterFrontier::same_class(const KeyObservation& seen, std::uint32_t reque
 // Whether the outcome of `request` may go unheard. Without a stated
 // maximum lateness nothing is owed by any instant (a node answers what it
 // applied, when it applies it), so an outcome may go unheard unless an
-// observation waits for it: there are more unexplained answers of its
-// class on its connections than other operations of that class there,
-// not yet applied or still waiting, could give. With the maximum, a
-// deferred answer to an operation sent once is owed on its connection
-// (emit adds when).
+// observation waits for it: the unexplained answers of its class on its
+// connections cannot all be the answers of other operations of that class
+// not yet applied or still waiting, each answer heard on a connection that
+// carried one of their sends before it was read, each send answered there
+// once (a matching, below). With the maximum, a deferred answer to an
+// operation sent once is owed on its connection (emit adds when).
 bool ClusterFrontier::may_be_unseen(const Config& c, std::uint32_t request, bool dropped) const {
-  std::size_t waiting = 0;
-  std::vector<std::uint32_t> others;
+  std::vector<std::uint32_t> waiting;  // observations
+  std::vector<KeyCopy> sends;          // of the other operations
+  const auto& mine = in_.requests[request];
   for (const auto& copy : copies_[request]) {
     if (dropped && closed_elsewhere(request, {copy.conn}) >= unbounded_ms) continue;
-    const auto& conn = in_.conns[copy.conn];
     for (const auto index : unexplained_on(c, copy.conn)) {
-      if (c.observed.contains(index)) continue;
-      if (same_class(in_.observations[index], request)) ++waiting;
+      if (c.observed.contains(index) || !same_class(in_.observations[index], request)) continue;
+      if (std::find(waiting.begin(), waiting.end(), index) == waiting.end()) waiting.push_back(index);
     }
-    for (const auto other : conn.requests) {
+  }
+  if (waiting.empty()) return true;
+  std::vector<std::uint32_t> seen_others;
+  for (const auto& copy : copies_[request]) {
+    for (const auto other : in_.conns[copy.conn].requests) {
       // Not applied yet, or waiting: its answer is still to come.
       if (other == request || (c.handled.contains(other) && waiter_index(c, other) < 0)) continue;
       const auto& asked = in_.requests[other];
-      const auto& mine = in_.requests[request];
       if (asked.acquire != mine.acquire || (mine.acquire ? asked.owner != mine.owner : asked.token != mine.token)) continue;
-      if (std::find(others.begin(), others.end(), other) == others.end()) others.push_back(other);
+      if (std::find(seen_others.begin(), seen_others.end(), other) != seen_others.end()) continue;
+      seen_others.push_back(other);
+      for (const auto& send : copies_[other]) sends.push_back(send);
     }
   }
-  return waiting <= others.size();
+  if (waiting.size() > sends.size()) return false;
+  // Kuhn's augmenting paths: every waiting answer gets a send of its own,
+  // on its connection, sent no later than the answer was read (an answer
+  // read before a request was sent is not that request's). A few answers
+  // and sends: the square cost is small.
+  const auto fits = [&](std::uint32_t index, const KeyCopy& send) {
+    const auto& seen = in_.observations[index];
+    return send.conn == seen.conn && send.sent_us <= seen.received_us;
+  };
+  std::vector<std::int32_t> taken_by(sends.size(), -1);
+  std::vector<char> tried;
+  const std::function<bool(std::size_t)> place = [&](std::size_t w) {
+    for (std::size_t s = 0; s < sends.size(); ++s) {
+      if (tried[s] || !fits(waiting[w], sends[s])) continue;
+      tried[s] = 1;
+      if (taken_by[s] < 0 || place(static_cast<std::size_t>(taken_by[s]))) {
+        taken_by[s] = static_cast<std::int32_t>(w);
+        return true;
+      }
+    }
+    return false;
+  };
+  for (std::size_t w = 0; w < waiting.size(); ++w) {
+    tried.assign(sends.size(), 0);
+    if (!place(w)) return false;
+  }
+  return true;
 }
 
 void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause,
