@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -92,19 +93,6 @@ void take_request(Send& s, const Request& request) {
       request);
 }
 
-// Whether `response` is of the class that answers `s` (C3): an `A`, `T` or
-// `B` of its owner and key, an `R` or `N` of its token and key.
-bool answers(const Send& s, const Response& response) {
-  if (response.key != s.key) return false;
-  if (s.acquire) {
-    return (response.kind == ResponseKind::granted || response.kind == ResponseKind::timed_out ||
-            response.kind == ResponseKind::busy) &&
-           response.owner == s.owner;
-  }
-  return (response.kind == ResponseKind::released || response.kind == ResponseKind::not_held) &&
-         response.token.value == s.token;
-}
-
 Reading read(const History& history) {
   Reading r;
   r.header = history.header;
@@ -171,28 +159,6 @@ Reading read(const History& history) {
     if (c.end == Conn::End::open) c.end_us = r.end_us;  // watched until the history's end (S12, C13)
   }
   if (!r.cluster) return r;
-  // C3: a connection's `E`s answer its well-formed sends in order, each one
-  // that has no other answer of its class on the connection, while `E`s are
-  // left; such a send was never applied. An `E` left over answers nothing.
-  for (const auto& c : r.conns) {
-    std::vector<std::uint32_t> error_list;
-    for (const auto o : c.seen) {
-      if (r.seen[o].response && r.seen[o].response->kind == ResponseKind::error) error_list.push_back(o);
-    }
-    std::size_t errors = error_list.size();
-    for (const auto i : c.sends) {
-      if (errors == 0) break;
-      auto& s = r.sends[i];
-      const bool answered = std::any_of(c.seen.begin(), c.seen.end(), [&](std::uint32_t o) {
-        return r.seen[o].response && answers(s, *r.seen[o].response);
-      });
-      if (answered) continue;
-      s.errored = true;
-      r.errors_taken.push_back(error_list[error_list.size() - errors]);
-      --errors;
-    }
-    if (errors > 0) r.violation = fmt::format("an E on connection {} answers no request (rule C3)", c.id);
-  }
   // C4: the sends of one line with session fields (client, seq) are one
   // operation; a send without them is an operation of its own.
   std::map<std::string, std::int32_t> by_line;
@@ -413,7 +379,7 @@ class Search {
         furthest_.clear();
         pruned_late_ = false;
         explore(initial(), r_.first_ms);
-        if (states_ > options_.states_max || bound_ < 0 || bound_ == stated) break;
+        if (states_ > options_.states_max || held_over_ || bound_ < 0 || bound_ == stated) break;
         if (best_lateness_ <= bound_) break;
         if (!pruned_late_) break;  // this search pruned nothing for lateness: it was the whole search
       }
@@ -443,14 +409,15 @@ class Search {
         phase_ = p;
         expired_at_.clear();
         explore(initial(), r_.first_ms);
-        if (best_lateness_ < none_ms || states_ > options_.states_max) break;
+        if (best_lateness_ < none_ms || states_ > options_.states_max || held_over_) break;
         searched.emplace_back(expired_at_, sweeps_among(p, expired_at_));
       }
     }
     result.states = states_;
-    if (states_ > options_.states_max) {
+    if (states_ > options_.states_max || held_over_) {
       result.verdict = ReferenceResult::Verdict::unknown;
-      result.reason = "the reference's budget of states ran out";
+      result.reason = held_over_ ? fmt::format("the reference held more than {} states at once", options_.held_max)
+                                 : std::string("the reference's budget of states ran out");
       return result;
     }
     const auto max = r_.header.max_lateness_ms;
@@ -528,7 +495,11 @@ class Search {
         }
       }
       while (!work.empty()) {
-        if (++states_ > options_.states_max) return;
+        if (++states_ > options_.states_max || held_over_) return;
+        if (next.states.size() > options_.held_max) {
+          held_over_ = true;
+          return;
+        }
         const auto i = work.back();
         work.pop_back();
         if (!any_step(next.states[i], t)) continue;
@@ -742,7 +713,13 @@ class Search {
   void match_all(std::vector<State> states, const std::vector<Produced>& produced, std::vector<State>& out) const {
     for (const auto& p : produced) {
       std::vector<State> next;
-      for (const auto& s : states) match(s, p, next);
+      for (const auto& s : states) {
+        match(s, p, next);
+        if (next.size() > options_.held_max) {
+          held_over_ = true;
+          return;
+        }
+      }
       states = std::move(next);
       if (states.empty()) return;
     }
@@ -1275,6 +1252,7 @@ class Search {
   mutable bool pruned_late_ = false;  // this search pruned a state past bound_
   std::vector<std::int64_t> expired_at_;  // simple: the instants at which a state held an expired key (run)
   std::uint64_t states_ = 0;
+  mutable bool held_over_ = false;  // a layer or a step's readings passed held_max
   std::int64_t best_lateness_ = none_ms;
   std::string furthest_;
 };
@@ -1361,11 +1339,86 @@ std::optional<std::string> reference_refusal(const History& history) {
   return std::nullopt;
 }
 
+// C3: every way the `E`s of the connections may answer their sends. On a
+// connection, the `E`s answer sends in order, each `E` a send made before
+// it was read, one send each; a send an `E` answers was never applied. The
+// readings are every such choice on every connection (their product); a
+// connection whose `E`s no choice places gives one violation. Past
+// `readings_max` readings: nullopt (the reference's verdict is unknown).
+constexpr std::size_t readings_max = 256;
+
+std::optional<std::vector<Reading>> error_readings(const Reading& base) {
+  std::vector<Reading> readings{base};
+  if (!base.cluster) return readings;
+  for (const auto& c : base.conns) {
+    std::vector<std::uint32_t> errors;
+    for (const auto o : c.seen) {
+      if (base.seen[o].response && base.seen[o].response->kind == ResponseKind::error) errors.push_back(o);
+    }
+    if (errors.empty()) continue;
+    // Every increasing choice of sends for the `E`s, in order.
+    std::vector<std::vector<std::uint32_t>> choices;
+    std::vector<std::uint32_t> chosen;
+    const std::function<void(std::size_t, std::size_t)> place = [&](std::size_t e, std::size_t from) {
+      if (e == errors.size()) {
+        choices.push_back(chosen);
+        return;
+      }
+      for (std::size_t k = from; k < c.sends.size(); ++k) {
+        if (base.sends[c.sends[k]].us > base.seen[errors[e]].read_us) break;
+        chosen.push_back(c.sends[k]);
+        place(e + 1, k + 1);
+        chosen.pop_back();
+      }
+    };
+    place(0, 0);
+    if (choices.empty()) {
+      Reading r = base;
+      r.violation = fmt::format("an E on connection {} answers no request (rule C3)", c.id);
+      return std::vector<Reading>{r};
+    }
+    if (readings.size() * choices.size() > readings_max) return std::nullopt;
+    std::vector<Reading> next;
+    for (const auto& r : readings) {
+      for (const auto& choice : choices) {
+        Reading made = r;
+        for (const auto send : choice) made.sends[send].errored = true;
+        for (const auto o : errors) made.errors_taken.push_back(o);
+        next.push_back(std::move(made));
+      }
+    }
+    readings = std::move(next);
+  }
+  return readings;
+}
+
 ReferenceResult check_reference(const History& history, const ReferenceOptions& options) {
   if (!options.per_key) {
-    const Reading reading = read(history);
-    Search search(reading, options);
-    return search.run();
+    // C3: an explanation may read the `E`s any way they may answer; the
+    // verdict is the best of the readings (one conforms, or the least
+    // lateness any has).
+    const auto readings = error_readings(read(history));
+    if (!readings) {
+      ReferenceResult unknown;
+      unknown.reason = fmt::format("more than {} ways to read the `E`s (rule C3)", readings_max);
+      return unknown;
+    }
+    ReferenceResult best;
+    for (const auto& reading : *readings) {
+      Search search(reading, options);
+      auto one = search.run();
+      const auto states = best.states + one.states;
+      const bool first = &reading == &readings->front();
+      using V = ReferenceResult::Verdict;
+      const auto rank = [](V v) { return v == V::conforms ? 2 : v == V::unknown ? 1 : 0; };
+      const auto least = best.least_lateness_ms < 0 ? one.least_lateness_ms
+                         : one.least_lateness_ms < 0 ? best.least_lateness_ms
+                                                     : std::min(best.least_lateness_ms, one.least_lateness_ms);
+      if (first || rank(one.verdict) > rank(best.verdict)) best = std::move(one);
+      best.states = states;
+      best.least_lateness_ms = least;
+    }
+    return best;
   }
   std::vector<std::string> keys;
   for (const auto& e : history.events) {

@@ -37,6 +37,11 @@ inline constexpr std::int64_t reference_span_ms_max = 2'000;  // from the first 
 
 struct ReferenceOptions {
   std::uint64_t states_max = 20'000'000;  // states stepped before the verdict is unknown
+  // States held at once (one instant's layer, or the readings of one step's
+  // answers) before the verdict is unknown: a step whose answers may each be
+  // heard on several connections or go unheard multiplies its readings, and
+  // without this bound one history of a dozen requests once held 24 GB (250,000 of them: about 750 MB).
+  std::uint64_t held_max = 250'000;
   // Each key read alone (the history's part about it: its requests that
   // parse, the responses that name it, every connection's life), so that
   // no rule couples keys: a looser reading than the rules, and than the

@@ -14,8 +14,10 @@
 // closes by the tester and answers read late; a cluster run has sessions,
 // retries on new connections, closes by the tester and by a node, `E`
 // answers, and Expires and Timeouts applied late or early within the clock
-// allowance. A verdict of `unknown` (a budget ran out) is counted and must
-// stay rare. The count of cases comes from RC_PARAMS (tests/CMakeLists.txt).
+// allowance; its clients acquire under an owner per request, or one owner
+// each (as the fuzzer's do), and a test of its own asks try-locks only. A
+// verdict of `unknown` (a budget ran out) is counted and must stay rare.
+// The count of cases comes from RC_PARAMS (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -49,7 +51,7 @@ std::string text_of(const history::History& h) {
 struct Tally {
   std::uint64_t cases = 0, unknown = 0, violations = 0, checker_unknown = 0, disagreements = 0, coupled = 0;
 };
-Tally simple_tally, cluster_tally;
+Tally simple_tally, cluster_tally, trylock_tally;
 
 // LOCKSTEP_REFERENCE_SURVEY=1: count the disagreements and print each one
 // (unshrunk) instead of failing at the first; for triage.
@@ -175,6 +177,23 @@ TEST(ReferenceDifferential, ClusterMode) {
   });
   EXPECT_TRUE(ok);
   report(cluster_tally);
+}
+
+// Try-locks only, the workload of most lock clients (pollers, "try then
+// back off"): no queue, so what the checker must get right is which of an
+// owner's try-locks each `A` and `T` answers, around Expires that may come
+// late or early within the allowance.
+TEST(ReferenceDifferential, ClusterTryLocks) {
+  const bool ok = rc::check("cluster mode, try-locks only: the checker agrees with the reference", [] {
+    const auto steps = *gen_steps(StepRanges{20, 4, 3, 1000});
+    const auto setting = *gen_cluster_setting(true);
+    const auto mutation = *gen_mutation();
+    auto h = cluster_run(steps, setting);
+    mutate(h, mutation);
+    compare(h, mutation.kind != 0, trylock_tally);
+  });
+  EXPECT_TRUE(ok);
+  report(trylock_tally);
 }
 
 }  // namespace

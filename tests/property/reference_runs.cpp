@@ -64,13 +64,13 @@ rc::Gen<SimpleSetting> gen_simple_setting() {
       rc::gen::element<std::uint64_t>(1, 2, 3), rc::gen::element(false, false, true));
 }
 
-rc::Gen<ClusterSetting> gen_cluster_setting() {
+rc::Gen<ClusterSetting> gen_cluster_setting(bool trylocks_only) {
   return rc::gen::apply(
-      [](std::int64_t tolerance, std::int64_t allowance, bool bounded, std::int64_t max) {
-        return ClusterSetting{tolerance, allowance, bounded ? max : -1};
+      [trylocks_only](std::int64_t tolerance, std::int64_t allowance, bool bounded, std::int64_t max, bool per_client) {
+        return ClusterSetting{tolerance, allowance, bounded ? max : -1, per_client, trylocks_only};
       },
       rc::gen::element<std::int64_t>(1, 2, 3), rc::gen::element<std::int64_t>(0, 0, 2, 4),
-      rc::gen::element(false, false, true), rc::gen::element<std::int64_t>(0, 1, 3, 8));
+      rc::gen::element(false, false, true), rc::gen::element<std::int64_t>(0, 1, 3, 8), rc::gen::element(false, true));
 }
 
 // ---- simple mode ------------------------------------------------------------------
@@ -316,8 +316,8 @@ class ClusterRun {
       c.command = cluster::Release{cluster::Session{client, c.seq}, {}, k, Token{token}, {}};
     } else {
       const auto key = fmt::format("k{}", s.key);
-      const auto owner = fmt::format("{}s{}", client, c.seq);
-      const int wait = s.kind == 2 ? 0 : s.wait_ms;
+      const auto owner = setting_.owner_per_client ? client : fmt::format("{}s{}", client, c.seq);
+      const int wait = s.kind == 2 || setting_.trylocks_only ? 0 : s.wait_ms;
       c.line = fmt::format("A {} {} {} {} {} {}", key, owner, s.lease_ms, wait, client, c.seq);
       c.command = cluster::Acquire{cluster::Session{client, c.seq}, {}, key, owner, DurationMs{s.lease_ms},
                                    DurationMs{wait}, {}};

@@ -57,8 +57,14 @@ struct ClusterSetting {
   std::int64_t tolerance_ms = 1;
   std::int64_t allowance_ms = 0;
   std::int64_t max_lateness_ms = -1;
+  // Each client acquires under one owner name, its own, as the fuzzer's
+  // clients do (otherwise each request has an owner of its own): then
+  // several operations of a connection answer to one owner, and an answer
+  // may be either's.
+  bool owner_per_client = false;
+  bool trylocks_only = false;  // every acquire asks a wait of 0
 };
-rc::Gen<ClusterSetting> gen_cluster_setting();
+rc::Gen<ClusterSetting> gen_cluster_setting(bool trylocks_only = false);
 
 // A run of the cluster's model (model/cluster_model.hpp): three clients with
 // sessions, retries on new connections, closes by the tester and by a node,
