@@ -102,20 +102,7 @@ class Settler {
         }
         std::optional<KeyVerdict> last;
         KeyFailure failed = at_worst->failure;
-        std::int64_t failed_at = worst_;
-        const auto least = least_passing(worst_ + 1, floor - 1, [&](std::int64_t maximum) -> std::optional<bool> {
-          auto verdict = key_under(where, maximum);
-          if (!verdict) return std::nullopt;
-          if (verdict->outcome != KeyOutcome::explained) {
-            if (maximum >= failed_at) {
-              failed_at = maximum;
-              failed = verdict->failure;
-            }
-            return false;
-          }
-          last = std::move(verdict);
-          return true;
-        });
+        const auto least = least_explained(where, worst_ + 1, floor - 1, worst_, failed, last);
         if (!least) return false;
         worst_ = *least;
         worst_text_ = failed_text(input, failed, worst_ - 1, origin(where));
@@ -123,21 +110,8 @@ class Settler {
         continue;
       }
       std::optional<KeyVerdict> last;
-      std::int64_t failed_at = floor;
       KeyFailure failed = at_floor->failure;
-      const auto least = least_passing(floor + 1, start_from(at_least), [&](std::int64_t maximum) -> std::optional<bool> {
-        auto verdict = key_under(where, maximum);
-        if (!verdict) return std::nullopt;
-        if (verdict->outcome != KeyOutcome::explained) {
-          if (maximum >= failed_at) {
-            failed_at = maximum;
-            failed = verdict->failure;
-          }
-          return false;
-        }
-        last = std::move(verdict);
-        return true;
-      });
+      const auto least = least_explained(where, floor + 1, start_from(at_least), floor, failed, last);
       if (!least) return false;
       worst_ = *least;
       worst_text_ = last->lateness_ms == worst_ ? lateness_text(input, *last, origin(where))
@@ -145,6 +119,29 @@ class Settler {
       bounded_.insert_or_assign(where, std::move(*last));
     }
     return true;
+  }
+
+  // The least maximum in [low, high] under which the key is explained
+  // (least_passing), with the explanation found there (`last`), and in
+  // `failed` the failure under the largest maximum that failed, from
+  // `failed_at` on (what the report says was late). nullopt: a search was
+  // undecided.
+  std::optional<std::int64_t> least_explained(const Where& where, std::int64_t low, std::int64_t high,
+                                              std::int64_t failed_at, KeyFailure& failed,
+                                              std::optional<KeyVerdict>& last) {
+    return least_passing(low, high, [&](std::int64_t maximum) -> std::optional<bool> {
+      auto verdict = key_under(where, maximum);
+      if (!verdict) return std::nullopt;
+      if (verdict->outcome != KeyOutcome::explained) {
+        if (maximum >= failed_at) {
+          failed_at = maximum;
+          failed = verdict->failure;
+        }
+        return false;
+      }
+      last = std::move(verdict);
+      return true;
+    });
   }
 
   // What a key's search under `maximum` found too late, in words.
