@@ -888,6 +888,24 @@ std::string ClusterFrontier::early_timeout(const Config& c, const KeyObservation
                            instant_text(sent + wait - allowance_));
       }
     }
+    // Passed by a hand-off after it was sent: in the readings where it was
+    // queued before that hand-off, the hand-off broke FIFO; in the others
+    // (this one) it was queued after, and its `T` came early. A report that
+    // named only the early `T` sent users to look for a Timeout bug.
+    const auto& waiter = c.queue[j];
+    if (waiter.passed_by >= 0 && sent < waiter.pass_lo) {
+      const auto& granted = in_.owners[in_.requests[static_cast<std::uint32_t>(waiter.passed_by)].owner];
+      const auto cause = waiter.pass_request < 0 ? std::string("a hand-off")
+                         : waiter.pass_cause == 'r'
+                             ? fmt::format("the release `{}`", in_.requests[static_cast<std::uint32_t>(waiter.pass_request)].line)
+                             : fmt::format("the Expire of `{}`'s grant",
+                                           in_.owners[in_.requests[static_cast<std::uint32_t>(waiter.pass_request)].owner]);
+      return fmt::format("`{}` was passed over: it waited from {} (its wait of {} ms), and {} handed the key to `{}` at {}. "
+                         "Queued before that hand-off, it was served out of order (FIFO); queued after it, no earlier "
+                         "than {}, its Timeout came no earlier than {}, and its `T` was caused by {}",
+                         owner, instant_text(sent), wait, cause, granted, span_text(waiter.pass_lo, waiter.pass_hi),
+                         instant_text(queued_lo), instant_text(queued_lo + wait - allowance_), instant_text(caused_by));
+    }
     return fmt::format("`T` before the wait could have ended: `{}` was queued {}, so its Timeout came no earlier than {} "
                        "(the wait of {} ms less the clock allowance), and the `T` was caused by {}",
                        owner, instant_range(c, waiter_at(j)), instant_text(queued_lo + wait - allowance_), wait,
