@@ -21,6 +21,27 @@ namespace lockstep::history {
 
 namespace {
 
+// What made an undecided key's search wide, in the workload's terms, with
+// what the user can change: the operations of the key sent by `at_ms` and
+// not answered by then (each may be applied at any instant up to its
+// answer, so the search carries their orders), how many were try-locks.
+std::string workload_hint(const KeyInput& input, std::int64_t at_ms, std::int64_t origin_us) {
+  std::size_t pending = 0, trylocks = 0, waiting = 0;
+  for (const auto& request : input.requests) {
+    if (request.sent_us > at_ms * 1000 + 999 || request.latest_ms < at_ms) continue;
+    ++pending;
+    if (request.acquire && request.wait_ms == 0) ++trylocks;
+    if (request.acquire && request.wait_ms > 0) ++waiting;
+  }
+  if (pending < 2) return {};
+  return fmt::format(
+      ". At +{:.3f} ms, {} requests of the key were sent and not yet answered ({} try-locks, {} waiting acquires, {} "
+      "releases); each may take effect at any instant up to its answer, so the search carries their orders. Fewer "
+      "clients per key (more keys), shorter waits or leases{} narrow it",
+      (at_ms * 1000 - origin_us) / 1000.0, pending, trylocks, waiting, pending - trylocks - waiting,
+      input.cluster.on && input.cluster.max_lateness_ms < 0 ? ", or a stated maximum lateness (--max-lateness-ms)" : "");
+}
+
 // What an `E` to a line that is well-formed under the assumed limits could
 // mean: the target's limits are lower. Names the largest lease, wait and
 // line sent on the connection before the `E` arrived.
@@ -278,6 +299,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
         why += fmt::format("; next to explain: `{}` on c{} at +{:.3f} ms; {}", next.line, input.conns[next.conn].id,
                            (next.received_us - origin) / 1000.0, verdict.state);
       }
+      why += workload_hint(input, verdict.last_alive_ms, origin);
       result.unknown.push_back(std::move(why));
       verdicts.emplace(where, std::move(verdict));
       return;
