@@ -3,11 +3,16 @@
 # nodes on three etcd members, all started by `fuzz --mode cluster`, with the
 # nemesis killing, pausing and restarting a node every 5 s.
 #   fuzz_cluster.sh LOCKSTEP EXPECT SECONDS SEED [BUG [NEMESIS [EVERY_S [OPTION...]]]]
-# NEMESIS is --nemesis's list (kill,pause,restart unless given), EVERY_S its
-# period (5 s unless given); the OPTIONs go to the fuzzer as they are
+# NEMESIS is --nemesis's list (kill,pause,restart unless given; none: no
+# nemesis), EVERY_S its period (5 s unless given); the OPTIONs go to the
+# fuzzer as they are
 # (--nemesis-at-leader ...).
 # EXPECT "no-false-alarm": one run of SECONDS of the correct cluster must
 # conform (exit 0; 1 is a false alarm, 2 a checker that could not decide).
+# EXPECT "decides": the same, and the kept history is read again by
+# check-history, timed: the test prints how long the check took and its
+# search figures (configurations stepped, at most alive at once).
+# The fuzzer's clients and keys are 16 and 16 unless the OPTIONs give them.
 # EXPECT "violation": serve --cluster --inject-bug BUG must be reported
 # (exit 1) within 120 s of fuzzing, by runs of SECONDS from seed SEED on
 # (most bugs are caught by the first run; heap-not-rebuilt needs the nemesis
@@ -23,8 +28,12 @@
 set -uo pipefail
 lockstep=$1 expect=$2 seconds=$3 seed=$4 bug=${5:-none} nemesis=${6:-kill,pause,restart} every_s=${7:-5}
 shift $(($# < 7 ? $# : 7))
-nemesis_options=(--nemesis-every-s "$every_s" "$@")
+nemesis_options=(--nemesis "$nemesis" --nemesis-every-s "$every_s" "$@")
+[ "$nemesis" = none ] && nemesis_options=("$@")
 max_lateness_ms=8000
+shape=()
+[[ " $* " == *" --clients "* ]] || shape+=(--clients 16)
+[[ " $* " == *" --keys "* ]] || shape+=(--keys 16)
 source "$(dirname "$0")/machine_late.sh"
 template="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise {advertise} --port {port} --leader-ttl-s 2 --max-keys {max_keys} --max-waiters-per-key {max_waiters_per_key} --max-waiters {max_waiters} --max-lease-ms {max_lease_ms} --max-wait-ms {max_wait_ms} --inject-bug $bug"
 work=$(mktemp -d)
@@ -32,8 +41,8 @@ trap 'rm -rf "$work"' EXIT
 run() {
   local started=$SECONDS
   out=$("$lockstep" fuzz --mode cluster --exec-node "$template" --nodes 3 --etcd-members 3 \
-        --nemesis "$nemesis" "${nemesis_options[@]}" --max-lateness-ms "$max_lateness_ms" \
-        --clients 16 --keys 16 --duration-s "$seconds" --seed "$1" --history "$work/run.ndjson" 2>&1)
+        "${nemesis_options[@]}" --max-lateness-ms "$max_lateness_ms" \
+        "${shape[@]}" --duration-s "$seconds" --seed "$1" --history "$work/run.ndjson" 2>&1)
   code=$?
   echo "$out" | grep -v '^  ' | grep -v '^node n' | tail -12
   echo "seed $1: exit $code after $((SECONDS - started)) s"
@@ -74,7 +83,7 @@ case "$expect" in
       fuzzed=$((fuzzed + seconds)) seed=$((seed + 1))
     done
     echo "$bug not caught within 120 s of fuzzing (last exit $code)"; exit 1 ;;
-  no-false-alarm)
+  no-false-alarm|decides)
     for attempt in 1 2 3; do
       run "$seed"
       late_ms=$(machine_late_ms)
@@ -87,6 +96,11 @@ case "$expect" in
       [ "$code" -eq 0 ] || { echo "false alarm: exit $code on a correct cluster"; evidence; exit 1; }
       echo "$out" | grep -q '^violations: 0$' || { echo "no 'violations: 0' line"; exit 1; }
       echo "$out" | grep -q 'nemesis steps' || { echo "no nemesis step reported"; exit 1; }
+      if [ "$expect" = decides ]; then
+        started_ns=$(date +%s%N)
+        again=$("$lockstep" check-history --mode cluster "$work/run.ndjson" 2>&1) || { echo "check-history of the kept history: exit $?"; echo "$again" | tail -5; exit 1; }
+        echo "check: check-history read the run's history again in $(( ($(date +%s%N) - started_ns) / 1000000 )) ms; $(echo "$again" | grep '^search:')"
+      fi
       exit 0
     done
     echo "SKIPPED: three runs on a machine too busy to run the cluster on time"
