@@ -166,16 +166,18 @@ TEST(ReferenceDifferential, SimpleMode) {
   report(simple_tally);
 }
 
+// A cluster run (try-locks only, or not), mutated or not, compared.
+void cluster_case(bool trylocks_only, Tally& tally) {
+  const auto steps = *gen_steps(StepRanges{20, 4, 3, 1000});
+  const auto setting = *gen_cluster_setting(trylocks_only);
+  const auto mutation = *gen_mutation();
+  auto h = cluster_run(steps, setting);
+  mutate(h, mutation);
+  compare(h, mutation.kind != 0, tally);
+}
+
 TEST(ReferenceDifferential, ClusterMode) {
-  const bool ok = rc::check("cluster mode: the checker agrees with the reference", [] {
-    const auto steps = *gen_steps(StepRanges{20, 4, 3, 1000});
-    const auto setting = *gen_cluster_setting();
-    const auto mutation = *gen_mutation();
-    auto h = cluster_run(steps, setting);
-    mutate(h, mutation);
-    compare(h, mutation.kind != 0, cluster_tally);
-  });
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(rc::check("cluster mode: the checker agrees with the reference", [] { cluster_case(false, cluster_tally); }));
   report(cluster_tally);
 }
 
@@ -184,15 +186,8 @@ TEST(ReferenceDifferential, ClusterMode) {
 // owner's try-locks each `A` and `T` answers, around Expires that may come
 // late or early within the allowance.
 TEST(ReferenceDifferential, ClusterTryLocks) {
-  const bool ok = rc::check("cluster mode, try-locks only: the checker agrees with the reference", [] {
-    const auto steps = *gen_steps(StepRanges{20, 4, 3, 1000});
-    const auto setting = *gen_cluster_setting(true);
-    const auto mutation = *gen_mutation();
-    auto h = cluster_run(steps, setting);
-    mutate(h, mutation);
-    compare(h, mutation.kind != 0, trylock_tally);
-  });
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(rc::check("cluster mode, try-locks only: the checker agrees with the reference",
+                        [] { cluster_case(true, trylock_tally); }));
   report(trylock_tally);
 }
 
