@@ -379,7 +379,7 @@ class Search {
         furthest_.clear();
         pruned_late_ = false;
         explore(initial(), r_.first_ms);
-        if (states_ > options_.states_max || held_over_ || bound_ < 0 || bound_ == stated) break;
+        if (spent() || bound_ < 0 || bound_ == stated) break;
         if (best_lateness_ <= bound_) break;
         if (!pruned_late_) break;  // this search pruned nothing for lateness: it was the whole search
       }
@@ -409,12 +409,12 @@ class Search {
         phase_ = p;
         expired_at_.clear();
         explore(initial(), r_.first_ms);
-        if (best_lateness_ < none_ms || states_ > options_.states_max || held_over_) break;
+        if (best_lateness_ < none_ms || spent()) break;
         searched.emplace_back(expired_at_, sweeps_among(p, expired_at_));
       }
     }
     result.states = states_;
-    if (states_ > options_.states_max || held_over_) {
+    if (spent()) {
       result.verdict = ReferenceResult::Verdict::unknown;
       result.reason = held_over_ ? fmt::format("the reference held more than {} states at once", options_.held_max)
                                  : std::string("the reference's budget of states ran out");
@@ -1253,6 +1253,8 @@ class Search {
   std::vector<std::int64_t> expired_at_;  // simple: the instants at which a state held an expired key (run)
   std::uint64_t states_ = 0;
   mutable bool held_over_ = false;  // a layer or a step's readings passed held_max
+  // Either budget ran out: the verdict is unknown.
+  bool spent() const { return states_ > options_.states_max || held_over_; }
   std::int64_t best_lateness_ = none_ms;
   std::string furthest_;
 };
