@@ -7,6 +7,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/validators.hpp"
 #include "live/cluster_bench.hpp"
+#include "live/cluster_failover.hpp"
 #include "live/engine_bench.hpp"
 #include "live/server_bench.hpp"
 
@@ -87,10 +88,34 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   cluster->add_option("--table-keys", cluster_options->table_keys, "keys held when the table's bytes are measured")
       ->check(CLI::Range(1'000, 10'000'000))
       ->capture_default_str();
-  cluster->callback([cluster_options, &run] {
-    run = [cluster_options] {
+  // --failover measures something else on its own cluster: the time to the
+  // next grant after a fault (live/cluster_failover.hpp).
+  auto failover = std::make_shared<bool>(false);
+  auto failover_options = std::make_shared<live::FailoverBenchOptions>();
+  auto* failover_flag = cluster->add_flag(
+      "--failover", *failover,
+      "instead: the time to the next grant after a leader kill, a leader cut from etcd and an etcd\n"
+      "leader kill, --trials times each; p50 and max per fault");
+  // Twenty trials is the README's figure; a hundred of each fault is half
+  // an hour at the default leader TTL.
+  cluster->add_option("--trials", failover_options->trials, "--failover: trials per fault")
+      ->check(whole(1, 100))
+      ->needs(failover_flag)
+      ->capture_default_str();
+  // serve --cluster's range.
+  cluster->add_option("--etcd-timeout-ms", failover_options->etcd_timeout_ms,
+                      "--failover: the nodes' deadline of every etcd call")
+      ->check(whole_signed(100, 600'000))
+      ->needs(failover_flag)
+      ->capture_default_str();
+  cluster->callback([cluster_options, failover, failover_options, &run] {
+    run = [cluster_options, failover, failover_options] {
       cluster_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
-      return live::run_cluster_bench(*cluster_options);
+      if (!*failover) return live::run_cluster_bench(*cluster_options);
+      failover_options->lockstep_binary = cluster_options->lockstep_binary;
+      failover_options->leader_ttl_s = cluster_options->leader_ttl_s;
+      failover_options->seed = cluster_options->seed;
+      return live::run_failover_bench(*failover_options);
     };
   });
 }

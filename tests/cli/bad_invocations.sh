@@ -222,6 +222,12 @@ fi
 expect 2 "--exec-cluster" conform --etcd 127.0.0.1:1 "$vectors"
 expect 2 "--connections" bench cluster --connections 0
 expect 2 "--seconds" bench cluster --seconds 0
+# --failover's own options only with it, and in range.
+expect 2 "--trials" bench cluster --trials 3
+expect 2 "--trials" bench cluster --failover --trials 0
+expect 2 "--trials" bench cluster --failover --trials 101
+expect 2 "--etcd-timeout-ms" bench cluster --failover --etcd-timeout-ms 99
+expect 2 "--etcd-timeout-ms" bench cluster --etcd-timeout-ms 2000
 
 # --- bench: arguments that make the figures meaningless, before anything starts
 expect 2 "--connections" bench server --connections -5
