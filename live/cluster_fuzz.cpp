@@ -9,6 +9,7 @@
 
 #include "live/cluster_workload.hpp"
 #include "live/lock_cluster.hpp"
+#include "live/node_clocks.hpp"
 
 namespace lockstep::live {
 
@@ -180,6 +181,10 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
 
   std::unique_ptr<LockCluster> cluster;
   std::vector<client::NodeAddress> nodes = options.targets;
+  // Each node's error bound: S when the allowance is 2·S, ten times it
+  // beyond the bound.
+  const std::int64_t clock_error_max_ms = options.clock_allowance_ms / 2 * (options.clock_beyond_bound ? 10 : 1);
+  std::vector<NodeClock> clocks;  // each node's, when the clocks are faked
   if (!options.node_command.empty()) {
     LockCluster::Options started;
     started.nodes = options.nodes;
@@ -187,6 +192,26 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     started.node_command = options.node_command;
     started.limits = options.limits;
     started.relays = std::any_of(options.nemesis.begin(), options.nemesis.end(), is_link_fault);
+    if (options.skew_clocks || options.clock_beyond_bound ||
+        std::any_of(options.nemesis.begin(), options.nemesis.end(), is_clock_fault)) {
+      const auto library = faketime_library();
+      if (!library) {
+        run.error = "wrong clocks need libfaketime (Debian: apt-get install libfaketime)";
+        return run;
+      }
+      started.faketime_library = *library;
+      // Skewed from the start unless only the nemesis steps them; the
+      // horizon covers the run and its drain.
+      if (options.skew_clocks || options.clock_beyond_bound) {
+        clocks = draw_node_clocks(options.nodes, clock_error_max_ms, options.duration_s + 60, options.seed);
+      } else {
+        clocks.assign(static_cast<std::size_t>(options.nodes), NodeClock{});
+      }
+      for (int i = 0; i < options.nodes; ++i) {
+        started.clock_specs.push_back(faketime_spec(clocks[static_cast<std::size_t>(i)]));
+        run.clocks.push_back(describe_clock(i, clocks[static_cast<std::size_t>(i)]));
+      }
+    }
     cluster = LockCluster::start(started, run.error, options.start_patience);
     if (!cluster) {
       run.error = "the cluster did not start: " + run.error;
@@ -225,6 +250,7 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   plan_options.etcd_members = cluster && options.nemesis_etcd && cluster->has_etcd() ? cluster->etcd().size() : 0;
   plan_options.duration_s = options.duration_s;
   plan_options.seed = options.seed;
+  plan_options.clock_jump_max_ms = clock_jump_max_ms(clock_error_max_ms);
   auto plan = nemesis_plan(plan_options);
   for (auto& step : plan) {
     if (options.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {
@@ -263,7 +289,14 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
     const auto began = recorder.now_us();
     if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
-    apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
+    if (is_clock_fault(step.fault())) {
+      // A step from the node's own clock, and back to it.
+      auto clock = clocks.at(static_cast<std::size_t>(step.index));
+      if (step.kind == NemesisStep::Kind::jump_clock) clock.offset_us += step.jump_ms * 1'000;
+      if (!cluster->set_clock(step.index, faketime_spec(clock))) run.error = "cannot write a node's clock file";
+    } else {
+      apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
+    }
     run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
     ++run.nemesis_steps;
   };

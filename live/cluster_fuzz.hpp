@@ -49,6 +49,12 @@ struct ClusterFuzzOptions {
   // then waits (two seconds at most) until the leader holds keys with
   // waiters, the moment a node that kept answering would hurt most.
   bool nemesis_at_leader = false;
+  // Wrong clocks (live/node_clocks.hpp), for started nodes: each node's
+  // clock error within ±clock_allowance_ms/2 (S, the allowance being 2·S),
+  // or with clock_beyond_bound ten times that, when a correct cluster may
+  // break lease safety. clock-jump in `nemesis` starts the nodes so too.
+  bool skew_clocks = false;
+  bool clock_beyond_bound = false;
   std::chrono::milliseconds start_patience{30'000};  // for a started cluster to lead
 };
 
@@ -61,6 +67,7 @@ struct ClusterFuzzRun {
   std::int64_t tester_stall_us = 0;    // the longest the clients ran late
   std::int64_t nemesis_slowest_us = 0;  // the longest one nemesis step took (a restart waits for its port)
   std::vector<std::string> node_commands;  // what the started nodes run
+  std::vector<std::string> clocks;         // each node's clock, when they were made wrong
   // Faults the nemesis opened, by name (`kill`, `pause` ...), on nodes and
   // on etcd members.
   std::map<std::string, std::uint64_t> faults_on_nodes, faults_on_etcd;

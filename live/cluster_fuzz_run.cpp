@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "live/fuzz_limits.hpp"
+#include "live/node_clocks.hpp"
 
 namespace lockstep::live {
 
@@ -46,7 +47,7 @@ bool read_cluster_options(FuzzRequest& request) {
   }
   if (!request.target.empty()) {
     for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
-                             "--nemesis-slow-ms", "--nemesis-at-leader"}) {
+                             "--nemesis-slow-ms", "--nemesis-at-leader", "--skew-clocks", "--clock-beyond-bound"}) {
       if (request.was_given(flag)) {
         fmt::print(stderr, "lockstep fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
                            "start or act on\n",
@@ -83,6 +84,25 @@ bool read_cluster_options(FuzzRequest& request) {
   if (links && c.node_command.find("{advertise}") == std::string::npos) {
     fmt::print(stderr, "lockstep fuzz: the link faults put relays before the nodes: --exec-node must advertise "
                        "{{advertise}} (--advertise {{advertise}}), which is where clients reach a node\n");
+    return false;
+  }
+  const bool clocks = c.skew_clocks || c.clock_beyond_bound || has(NemesisFault::clock_jump);
+  if (c.skew_clocks && c.clock_beyond_bound) {
+    fmt::print(stderr, "lockstep fuzz: --skew-clocks keeps the clocks within the allowance and --clock-beyond-bound "
+                       "takes them past it: give one\n");
+    return false;
+  }
+  // Each node's error bound is half the allowance: below 2 ms it rounds to
+  // nothing, and the clocks would not be wrong at all.
+  if (clocks && c.clock_allowance_ms < 2) {
+    fmt::print(stderr, "lockstep fuzz: --skew-clocks, --clock-beyond-bound and clock-jump keep each node's clock "
+                       "error within half --clock-allowance-ms (or ten times that): give --clock-allowance-ms 2 or "
+                       "more\n");
+    return false;
+  }
+  if (clocks && !faketime_library()) {
+    fmt::print(stderr, "lockstep fuzz: --skew-clocks, --clock-beyond-bound and clock-jump run the nodes under "
+                       "libfaketime, which is not installed (Debian: apt-get install libfaketime)\n");
     return false;
   }
   if (c.nemesis_etcd && c.etcd_members == 0) {
@@ -122,6 +142,8 @@ void fill_options(FuzzRequest& request) {
   f.nemesis_etcd = c.nemesis_etcd;
   f.nemesis_slow_ms = c.nemesis_slow_ms;
   f.nemesis_at_leader = c.nemesis_at_leader;
+  f.skew_clocks = c.skew_clocks;
+  f.clock_beyond_bound = c.clock_beyond_bound;
 }
 
 void print_plan(const ClusterFuzzOptions& f) {
@@ -141,16 +163,25 @@ void print_plan(const ClusterFuzzOptions& f) {
              f.node_command.empty() ? fmt::format("{} nodes given", f.targets.size())
                                     : fmt::format("{} nodes started on {} etcd members", f.nodes, f.etcd_members),
              f.lease_min_ms, f.lease_max_ms, f.wait_min_ms, f.wait_max_ms, nemesis);
-  fmt::print("fuzz: read as a cluster's: clock allowance {} ms, maximum lateness {}, tolerance {} ms; limits assumed "
+  fmt::print("fuzz: read as a cluster's: clock allowance {} ms{}, maximum lateness {}, tolerance {} ms; limits assumed "
              "(given, the others the protocol's defaults): max_keys {}, max_waiters_per_key {}, max_waiters {}, "
              "max_lease_ms {}, max_wait_ms {}, max_line_bytes {}\n",
-             f.clock_allowance_ms, f.max_lateness_ms < 0 ? std::string("none (lateness reported)") : fmt::format("{} ms", f.max_lateness_ms),
+             f.clock_allowance_ms,
+             f.skew_clocks          ? " (node clocks made wrong within it)"
+             : f.clock_beyond_bound ? " (node clocks made wrong ten times beyond it)"
+                                    : "",
+             f.max_lateness_ms < 0 ? std::string("none (lateness reported)") : fmt::format("{} ms", f.max_lateness_ms),
              f.tolerance_ms, limits.max_keys, limits.max_waiters_per_key, limits.max_waiters, limits.max_lease_ms.value,
              limits.max_wait_ms.value, limits.max_line_bytes);
 }
 
 void print_run(const ClusterFuzzRun& run) {
   for (std::size_t i = 0; i < run.node_commands.size(); ++i) fmt::print("node n{}: {}\n", i + 1, run.node_commands[i]);
+  if (!run.clocks.empty()) {
+    std::string clocks;
+    for (const auto& clock : run.clocks) clocks += (clocks.empty() ? "" : "; ") + clock;
+    fmt::print("clocks (libfaketime: offset at the start, drift): {}\n", clocks);
+  }
   const auto& s = run.clients;
   fmt::print("run: {} requests, {} answered, {} indeterminate; {} attempts, {} redirects, {} reconnections, {} timeouts, "
              "{} connections lost; {} lines that answered no request; {} nemesis steps\n",

@@ -29,6 +29,8 @@ struct ClusterFuzzRequest {
   std::int64_t nemesis_slow_ms = 200;
   bool nemesis_at_leader = false;
   std::int64_t clock_allowance_ms = 10;
+  bool skew_clocks = false;         // started nodes' clocks wrong, within the allowance
+  bool clock_beyond_bound = false;  // ... or ten times beyond it
   std::int64_t max_lateness_ms = -1;
 };
 

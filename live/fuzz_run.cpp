@@ -13,7 +13,8 @@ namespace {
 // The options that conflict in simple mode; false after one line on stderr.
 bool check_simple_options(const FuzzRequest& request) {
   for (const char* flag : {"--exec-node", "--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
-                           "--nemesis-slow-ms", "--nemesis-at-leader", "--clock-allowance-ms", "--max-lateness-ms"}) {
+                           "--nemesis-slow-ms", "--nemesis-at-leader", "--clock-allowance-ms", "--max-lateness-ms",
+                           "--skew-clocks", "--clock-beyond-bound"}) {
     if (request.was_given(flag)) {
       fmt::print(stderr, "lockstep fuzz: {} is cluster mode's: give --mode cluster\n", flag);
       return false;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "client/line_socket.hpp"
+#include "live/node_clocks.hpp"
 
 namespace lockstep::live {
 
@@ -68,6 +70,13 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
     cluster->nodes_.push_back(std::move(node));
   }
   if (options.relays && !cluster->set_up_relays(error)) return nullptr;
+  for (int i = 0; !options.faketime_library.empty() && i < options.nodes; ++i) {
+    const auto spec = static_cast<std::size_t>(i) < options.clock_specs.size() ? options.clock_specs[i] : "+0";
+    if (!cluster->set_clock(i, spec)) {
+      error = fmt::format("cannot write {}", cluster->clock_file(i));
+      return nullptr;
+    }
+  }
   for (int i = 0; i < options.nodes; ++i) {
     if (!cluster->start_node(i)) {
       error = fmt::format("cannot start node {}", i);
@@ -137,7 +146,30 @@ int LockCluster::etcd_member_of(int node) const {
   return options_.etcd_member_per_node && etcd_ ? node % etcd_->size() : 0;
 }
 
+std::string LockCluster::clock_file(int node) const {
+  return fmt::format("{}/{}.clock", folder_->path(), nodes_[static_cast<std::size_t>(node)].id);
+}
+
+bool LockCluster::set_clock(int node, const std::string& spec) {
+  // Written whole, then renamed over the old one: libfaketime never reads
+  // half a spec.
+  const auto path = clock_file(node);
+  {
+    std::ofstream file(path + ".new", std::ios::trunc);
+    file << spec << '\n';
+    if (!file.flush()) return false;
+  }
+  return std::rename((path + ".new").c_str(), path.c_str()) == 0;
+}
+
 std::string LockCluster::command(int index) const {
+  const auto clocked = options_.faketime_library.empty()
+                           ? std::string()
+                           : faketime_environment(options_.faketime_library, clock_file(index));
+  return clocked + unclocked_command(index);
+}
+
+std::string LockCluster::unclocked_command(int index) const {
   const auto& node = nodes_[static_cast<std::size_t>(index)];
   std::string endpoints;
   for (int i = 0; etcd_ && i < etcd_->size(); ++i) {

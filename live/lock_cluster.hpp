@@ -54,6 +54,12 @@ class LockCluster {
     // `{members}` and `{peers}` name (live/fault_proxy.hpp), so that the
     // fuzzer's nemesis can cut and slow them.
     bool relays = false;
+    // Wrong clocks (live/node_clocks.hpp): with a library, each node runs
+    // with it preloaded and a timestamp file of its own, which starts as
+    // clock_specs[node] (libfaketime's spec; "+0" when there is none) and
+    // set_clock rewrites.
+    std::string faketime_library;
+    std::vector<std::string> clock_specs;
   };
   // Starts etcd, then the nodes, and waits until one of them leads.
   static std::unique_ptr<LockCluster> start(const Options& options, std::string& error,
@@ -87,6 +93,10 @@ class LockCluster {
   void resume(int node);  // SIGCONT
   // Starts a killed node again on its port, with the same options.
   bool restart(int node);
+  // With Options::faketime_library: the node's clock from now on (within a
+  // second: libfaketime reads its file at most that stale), by libfaketime's
+  // spec; false when the file cannot be written.
+  bool set_clock(int node, const std::string& spec);
 
   // The node that answers as leader, or -1 after `patience`. Asks with a
   // release of a key no client uses (a leader answers N once it commits).
@@ -128,6 +138,8 @@ class LockCluster {
   std::vector<Node> nodes_;
   bool set_up_relays(std::string& error);
   std::string advertise(int node) const;
+  std::string clock_file(int node) const;
+  std::string unclocked_command(int node) const;
 };
 
 }  // namespace lockstep::live

@@ -18,6 +18,7 @@ const char* nemesis_fault_name(NemesisFault fault) {
     case NemesisFault::partition_node: return "partition-node";
     case NemesisFault::partition_clients: return "partition-clients";
     case NemesisFault::slow_etcd: return "slow-etcd";
+    case NemesisFault::clock_jump: return "clock-jump";
   }
   return "?";
 }
@@ -27,10 +28,13 @@ bool is_link_fault(NemesisFault fault) {
          fault == NemesisFault::slow_etcd;
 }
 
+bool is_clock_fault(NemesisFault fault) { return fault == NemesisFault::clock_jump; }
+
 const std::vector<NemesisFault>& nemesis_faults_known() {
   static const std::vector<NemesisFault> known{NemesisFault::kill,           NemesisFault::pause,
                                                NemesisFault::restart,        NemesisFault::partition_node,
-                                               NemesisFault::partition_clients, NemesisFault::slow_etcd};
+                                               NemesisFault::partition_clients, NemesisFault::slow_etcd,
+                                               NemesisFault::clock_jump};
   return known;
 }
 
@@ -74,6 +78,8 @@ NemesisFault NemesisStep::fault() const {
     case Kind::heal_clients: return NemesisFault::partition_clients;
     case Kind::slow_etcd:
     case Kind::heal_slow: return NemesisFault::slow_etcd;
+    case Kind::jump_clock:
+    case Kind::unjump_clock: return NemesisFault::clock_jump;
   }
   return NemesisFault::kill;
 }
@@ -87,6 +93,8 @@ std::string NemesisStep::what() const {
     case Kind::heal_clients: return fmt::format("heal n{} from its clients", index + 1);
     case Kind::slow_etcd: return "slow etcd links";
     case Kind::heal_slow: return "heal etcd links";
+    case Kind::jump_clock: return fmt::format("jump n{}'s clock by {:+} ms", index + 1, jump_ms);
+    case Kind::unjump_clock: return fmt::format("jump n{}'s clock back", index + 1);
     case Kind::kill: verb = "kill"; break;
     case Kind::start: verb = "start"; break;
     case Kind::pause: verb = "pause"; break;
@@ -112,7 +120,7 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
     // A link fault acts on a node's links (slow-etcd on every node's), never
     // on an etcd member; the draws are the same, so a plan of process faults
     // stays what it was.
-    step.etcd = pick >= options.nodes && !is_link_fault(fault);
+    step.etcd = pick >= options.nodes && !is_link_fault(fault) && !is_clock_fault(fault);
     step.index = step.etcd ? pick - options.nodes : pick % options.nodes;
     step.leader = !step.etcd && rng.chance(0.5);
     if (fault == NemesisFault::slow_etcd) step.index = 0, step.leader = false;  // every node's links
@@ -127,11 +135,16 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
         case NemesisFault::partition_node: return {NemesisStep::Kind::cut_etcd, NemesisStep::Kind::heal_etcd};
         case NemesisFault::partition_clients: return {NemesisStep::Kind::cut_clients, NemesisStep::Kind::heal_clients};
         case NemesisFault::slow_etcd: return {NemesisStep::Kind::slow_etcd, NemesisStep::Kind::heal_slow};
+        case NemesisFault::clock_jump: return {NemesisStep::Kind::jump_clock, NemesisStep::Kind::unjump_clock};
         case NemesisFault::restart: break;
       }
       return {NemesisStep::Kind::restart, std::nullopt};
     }();
     step.kind = fault_and_heal.first;
+    // Drawn only for a clock-jump, so a plan without one stays what it was.
+    if (fault == NemesisFault::clock_jump) {
+      step.jump_ms = rng.between(-options.clock_jump_max_ms, options.clock_jump_max_ms);
+    }
     steps.push_back(step);
     if (fault_and_heal.second) {
       step.kind = *fault_and_heal.second;

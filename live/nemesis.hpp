@@ -19,6 +19,11 @@
 //   partition-clients  a node's clients cut from it, both ways;
 //   slow-etcd          every node's etcd links slowed by `slow_ms` each way.
 //
+// and, on nodes started with wrong clocks (live/node_clocks.hpp):
+//
+//   clock-jump         a node's wall clock stepped forward or back by up to
+//                      `clock_jump_max_ms`, stepped back half a period later.
+//
 // Half the faults on nodes hit the node that leads when they are done.
 //
 // The plan is a plain list: no clock, no randomness but the seed's, so the
@@ -34,23 +39,28 @@
 
 namespace lockstep::live {
 
-enum class NemesisFault { kill, pause, restart, partition_node, partition_clients, slow_etcd };
+enum class NemesisFault { kill, pause, restart, partition_node, partition_clients, slow_etcd, clock_jump };
 
 // Every fault the nemesis knows, by name, in the order `all` lists them: a
 // new kind of fault is added here (with its steps in nemesis_plan and the
 // driver's apply), and `--nemesis all`, which the soak runs, includes it.
 const std::vector<NemesisFault>& nemesis_faults_known();
 
-// "kill,pause,restart,partition-node,partition-clients,slow-etcd" (any
+// "kill,pause,restart,partition-node,partition-clients,slow-etcd,clock-jump" (any
 // non-empty subset, each once), or "all" (every
 // fault known); nothing and `error` set otherwise.
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error);
 const char* nemesis_fault_name(NemesisFault fault);
 // Whether the fault acts on links, through relays, rather than on processes.
 bool is_link_fault(NemesisFault fault);
+// Whether it acts on a node's clock (through libfaketime's file).
+bool is_clock_fault(NemesisFault fault);
 
 struct NemesisStep {
-  enum class Kind { kill, start, pause, resume, restart, cut_etcd, heal_etcd, cut_clients, heal_clients, slow_etcd, heal_slow };
+  enum class Kind {
+    kill, start, pause, resume, restart, cut_etcd, heal_etcd, cut_clients, heal_clients, slow_etcd, heal_slow,
+    jump_clock, unjump_clock
+  };
   std::int64_t at_us = 0;  // since the run's start
   Kind kind = Kind::kill;
   bool etcd = false;       // an etcd member, else a node
@@ -59,8 +69,10 @@ struct NemesisStep {
   // answers as leader, `index`); its heal, `heals` >= 0, acts on the same.
   bool leader = false;
   int heals = -1;          // a heal: the index in the plan of the fault it heals
+  std::int64_t jump_ms = 0;  // jump_clock: the step, forward (> 0) or back
   // As the history's `nemesis` event says it: "kill n2", "resume etcd1",
-  // "cut n2 from etcd", "heal n2 from its clients", "slow etcd links".
+  // "cut n2 from etcd", "heal n2 from its clients", "slow etcd links",
+  // "jump n2's clock by +40 ms", "jump n2's clock back".
   std::string what() const;
   // The fault it opens or heals, as --nemesis names it.
   NemesisFault fault() const;
@@ -73,6 +85,7 @@ struct NemesisPlanOptions {
   int etcd_members = 0;  // acted on too when > 0
   double duration_s = 10;
   std::uint64_t seed = 1;
+  std::int64_t clock_jump_max_ms = 0;  // clock-jump's largest step
 };
 
 // The steps in time order: a fault at every period's start from the first

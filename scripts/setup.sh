@@ -28,6 +28,7 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz preset's libFuzzer targets (scripts/fuzz_briefly.sh)
   emscripten  # the web preset: the playground page in WebAssembly (web/)
   etcd-server  # cluster mode's tests and lockstep-etcd-lock's
+  faketime libfaketime  # wrong node clocks for the cluster fuzzer (--skew-clocks, clock-jump)
 )
 [ "$tool_only" -eq 0 ] || packages=("${tool_packages[@]}")
 

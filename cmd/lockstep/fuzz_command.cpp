@@ -39,7 +39,9 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
                      "--mode cluster, with --exec-node: faults to inject, comma-separated: kill (SIGKILL, started again\n"
                      "half a period later), pause (SIGSTOP, SIGCONT half a period later), restart (SIGTERM, started at\n"
                      "once), partition-node (a node cut from etcd, its clients still connected), partition-clients (a\n"
-                     "node's clients cut from it), slow-etcd (every node's etcd links slowed), or all of them (all);\n"
+                     "node's clients cut from it), slow-etcd (every node's etcd links slowed), clock-jump (a node's\n"
+                     "wall clock stepped forward or back within its error bound, through libfaketime, and back half\n"
+                     "a period later), or all of them (all);\n"
                      "one per period, drawn from --seed, on a node drawn from it or on the leader of the moment. The\n"
                      "link faults go through relays on loopback, healed half a period later (the template must say\n"
                      "--advertise {advertise})");
@@ -57,6 +59,13 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
                      "--mode cluster: how far apart two node clocks may be (2*S); nodes on one machine share its clock")
       ->check(whole_signed(0, 3'600'000))
       ->capture_default_str();
+  command.add_flag("--skew-clocks", cluster.skew_clocks,
+                   "--mode cluster, with --exec-node: run each node under libfaketime with a wall clock of its own,\n"
+                   "an offset and a drift drawn from --seed that keep it within half --clock-allowance-ms (S) of\n"
+                   "the machine's for the whole run: a correct cluster conforms");
+  command.add_flag("--clock-beyond-bound", cluster.clock_beyond_bound,
+                   "--mode cluster, with --exec-node: as --skew-clocks, but each clock's error ten times wider than\n"
+                   "the allowance declares: a correct cluster may then break lease safety, and the checker says so");
   command.add_option("--max-lateness-ms", cluster.max_lateness_ms,
                      "--mode cluster: fail when an Expire, a Timeout or a caused answer comes this much past its\n"
                      "deadline and the allowance (without it, lateness is only reported)")

@@ -294,6 +294,15 @@ expect 2 "--nemesis-at-leader" fuzz --mode cluster --exec-node 'x {port}' --neme
 expect 2 "--nemesis-at-leader" fuzz --mode cluster --target 127.0.0.1:7001 --nemesis-at-leader
 expect 2 "--nemesis-at-leader" fuzz --target 127.0.0.1:7878 --nemesis-at-leader
 expect 2 "--nemesis-slow-ms" fuzz --target 127.0.0.1:7878 --nemesis-slow-ms 100
+# Wrong clocks: one of the two, only on nodes the fuzzer starts, an
+# allowance to be wrong within, and never in simple mode.
+expect 2 "--skew-clocks" fuzz --mode cluster --exec-node 'x {port}' --skew-clocks --clock-beyond-bound
+expect 2 "--skew-clocks" fuzz --mode cluster --target 127.0.0.1:7001 --skew-clocks
+expect 2 "--clock-beyond-bound" fuzz --mode cluster --target 127.0.0.1:7001 --clock-beyond-bound
+expect 2 "--clock-allowance-ms" fuzz --mode cluster --exec-node 'x {port}' --skew-clocks --clock-allowance-ms 1
+expect 2 "--clock-allowance-ms" fuzz --mode cluster --exec-node 'x {port}' --nemesis clock-jump --clock-allowance-ms 0
+expect 2 "--skew-clocks" fuzz --target 127.0.0.1:7878 --skew-clocks
+expect 2 "--clock-beyond-bound" fuzz --target 127.0.0.1:7878 --clock-beyond-bound
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 0
 expect 2 "--nodes" fuzz --mode cluster --exec-node 'x {port}' --nodes 8
 expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 0

@@ -14,7 +14,8 @@
 # search figures (configurations stepped, at most alive at once).
 # The fuzzer's clients and keys are 16 and 16 unless the OPTIONs give them.
 # EXPECT "violation": serve --cluster --inject-bug BUG must be reported
-# (exit 1) within 120 s of fuzzing, by runs of SECONDS from seed SEED on
+# (exit 1; with LOCKSTEP_VIOLATION_MATCHING set, by a violation line that
+# regex matches) within 120 s of fuzzing, by runs of SECONDS from seed SEED on
 # (most bugs are caught by the first run; heap-not-rebuilt needs the nemesis
 # to replace a leader and the stale heap to outlast the maximum lateness
 # before the run ends: with 20 s runs it took 80 s of fuzzing once).
@@ -44,6 +45,7 @@ run() {
         "${nemesis_options[@]}" --max-lateness-ms "$max_lateness_ms" \
         "${shape[@]}" --duration-s "$seconds" --seed "$1" --history "$work/run.ndjson" 2>&1)
   code=$?
+  echo "$out" | grep '^clocks'
   echo "$out" | grep -v '^  ' | grep -v '^node n' | tail -12
   echo "seed $1: exit $code after $((SECONDS - started)) s"
 }
@@ -77,6 +79,9 @@ case "$expect" in
       late_ms=$(machine_late_ms)
       if [ "$code" -eq 1 ] && [ -n "$late_ms" ] && [ "$late_ms" -ge $((max_lateness_ms / 2)) ]; then
         echo "not counted: the machine ran the fuzzer $late_ms ms late, so the violation may be the machine's"
+      elif [ "$code" -eq 1 ] && [ -n "${LOCKSTEP_VIOLATION_MATCHING:-}" ] &&
+           ! echo "$out" | grep -qE "$LOCKSTEP_VIOLATION_MATCHING"; then
+        echo "not counted: no violation of the kind asked for (matching $LOCKSTEP_VIOLATION_MATCHING)"
       elif [ "$code" -eq 1 ]; then
         echo "$bug caught after $((fuzzed + seconds)) s of fuzzing"; exit 0
       fi

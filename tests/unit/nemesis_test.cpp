@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -16,10 +17,11 @@
 namespace lockstep::live {
 namespace {
 
-NemesisPlanOptions options(std::uint64_t seed, int etcd_members = 0, bool links = false) {
+NemesisPlanOptions options(std::uint64_t seed, int etcd_members = 0, bool links = false, bool clocks = false) {
   NemesisPlanOptions o;
   o.faults = {NemesisFault::kill, NemesisFault::pause, NemesisFault::restart};
   if (links) o.faults = {NemesisFault::partition_node, NemesisFault::partition_clients, NemesisFault::slow_etcd};
+  if (clocks) o.faults.push_back(NemesisFault::clock_jump), o.clock_jump_max_ms = 50;
   o.every_s = 5;
   o.nodes = 3;
   o.etcd_members = etcd_members;
@@ -40,7 +42,7 @@ TEST(NemesisPlan, SameSeedSamePlanAnotherSeedAnother) {
 
 TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
-    const auto o = options(seed, seed % 2 == 0 ? 3 : 0, seed > 50);
+    const auto o = options(seed, seed % 2 == 0 ? 3 : 0, seed > 50, seed % 3 == 0);
     const auto plan = nemesis_plan(o);
     std::map<std::pair<bool, int>, NemesisStep::Kind> broken;  // process -> what was done to it
     int faults = 0;
@@ -58,6 +60,7 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
         case NemesisStep::Kind::cut_etcd:
         case NemesisStep::Kind::cut_clients:
         case NemesisStep::Kind::slow_etcd:
+        case NemesisStep::Kind::jump_clock:
           EXPECT_TRUE(broken.empty()) << "seed " << seed << ": " << step.what() << " while another fault is open";
           EXPECT_EQ(step.at_us % 5'000'000, 0) << step.what();
           broken[process] = step.kind;
@@ -67,7 +70,8 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
         case NemesisStep::Kind::resume:
         case NemesisStep::Kind::heal_etcd:
         case NemesisStep::Kind::heal_clients:
-        case NemesisStep::Kind::heal_slow: {
+        case NemesisStep::Kind::heal_slow:
+        case NemesisStep::Kind::unjump_clock: {
           ASSERT_GE(step.heals, 0) << step.what();
           EXPECT_LT(step.heals, &step - plan.data());
           EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].index, step.index) << step.what();
@@ -123,6 +127,32 @@ TEST(NemesisPlan, LinkFaultsActOnNodesAndLeaveProcessPlansAlone) {
             "pause n2;resume n2;restart etcd1;pause n2;resume n2;pause etcd2;resume etcd2;kill n1;start n1;restart "
             "n3*;pause etcd1;resume etcd1;pause etcd2;resume etcd2;kill etcd1;start etcd1;restart etcd3;pause "
             "n3*;resume n3;");
+}
+
+// A clock jump acts on a node (never an etcd member: the fuzzer does not
+// fake their clocks), steps it by at most its bound either way, and is
+// stepped back by its heal on the same node.
+TEST(NemesisPlan, ClockJumpsStayWithinTheirBoundOnNodes) {
+  int forward = 0, back = 0, jumps = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    auto o = options(seed, 3, false, true);
+    o.faults = {NemesisFault::clock_jump};
+    for (const auto& step : nemesis_plan(o)) {
+      EXPECT_FALSE(step.etcd) << step.what();
+      EXPECT_TRUE(is_clock_fault(step.fault())) << step.what();
+      if (step.heals >= 0) {
+        EXPECT_EQ(step.kind, NemesisStep::Kind::unjump_clock) << step.what();
+        continue;
+      }
+      ++jumps;
+      EXPECT_LE(std::abs(step.jump_ms), 50) << step.what();
+      forward += step.jump_ms > 0 ? 1 : 0;
+      back += step.jump_ms < 0 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(jumps, 20 * 11);
+  EXPECT_GT(forward, jumps / 4);
+  EXPECT_GT(back, jumps / 4);
 }
 
 TEST(NemesisPlan, SomeFaultsAimAtTheLeaderNoneAtAnEtcdLeader) {
@@ -185,7 +215,7 @@ TEST(NemesisFaults, ParsedAsGiven) {
   const auto every = parse_nemesis_faults("all", error);
   ASSERT_TRUE(every);
   EXPECT_EQ(*every, nemesis_faults_known());
-  EXPECT_EQ(every->size(), 6u);
+  EXPECT_EQ(every->size(), 7u);
   const auto links = parse_nemesis_faults("slow-etcd,partition-node,partition-clients", error);
   ASSERT_TRUE(links);
   EXPECT_EQ(*links, (std::vector<NemesisFault>{NemesisFault::slow_etcd, NemesisFault::partition_node,
