@@ -101,6 +101,12 @@ void apply_to_links(LockCluster& cluster, const NemesisStep& step, std::chrono::
     case NemesisStep::Kind::heal_etcd: etcd_links_of(step.index, [&](int link) { relays->heal(link); }); break;
     case NemesisStep::Kind::cut_clients: relays->cut(cluster.client_link(step.index), both); break;
     case NemesisStep::Kind::heal_clients: relays->heal(cluster.client_link(step.index)); break;
+    case NemesisStep::Kind::cut_peers:
+      if (cluster.has_etcd()) relays->cut(cluster.etcd().peer_link(step.index), both);
+      break;
+    case NemesisStep::Kind::heal_peers:
+      if (cluster.has_etcd()) relays->heal(cluster.etcd().peer_link(step.index));
+      break;
     case NemesisStep::Kind::slow_etcd:
     case NemesisStep::Kind::heal_slow:
       for (int node = 0; node < cluster.size(); ++node) {
@@ -251,6 +257,7 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
   plan_options.duration_s = options.duration_s;
   plan_options.seed = options.seed;
   plan_options.clock_jump_max_ms = clock_jump_max_ms(clock_error_max_ms);
+  plan_options.store_members = cluster && cluster->has_etcd() ? cluster->etcd().size() : 0;
   auto plan = nemesis_plan(plan_options);
   for (auto& step : plan) {
     if (options.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {

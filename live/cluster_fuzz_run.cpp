@@ -81,6 +81,11 @@ bool read_cluster_options(FuzzRequest& request) {
     fmt::print(stderr, "lockstep fuzz: partition-node and slow-etcd act on the nodes' etcd links: give --etcd-members M\n");
     return false;
   }
+  if (has(NemesisFault::etcd_minority) && c.etcd_members < 3) {
+    fmt::print(stderr, "lockstep fuzz: etcd-minority cuts one etcd member from the others, which must still be a "
+                       "majority: give --etcd-members 3 or more\n");
+    return false;
+  }
   if (links && c.node_command.find("{advertise}") == std::string::npos) {
     fmt::print(stderr, "lockstep fuzz: the link faults put relays before the nodes: --exec-node must advertise "
                        "{{advertise}} (--advertise {{advertise}}), which is where clients reach a node\n");

@@ -27,8 +27,8 @@ std::optional<std::uint16_t> fresh_port(std::set<std::uint16_t>& taken) {
 
 }  // namespace
 
-std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error,
-                                                std::chrono::milliseconds patience) {
+std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error, std::chrono::milliseconds patience,
+                                                FaultProxy* peer_relays) {
   if (members < 1 || members > 7) {
     error = "an etcd cluster of 1 to 7 members";
     return nullptr;
@@ -53,6 +53,13 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(int members, std::string& error,
     }
     member.client_port = *client_port;
     member.peer_port = *peer_port;
+    member.advertised_peer_port = *peer_port;
+    if (peer_relays) {
+      const auto link = peer_relays->add_link(*peer_port, error);
+      if (!link) return nullptr;
+      member.peer_link = *link;
+      member.advertised_peer_port = peer_relays->port(*link);
+    }
     member.log_path = fmt::format("{}/{}.log", cluster->folder_->path(), member.name);
     cluster->members_.push_back(std::move(member));
   }
@@ -88,14 +95,15 @@ std::string EtcdCluster::command(int index, bool fresh) const {
   std::string initial;
   for (const auto& other : members_) {
     if (!initial.empty()) initial += ',';
-    initial += fmt::format("{}=http://127.0.0.1:{}", other.name, other.peer_port);
+    initial += fmt::format("{}=http://127.0.0.1:{}", other.name, other.advertised_peer_port);
   }
   return fmt::format(
       "exec etcd --name {0} --data-dir {1}/{0}.data --listen-client-urls http://127.0.0.1:{2} "
       "--advertise-client-urls http://127.0.0.1:{2} --listen-peer-urls http://127.0.0.1:{3} "
-      "--initial-advertise-peer-urls http://127.0.0.1:{3} --initial-cluster {4} --initial-cluster-state {5} "
+      "--initial-advertise-peer-urls http://127.0.0.1:{7} --initial-cluster {4} --initial-cluster-state {5} "
       "--initial-cluster-token {6} --logger zap --log-outputs stderr --log-level warn",
-      member.name, folder_->path(), member.client_port, member.peer_port, initial, fresh ? "new" : "existing", token_);
+      member.name, folder_->path(), member.client_port, member.peer_port, initial, fresh ? "new" : "existing", token_,
+      member.advertised_peer_port);
 }
 
 bool EtcdCluster::wait_serving(int index, std::chrono::milliseconds patience) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "live/fault_proxy.hpp"
 #include "live/process.hpp"
 
 namespace lockstep::live {
@@ -21,8 +22,12 @@ class EtcdCluster {
   // Starts `members` members (1 to 7) and waits until every one answers and
   // knows a leader, for at most `patience`. Nothing (and `error` says why)
   // when that fails; what was started is stopped again.
+  // With `peer_relays`, each member's peer address as the others know it is
+  // a link of that proxy to its peer port (peer_link), so that a fault can
+  // cut the member from its peers.
   static std::unique_ptr<EtcdCluster> start(int members, std::string& error,
-                                            std::chrono::milliseconds patience = std::chrono::seconds(20));
+                                            std::chrono::milliseconds patience = std::chrono::seconds(20),
+                                            FaultProxy* peer_relays = nullptr);
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -33,6 +38,9 @@ class EtcdCluster {
   std::string endpoint(int member) const;
   // Its peer address, which clients must not be given.
   std::string peer_endpoint(int member) const;
+  // With peer relays: the link every other member reaches this one's peer
+  // port through; -1 without.
+  int peer_link(int member) const { return members_[static_cast<std::size_t>(member)].peer_link; }
 
   bool running(int member);
   std::optional<pid_t> pid(int member) const;
@@ -52,6 +60,8 @@ class EtcdCluster {
     std::string name;
     std::uint16_t client_port = 0;
     std::uint16_t peer_port = 0;
+    int peer_link = -1;                 // with peer relays
+    std::uint16_t advertised_peer_port = 0;  // its relay's, or peer_port
     std::string log_path;
     std::optional<ServerProcess> process;
   };

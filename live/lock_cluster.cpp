@@ -43,8 +43,14 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
                                                 std::chrono::milliseconds patience) {
   std::unique_ptr<LockCluster> cluster(new LockCluster());
   cluster->options_ = options;
+  // The relays first, when asked: the etcd members reach each other through
+  // them too (etcd-minority cuts one from its peers).
+  if (options.relays) {
+    cluster->relays_ = FaultProxy::start(error);
+    if (!cluster->relays_) return nullptr;
+  }
   if (options.etcd_members > 0 || options.node_command.empty()) {
-    cluster->etcd_ = EtcdCluster::start(options.etcd_members, error);
+    cluster->etcd_ = EtcdCluster::start(options.etcd_members, error, std::chrono::seconds(20), cluster->relays_.get());
     if (!cluster->etcd_) return nullptr;
   }
   auto folder = TemporaryFolder::create("lockstep-cluster");
@@ -104,8 +110,6 @@ std::unique_ptr<LockCluster> LockCluster::start(const Options& options, std::str
 }
 
 bool LockCluster::set_up_relays(std::string& error) {
-  relays_ = FaultProxy::start(error);
-  if (!relays_) return false;
   for (int i = 0; i < size(); ++i) {
     const auto to_clients = relays_->add_link(nodes_[static_cast<std::size_t>(i)].port, error);
     if (!to_clients) return false;
@@ -137,8 +141,8 @@ LockCluster::~LockCluster() {
   for (auto& node : nodes_) {
     if (node.process) node.process->stop();
   }
-  relays_.reset();  // after the nodes, before etcd: nothing is left to relay
   etcd_.reset();
+  relays_.reset();  // after the nodes and etcd, whose peers talk through them too
   folder_.reset();  // after every process that wrote into it
 }
 

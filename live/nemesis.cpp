@@ -18,6 +18,7 @@ const char* nemesis_fault_name(NemesisFault fault) {
     case NemesisFault::partition_node: return "partition-node";
     case NemesisFault::partition_clients: return "partition-clients";
     case NemesisFault::slow_etcd: return "slow-etcd";
+    case NemesisFault::etcd_minority: return "etcd-minority";
     case NemesisFault::clock_jump: return "clock-jump";
   }
   return "?";
@@ -25,7 +26,7 @@ const char* nemesis_fault_name(NemesisFault fault) {
 
 bool is_link_fault(NemesisFault fault) {
   return fault == NemesisFault::partition_node || fault == NemesisFault::partition_clients ||
-         fault == NemesisFault::slow_etcd;
+         fault == NemesisFault::slow_etcd || fault == NemesisFault::etcd_minority;
 }
 
 bool is_clock_fault(NemesisFault fault) { return fault == NemesisFault::clock_jump; }
@@ -34,7 +35,7 @@ const std::vector<NemesisFault>& nemesis_faults_known() {
   static const std::vector<NemesisFault> known{NemesisFault::kill,           NemesisFault::pause,
                                                NemesisFault::restart,        NemesisFault::partition_node,
                                                NemesisFault::partition_clients, NemesisFault::slow_etcd,
-                                               NemesisFault::clock_jump};
+                                               NemesisFault::etcd_minority,  NemesisFault::clock_jump};
   return known;
 }
 
@@ -78,6 +79,8 @@ NemesisFault NemesisStep::fault() const {
     case Kind::heal_clients: return NemesisFault::partition_clients;
     case Kind::slow_etcd:
     case Kind::heal_slow: return NemesisFault::slow_etcd;
+    case Kind::cut_peers:
+    case Kind::heal_peers: return NemesisFault::etcd_minority;
     case Kind::jump_clock:
     case Kind::unjump_clock: return NemesisFault::clock_jump;
   }
@@ -93,6 +96,8 @@ std::string NemesisStep::what() const {
     case Kind::heal_clients: return fmt::format("heal n{} from its clients", index + 1);
     case Kind::slow_etcd: return "slow etcd links";
     case Kind::heal_slow: return "heal etcd links";
+    case Kind::cut_peers: return fmt::format("cut etcd{} from its peers", index + 1);
+    case Kind::heal_peers: return fmt::format("heal etcd{} to its peers", index + 1);
     case Kind::jump_clock: return fmt::format("jump n{}'s clock by {:+} ms", index + 1, jump_ms);
     case Kind::unjump_clock: return fmt::format("jump n{}'s clock back", index + 1);
     case Kind::kill: verb = "kill"; break;
@@ -124,6 +129,13 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
     step.index = step.etcd ? pick - options.nodes : pick % options.nodes;
     step.leader = !step.etcd && rng.chance(0.5);
     if (fault == NemesisFault::slow_etcd) step.index = 0, step.leader = false;  // every node's links
+    // An etcd member, whichever the pick was (drawn again only for this
+    // fault, so other plans stay what they were).
+    if (fault == NemesisFault::etcd_minority) {
+      step.etcd = true;
+      step.leader = false;
+      step.index = static_cast<int>(rng.below(static_cast<std::uint64_t>(std::max(1, options.store_members))));
+    }
     const int fault_at = static_cast<int>(steps.size());
     // Healed half a period later, and by the run's end at the latest.
     const auto heal_at = std::min(at + period_us / 2, end_us);
@@ -135,6 +147,7 @@ std::vector<NemesisStep> nemesis_plan(const NemesisPlanOptions& options) {
         case NemesisFault::partition_node: return {NemesisStep::Kind::cut_etcd, NemesisStep::Kind::heal_etcd};
         case NemesisFault::partition_clients: return {NemesisStep::Kind::cut_clients, NemesisStep::Kind::heal_clients};
         case NemesisFault::slow_etcd: return {NemesisStep::Kind::slow_etcd, NemesisStep::Kind::heal_slow};
+        case NemesisFault::etcd_minority: return {NemesisStep::Kind::cut_peers, NemesisStep::Kind::heal_peers};
         case NemesisFault::clock_jump: return {NemesisStep::Kind::jump_clock, NemesisStep::Kind::unjump_clock};
         case NemesisFault::restart: break;
       }

@@ -17,7 +17,13 @@
 //                      hole: its connections stay open and carry nothing)
 //                      while its clients stay connected;
 //   partition-clients  a node's clients cut from it, both ways;
-//   slow-etcd          every node's etcd links slowed by `slow_ms` each way.
+//   slow-etcd          every node's etcd links slowed by `slow_ms` each way;
+//   etcd-minority      one etcd member cut from its peers: its peer port's
+//                      relay cut both ways, so that nothing it sends its
+//                      peers arrives and none of them reaches it (etcd's
+//                      streams it dialed itself still bring it their
+//                      messages): it can neither vote nor forward, a
+//                      minority of one of three.
 //
 // and, on nodes started with wrong clocks (live/node_clocks.hpp):
 //
@@ -39,14 +45,14 @@
 
 namespace lockstep::live {
 
-enum class NemesisFault { kill, pause, restart, partition_node, partition_clients, slow_etcd, clock_jump };
+enum class NemesisFault { kill, pause, restart, partition_node, partition_clients, slow_etcd, etcd_minority, clock_jump };
 
 // Every fault the nemesis knows, by name, in the order `all` lists them: a
 // new kind of fault is added here (with its steps in nemesis_plan and the
 // driver's apply), and `--nemesis all`, which the soak runs, includes it.
 const std::vector<NemesisFault>& nemesis_faults_known();
 
-// "kill,pause,restart,partition-node,partition-clients,slow-etcd,clock-jump" (any
+// "kill,pause,restart,partition-node,partition-clients,slow-etcd,etcd-minority,clock-jump" (any
 // non-empty subset, each once), or "all" (every
 // fault known); nothing and `error` set otherwise.
 std::optional<std::vector<NemesisFault>> parse_nemesis_faults(std::string_view text, std::string& error);
@@ -59,7 +65,7 @@ bool is_clock_fault(NemesisFault fault);
 struct NemesisStep {
   enum class Kind {
     kill, start, pause, resume, restart, cut_etcd, heal_etcd, cut_clients, heal_clients, slow_etcd, heal_slow,
-    jump_clock, unjump_clock
+    cut_peers, heal_peers, jump_clock, unjump_clock
   };
   std::int64_t at_us = 0;  // since the run's start
   Kind kind = Kind::kill;
@@ -83,6 +89,7 @@ struct NemesisPlanOptions {
   double every_s = 5;
   int nodes = 3;
   int etcd_members = 0;  // acted on too when > 0
+  int store_members = 0;  // etcd members there are, for etcd-minority
   double duration_s = 10;
   std::uint64_t seed = 1;
   std::int64_t clock_jump_max_ms = 0;  // clock-jump's largest step

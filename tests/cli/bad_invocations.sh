@@ -287,6 +287,8 @@ expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members
 expect 2 "{advertise}" fuzz --mode cluster --exec-node 'x {port}' --etcd-members 3 --nemesis all
 expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis partition-node
 expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis slow-etcd
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --nemesis etcd-minority
+expect 2 "--etcd-members" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 1 --nemesis etcd-minority
 expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 0
 expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis slow-etcd --nemesis-slow-ms 10001
 expect 2 "--nemesis-slow-ms" fuzz --mode cluster --exec-node 'x {advertise}' --etcd-members 3 --nemesis partition-node --nemesis-slow-ms 100

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "live/nemesis.hpp"
@@ -60,6 +62,7 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
         case NemesisStep::Kind::cut_etcd:
         case NemesisStep::Kind::cut_clients:
         case NemesisStep::Kind::slow_etcd:
+        case NemesisStep::Kind::cut_peers:
         case NemesisStep::Kind::jump_clock:
           EXPECT_TRUE(broken.empty()) << "seed " << seed << ": " << step.what() << " while another fault is open";
           EXPECT_EQ(step.at_us % 5'000'000, 0) << step.what();
@@ -71,6 +74,7 @@ TEST(NemesisPlan, OneFaultPerPeriodEachHealedWithinIt) {
         case NemesisStep::Kind::heal_etcd:
         case NemesisStep::Kind::heal_clients:
         case NemesisStep::Kind::heal_slow:
+        case NemesisStep::Kind::heal_peers:
         case NemesisStep::Kind::unjump_clock: {
           ASSERT_GE(step.heals, 0) << step.what();
           EXPECT_LT(step.heals, &step - plan.data());
@@ -155,6 +159,35 @@ TEST(NemesisPlan, ClockJumpsStayWithinTheirBoundOnNodes) {
   EXPECT_GT(back, jumps / 4);
 }
 
+// etcd-minority acts on an etcd member, one of those there are, whether or
+// not the process faults may act on etcd (--nemesis-etcd), and its heal on
+// the same member.
+TEST(NemesisPlan, EtcdMinorityCutsOneMemberAndHealsTheSame) {
+  std::set<int> members;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    auto o = options(seed);
+    o.faults = {NemesisFault::etcd_minority};
+    o.store_members = 3;
+    const auto plan = nemesis_plan(o);
+    EXPECT_EQ(plan.size(), 22u);
+    for (const auto& step : plan) {
+      EXPECT_TRUE(step.etcd) << step.what();
+      EXPECT_FALSE(step.leader) << step.what();
+      EXPECT_GE(step.index, 0);
+      EXPECT_LT(step.index, 3) << step.what();
+      if (step.heals >= 0) {
+        EXPECT_EQ(step.kind, NemesisStep::Kind::heal_peers);
+        EXPECT_EQ(plan[static_cast<std::size_t>(step.heals)].index, step.index);
+        EXPECT_EQ(step.what(), "heal etcd" + std::to_string(step.index + 1) + " to its peers");
+      } else {
+        EXPECT_EQ(step.kind, NemesisStep::Kind::cut_peers);
+        members.insert(step.index);
+      }
+    }
+  }
+  EXPECT_EQ(members.size(), 3u);
+}
+
 TEST(NemesisPlan, SomeFaultsAimAtTheLeaderNoneAtAnEtcdLeader) {
   int at_leader = 0, faults = 0;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
@@ -215,7 +248,7 @@ TEST(NemesisFaults, ParsedAsGiven) {
   const auto every = parse_nemesis_faults("all", error);
   ASSERT_TRUE(every);
   EXPECT_EQ(*every, nemesis_faults_known());
-  EXPECT_EQ(every->size(), 7u);
+  EXPECT_EQ(every->size(), 8u);
   const auto links = parse_nemesis_faults("slow-etcd,partition-node,partition-clients", error);
   ASSERT_TRUE(links);
   EXPECT_EQ(*links, (std::vector<NemesisFault>{NemesisFault::slow_etcd, NemesisFault::partition_node,
