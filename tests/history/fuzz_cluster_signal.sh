@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `fuzz --mode cluster` stopped by SIGTERM or SIGINT while its nodes and etcd
 # members run: it must leave no process behind and remove its temporary
-# folders (the nodes' logs, etcd's data), as a normal exit does.
+# folders (the nodes' logs and clock files, etcd's data), as a normal exit
+# does. The run has everything the fuzzer can put around the processes:
+# relays for the clients, the nodes' etcd links and etcd's peers (a nemesis
+# of link faults, none due before the signal), and wrong clocks.
 #
 # The nodes' command lines carry `--prefix lockstep-PID-XXXXXX`, which names
 # their folder $TMPDIR/lockstep-cluster-XXXXXX (or /tmp/...), and the etcd members' command
@@ -15,13 +18,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; cat "$work/out" 2>/dev/null | head -20; exit 1; }
 
-node="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise 127.0.0.1:{port} --port {port} --leader-ttl-s 2"
+node="exec $lockstep serve --cluster --quiet --etcd {etcd} --prefix {prefix} --init --members {members} --node-id {node} --advertise {advertise} --port {port} --leader-ttl-s 2"
 # A job started by a non-interactive shell ignores SIGINT, and exec keeps
 # that; python3 restores the default action before it starts the fuzzer.
 python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' "$lockstep" fuzz --mode cluster --exec-node "$node" --nodes 3 --etcd-members 3 \
-  --duration-s 120 >"$work/out" 2>&1 &
+  --duration-s 120 --nemesis partition-clients,etcd-minority,clock-jump --nemesis-every-s 60 --skew-clocks \
+  --clock-allowance-ms 100 >"$work/out" 2>&1 &
 pid=$!
 
 prefix=
