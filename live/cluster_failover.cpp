@@ -72,9 +72,6 @@ int run_failover_bench(const FailoverBenchOptions& options) {
   workload.run_for(1s);
 
   auto* relays = cluster->relays();
-  const auto etcd_links = [&](int node, const std::function<void(int)>& act) {
-    for (int member = 0; member < cluster->etcd().size(); ++member) act(cluster->etcd_link(node, member));
-  };
   const std::vector<Fault> faults = {
       {"leader-kill",
        [&](std::string& why) -> std::optional<std::function<bool()>> {
@@ -87,9 +84,9 @@ int run_failover_bench(const FailoverBenchOptions& options) {
        [&](std::string& why) -> std::optional<std::function<bool()>> {
          const int leader = cluster->leader();
          if (leader < 0) return why = "no node leads", std::nullopt;
-         etcd_links(leader, [&](int link) { relays->cut(link, FaultProxy::Direction::both); });
+         for (const int link : cluster->etcd_links(leader)) relays->cut(link, FaultProxy::Direction::both);
          return [&, leader] {
-           etcd_links(leader, [&](int link) { relays->heal(link); });
+           for (const int link : cluster->etcd_links(leader)) relays->heal(link);
            return true;
          };
        }},

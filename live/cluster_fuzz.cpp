@@ -91,9 +91,8 @@ std::optional<pid_t> process_of(LockCluster& cluster, const NemesisStep& step) {
 void apply_to_links(LockCluster& cluster, const NemesisStep& step, std::chrono::milliseconds slow) {
   auto* relays = cluster.relays();
   if (relays == nullptr) return;
-  const int members = cluster.has_etcd() ? cluster.etcd().size() : 0;
   const auto etcd_links_of = [&](int node, const auto& act) {
-    for (int member = 0; member < members; ++member) act(cluster.etcd_link(node, member));
+    for (const int link : cluster.etcd_links(node)) act(link);
   };
   const auto both = FaultProxy::Direction::both;
   switch (step.kind) {

@@ -82,6 +82,8 @@ class LockCluster {
   // and the link its clients reach it through.
   FaultProxy* relays() { return relays_.get(); }
   int etcd_link(int node, int member) const;
+  // All of the node's links to etcd, in member order.
+  const std::vector<int>& etcd_links(int node) const { return etcd_links_.at(static_cast<std::size_t>(node)); }
   int client_link(int node) const;
 
   bool running(int node);
