@@ -280,10 +280,11 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     std::string aim = step.leader ? " (the leader)" : "";
     if (step.leader && options.nemesis_at_leader && step.kind == NemesisStep::Kind::cut_etcd) {
       // The clients keep running meanwhile: the workload is what fills the
-      // leader's queues.
+      // leader's queues (a try-lock workload has no waiters: then keys held).
+      const bool queues = options.wait_max_ms > 0;
       for (int tries = 0; tries < 10; ++tries) {
         const auto status = cluster->status(step.index, milliseconds{500});
-        if (status && status->leading && status->waiters > 0) {
+        if (status && status->leading && (queues ? status->waiters > 0 : status->keys > 0)) {
           aim = fmt::format(" (the leader, {} keys held, {} waiters)", status->keys, status->waiters);
           break;
         }
@@ -295,6 +296,14 @@ ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
     if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
     const auto began = recorder.now_us();
     if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
+    // A fault made later than planned (waiting for the leader's queues
+    // above, or a slow step) still lasts as long as planned: its heal moves
+    // by as much. A cut shorter than the leader's lease shows nothing.
+    if (step.heals < 0 && began > step.at_us) {
+      for (auto j = i + 1; j < plan.size(); ++j) {
+        if (plan[j].heals == static_cast<int>(i)) plan[j].at_us += began - step.at_us;
+      }
+    }
     if (is_clock_fault(step.fault())) {
       // A step from the node's own clock, and back to it.
       auto clock = clocks.at(static_cast<std::size_t>(step.index));
