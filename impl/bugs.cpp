@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep {
 
 namespace {
@@ -44,7 +46,7 @@ constexpr std::array catalogue{
     // visit them in another order, so the tokens of one sweep's hand-offs
     // come out in another order. Only the order within one instant changes,
     // but real time sees it: two keys one sweep handed over carry their
-    // tokens in the wrong order (model/history/tokens.cpp).
+    // tokens in the wrong order (check/tokens.cpp).
     BugDescription{InjectedBug::sweep_reverse_token_order, "sweep-reverse-token-order",
                    "the sweep visits expired keys newest token first",
                    "not in the order of their holders' tokens", BugReach::real_time},
@@ -61,18 +63,9 @@ constexpr std::array catalogue{
 std::span<const BugDescription> bug_catalogue() { return catalogue; }
 
 std::optional<InjectedBug> bug_from_name(std::string_view name) {
-  if (name == "none") return InjectedBug::none;
-  for (const auto& entry : catalogue) {
-    if (entry.name == name) return entry.bug;
-  }
-  return std::nullopt;
+  return bug_of_name(std::span<const BugDescription>(catalogue), name);
 }
 
-std::string_view bug_name(InjectedBug bug) {
-  for (const auto& entry : catalogue) {
-    if (entry.bug == bug) return entry.name;
-  }
-  return "none";
-}
+std::string_view bug_name(InjectedBug bug) { return name_of_bug(std::span<const BugDescription>(catalogue), bug); }
 
 }  // namespace lockstep

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep::cluster {
 
 namespace {
@@ -55,18 +57,9 @@ constexpr std::array catalogue{
 std::span<const ClusterBugDescription> cluster_bug_catalogue() { return catalogue; }
 
 std::optional<ClusterBug> cluster_bug_from_name(std::string_view name) {
-  if (name == "none") return ClusterBug::none;
-  for (const auto& entry : catalogue) {
-    if (entry.name == name) return entry.bug;
-  }
-  return std::nullopt;
+  return bug_of_name(std::span<const ClusterBugDescription>(catalogue), name);
 }
 
-std::string_view cluster_bug_name(ClusterBug bug) {
-  for (const auto& entry : catalogue) {
-    if (entry.bug == bug) return entry.name;
-  }
-  return "none";
-}
+std::string_view cluster_bug_name(ClusterBug bug) { return name_of_bug(std::span<const ClusterBugDescription>(catalogue), bug); }
 
 }  // namespace lockstep::cluster

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep::raft {
 
 namespace {
@@ -41,18 +43,9 @@ constexpr std::array catalogue{
 std::span<const RaftBugDescription> raft_bug_catalogue() { return catalogue; }
 
 std::optional<RaftBug> raft_bug_from_name(std::string_view name) {
-  if (name == "none") return RaftBug::none;
-  for (const auto& entry : catalogue) {
-    if (entry.name == name) return entry.bug;
-  }
-  return std::nullopt;
+  return bug_of_name(std::span<const RaftBugDescription>(catalogue), name);
 }
 
-std::string_view raft_bug_name(RaftBug bug) {
-  for (const auto& entry : catalogue) {
-    if (entry.bug == bug) return entry.name;
-  }
-  return "none";
-}
+std::string_view raft_bug_name(RaftBug bug) { return name_of_bug(std::span<const RaftBugDescription>(catalogue), bug); }
 
 }  // namespace lockstep::raft
