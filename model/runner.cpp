@@ -37,21 +37,6 @@ class EngineService final : public LockService {
   Engine engine_;
 };
 
-class ModelService final : public LockService {
- public:
-  ModelService(const Limits& limits, InjectedBug bug) : model_(limits, Token{1}, bug) {}
-  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
-    return model_.on_line(c, line, now, out);
-  }
-  void on_close(ConnectionId c, TimeMs now, Outputs& out) override { model_.on_close(c, now, out); }
-  void advance(TimeMs now, Outputs& out) override { model_.advance(now, out); }
-  std::optional<TimeMs> next_due() const override { return model_.next_due(); }
-  const Model& model() const { return model_; }
-
- private:
-  Model model_;
-};
-
 class ClusterEngineService final : public LockService {
  public:
   explicit ClusterEngineService(const Limits& limits) : cluster_(limits) {}

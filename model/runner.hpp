@@ -9,6 +9,7 @@
 
 #include "impl/engine.hpp"
 #include "impl/protocol.hpp"
+#include "model/model.hpp"
 #include "model/vector.hpp"
 
 namespace lockstep {
@@ -23,6 +24,23 @@ class LockService {
   virtual void on_close(ConnectionId connection, TimeMs now, Outputs& out) = 0;
   virtual void advance(TimeMs now, Outputs& out) = 0;
   virtual std::optional<TimeMs> next_due() const = 0;
+};
+
+// The reference model as a LockService, its state kept visible (the
+// playground draws its keys; model_view_at reads them).
+class ModelService final : public LockService {
+ public:
+  explicit ModelService(const Limits& limits, InjectedBug bug = InjectedBug::none) : model_(limits, Token{1}, bug) {}
+  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
+    return model_.on_line(c, line, now, out);
+  }
+  void on_close(ConnectionId c, TimeMs now, Outputs& out) override { model_.on_close(c, now, out); }
+  void advance(TimeMs now, Outputs& out) override { model_.advance(now, out); }
+  std::optional<TimeMs> next_due() const override { return model_.next_due(); }
+  const Model& model() const { return model_; }
+
+ private:
+  Model model_;
 };
 
 enum class ServiceKind { engine, model };

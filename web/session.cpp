@@ -12,23 +12,6 @@ namespace lockstep::web {
 
 namespace {
 
-// The reference model behind the runner's LockService interface, kept
-// visible so that the page can draw its keys.
-class ModelService final : public LockService {
- public:
-  explicit ModelService(const Limits& limits) : model_(limits) {}
-  LineOutcome on_line(ConnectionId c, std::string_view line, TimeMs now, Outputs& out) override {
-    return model_.on_line(c, line, now, out);
-  }
-  void on_close(ConnectionId c, TimeMs now, Outputs& out) override { model_.on_close(c, now, out); }
-  void advance(TimeMs now, Outputs& out) override { model_.advance(now, out); }
-  std::optional<TimeMs> next_due() const override { return model_.next_due(); }
-  const Model& model() const { return model_; }
-
- private:
-  Model model_;
-};
-
 std::size_t source_index(Source source) { return static_cast<std::size_t>(source); }
 
 // A response line as two services are compared on it: any `E` is alike.
