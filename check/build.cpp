@@ -1,4 +1,4 @@
-#include "model/history/build.hpp"
+#include "check/build.hpp"
 
 #include <algorithm>
 #include <iterator>

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/history/history.hpp"
-#include "model/history/key_input.hpp"
+#include "check/history.hpp"
+#include "check/key_input.hpp"
 
 namespace lockstep::history {
 

@@ -3,7 +3,7 @@
 // searches each key, asks whether one sweep phase per incarnation explains
 // all its keys at once, and then checks the order of tokens across keys
 // against the instants the keys' searches allow for each grant.
-#include "model/history/checker.hpp"
+#include "check/checker.hpp"
 
 #include <algorithm>
 #include <map>
@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "model/history/build.hpp"
-#include "model/history/frontier.hpp"
-#include "model/history/least_lateness.hpp"
-#include "model/history/story.hpp"
-#include "model/history/tokens.hpp"
+#include "check/build.hpp"
+#include "check/frontier.hpp"
+#include "check/least_lateness.hpp"
+#include "check/story.hpp"
+#include "check/tokens.hpp"
 
 namespace lockstep::history {
 

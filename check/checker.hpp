@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "model/history/history.hpp"
-#include "model/history/key_input.hpp"
-#include "model/history/phase_set.hpp"
+#include "check/history.hpp"
+#include "check/key_input.hpp"
+#include "check/phase_set.hpp"
 
 namespace lockstep::history {
 

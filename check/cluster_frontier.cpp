@@ -27,7 +27,7 @@
 // last instant its observed `T` can be caused at), at an instant of its own
 // between its Timeout's window and that point, which every explanation that
 // removes it earlier reaches too.
-#include "model/history/cluster_frontier.hpp"
+#include "check/cluster_frontier.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -39,10 +39,10 @@
 #include <fmt/format.h>
 
 #include "impl/assert.hpp"
-#include "model/history/fingerprint.hpp"
-#include "model/history/frontier_search.hpp"
-#include "model/history/marked_set.hpp"
-#include "model/history/zone.hpp"
+#include "check/fingerprint.hpp"
+#include "check/frontier_search.hpp"
+#include "check/index_set.hpp"
+#include "check/zone.hpp"
 
 namespace lockstep::history {
 

@@ -22,8 +22,8 @@
 // never reports a violation that has an explanation.
 #pragma once
 
-#include "model/history/frontier.hpp"
-#include "model/history/key_input.hpp"
+#include "check/frontier.hpp"
+#include "check/key_input.hpp"
 
 namespace lockstep::history {
 

@@ -1,4 +1,4 @@
-#include "model/history/counterexample.hpp"
+#include "check/counterexample.hpp"
 
 #include <map>
 #include <optional>

@@ -10,17 +10,18 @@
 // jumps ahead. Only these rules live here, so that what differs from
 // cluster mode (sweep phases, closes, what is owed by when) reads apart
 // from what both share.
-#include "model/history/frontier.hpp"
+#include "check/frontier.hpp"
 
 #include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "check/cluster_frontier.hpp"
+#include "check/fingerprint.hpp"
+#include "check/frontier_search.hpp"
+#include "check/index_set.hpp"
 #include "impl/assert.hpp"
-#include "model/history/cluster_frontier.hpp"
-#include "model/history/fingerprint.hpp"
-#include "model/history/frontier_search.hpp"
 
 namespace lockstep::history {
 
@@ -29,33 +30,6 @@ namespace {
 // Answers looked at when asking whether a pending request can still be
 // answered; past it the request is taken to be answerable.
 constexpr std::size_t lookahead_max = 64;
-
-// A set of indices kept as "every index below `mark`" plus the others.
-struct MarkedSet {
-  std::uint32_t mark = 0;
-  std::vector<std::uint32_t> extra;  // sorted, all above mark
-
-  bool contains(std::uint32_t index) const {
-    return index < mark || std::binary_search(extra.begin(), extra.end(), index);
-  }
-  void insert(std::uint32_t index) {
-    LOCKSTEP_ASSERT(!contains(index));
-    if (index != mark) {
-      extra.insert(std::upper_bound(extra.begin(), extra.end(), index), index);
-      return;
-    }
-    ++mark;
-    std::size_t joined = 0;
-    while (joined < extra.size() && extra[joined] == mark) {
-      ++mark;
-      ++joined;
-    }
-    extra.erase(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(joined));
-  }
-  std::uint32_t low() const { return mark; }  // the first index not in the set
-  std::uint32_t size() const { return mark + static_cast<std::uint32_t>(extra.size()); }
-  friend bool operator==(const MarkedSet&, const MarkedSet&) = default;
-};
 
 struct Holder {
   std::int32_t request = -1;    // the grant's request; -1: the key is not registered
@@ -73,7 +47,7 @@ struct Waiter {
 // A configuration stands for every assignment of instants within its
 // intervals and every phase of its set.
 // Waiters are kept in queue order.
-struct Config : ConfigCore<Holder, Waiter, MarkedSet> {
+struct Config : ConfigCore<Holder, Waiter, PrefixSet> {
   PhaseSet phases;
 };
 

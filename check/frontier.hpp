@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "model/history/key_input.hpp"
-#include "model/history/phase_set.hpp"
+#include "check/key_input.hpp"
+#include "check/phase_set.hpp"
 
 namespace lockstep::history {
 

@@ -48,9 +48,9 @@
 
 #include <fmt/format.h>
 
-#include "model/history/fingerprint.hpp"
-#include "model/history/frontier.hpp"
-#include "model/history/key_input.hpp"
+#include "check/fingerprint.hpp"
+#include "check/frontier.hpp"
+#include "check/key_input.hpp"
 
 namespace lockstep::history {
 

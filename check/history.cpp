@@ -1,7 +1,7 @@
 // NDJSON reading and writing of histories. The reader is strict: a history
 // that cannot be read exactly is refused with the line at fault, because a
 // checker that guessed at a damaged file could pass a broken server.
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 #include <fstream>
 #include <istream>

@@ -1,4 +1,4 @@
-#include "model/history/least_lateness.hpp"
+#include "check/least_lateness.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "model/history/build.hpp"
-#include "model/history/checker.hpp"
-#include "model/history/frontier.hpp"
-#include "model/history/phase_set.hpp"
-#include "model/history/tokens.hpp"
+#include "check/build.hpp"
+#include "check/checker.hpp"
+#include "check/frontier.hpp"
+#include "check/phase_set.hpp"
+#include "check/tokens.hpp"
 
 namespace lockstep::history {
 

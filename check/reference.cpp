@@ -1,7 +1,7 @@
 // The reference checker (reference.hpp). Every rule it applies cites the
 // numbered rule of docs/protocol.md ("How lockstep reads these rules") it
 // implements: S1.. for simple mode, C1.. for a cluster.
-#include "model/history/reference.hpp"
+#include "check/reference.hpp"
 
 #include <algorithm>
 #include <array>

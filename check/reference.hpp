@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::history {
 

@@ -1,11 +1,11 @@
-#include "model/history/story.hpp"
+#include "check/story.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "model/history/build.hpp"
-#include "model/history/frontier.hpp"
+#include "check/build.hpp"
+#include "check/frontier.hpp"
 
 namespace lockstep::history {
 
@@ -308,7 +308,7 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
   for (auto& line : timeline(input, origin_us, culprit, until_us, expected_us, std::move(expected))) {
     finding.story.push_back("  " + line);
   }
-  // A key's check stops at its first violation (model/history/DESIGN.md,
+  // A key's check stops at its first violation (check/DESIGN.md,
   // "Reports"): what was read of it later is not judged, and says so.
   const auto unread = std::count_if(input.observations.begin(), input.observations.end(),
                                     [&](const auto& seen) { return seen.received_us >= until_us; });

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "model/history/checker.hpp"
-#include "model/history/frontier.hpp"
-#include "model/history/key_input.hpp"
+#include "check/checker.hpp"
+#include "check/frontier.hpp"
+#include "check/key_input.hpp"
 
 namespace lockstep::history {
 

@@ -1,4 +1,4 @@
-#include "model/history/tokens.hpp"
+#include "check/tokens.hpp"
 
 #include <algorithm>
 #include <tuple>

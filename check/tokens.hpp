@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "model/history/build.hpp"
-#include "model/history/checker.hpp"
-#include "model/history/frontier.hpp"
+#include "check/build.hpp"
+#include "check/checker.hpp"
+#include "check/frontier.hpp"
 
 namespace lockstep::history {
 

@@ -2,7 +2,7 @@
 // kept closed by shortest paths: what cluster mode's search knows of the
 // instants a configuration still needs (the holder's grant, each waiter's
 // queueing, the step being applied), so that one operation has one instant
-// for every rule that reads it (model/history/DESIGN.md, "Cluster mode").
+// for every rule that reads it (check/DESIGN.md, "Cluster mode").
 //
 // Variable 0 is the origin, the instant 0; bound(i, j) is the least upper
 // bound of x_j - x_i that the constraints imply. The matrix is always
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "impl/assert.hpp"
-#include "model/history/fingerprint.hpp"
+#include "check/fingerprint.hpp"
 
 namespace lockstep::history {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 
 namespace lockstep::cli {
 

@@ -5,13 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "model/history/reference.hpp"
+#include "check/reference.hpp"
 
 namespace lockstep::live {
 
 namespace {
 
-// `--reference`: the slow reference's verdict (model/history/reference.hpp),
+// `--reference`: the slow reference's verdict (check/reference.hpp),
 // on a history no larger than it reads.
 int reference_verdict(const history::History& recorded, const std::string& file) {
   if (const auto refusal = history::reference_refusal(recorded)) {

@@ -18,7 +18,7 @@ struct CheckHistoryRequest {
   // the header's), and cluster mode's clock allowance and maximum lateness.
   std::string mode;
   std::optional<std::int64_t> clock_allowance_ms, max_lateness_ms;
-  // Judge by the slow reference instead (model/history/reference.hpp).
+  // Judge by the slow reference instead (check/reference.hpp).
   bool reference = false;
 };
 

@@ -9,7 +9,7 @@
 // (live/fault_proxy.hpp) when its faults include link faults. Everything the clients did on their connections, and
 // every nemesis step, is recorded on one monotonic clock as a history read
 // as a cluster's (`"mode":"cluster"`, the clock allowance, the maximum
-// lateness), which model/history then checks.
+// lateness), which check then checks.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include "live/nemesis.hpp"
 #include "live/unavailability.hpp"
 #include "live/resource_watch.hpp"
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::live {
 

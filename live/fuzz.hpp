@@ -6,7 +6,7 @@
 // requests per connection, releases with the current, a stale or a random
 // token, the same owner asking again, connections closed with waiters,
 // limits reached, malformed lines, and (with a command to run the target)
-// restarts. The checker then judges the history (model/history).
+// restarts. The checker then judges the history (check).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 #include "impl/limits.hpp"
 #include "live/resource_watch.hpp"
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::live {
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "model/history/checker.hpp"
-#include "model/history/counterexample.hpp"
+#include "check/checker.hpp"
+#include "check/counterexample.hpp"
 #include "report/history_report.hpp"
 
 namespace lockstep::live {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::live {
 

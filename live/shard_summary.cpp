@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cmd/lockstep/version.hpp"
+#include "cli/version.hpp"
 
 namespace lockstep::live {
 

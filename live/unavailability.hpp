@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::live {
 

@@ -1,4 +1,4 @@
-#include "report/markup.hpp"
+#include "markup/markup.hpp"
 
 namespace lockstep {
 

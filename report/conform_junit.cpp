@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "report/markup.hpp"
+#include "markup/markup.hpp"
 
 namespace lockstep {
 

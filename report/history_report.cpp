@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "model/history/build.hpp"
+#include "check/build.hpp"
 
 namespace lockstep::history {
 

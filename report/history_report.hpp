@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "model/history/checker.hpp"
-#include "report/markup.hpp"
-#include "model/history/history.hpp"
+#include "check/checker.hpp"
+#include "markup/markup.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::history {
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "cmd/lockstep/validators.hpp"
-#include "cmd/lockstep/version.hpp"
+#include "cli/validators.hpp"
+#include "cli/version.hpp"
 
 namespace lockstep::adapters {
 

@@ -5,7 +5,7 @@
 
 #include "adapters/common/adapter_options.hpp"
 #include "adapters/etcd_lock/adapter.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 
 int main(int argc, char** argv) {
   constexpr const char* program = "lockstep-etcd-lock";

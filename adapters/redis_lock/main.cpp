@@ -9,7 +9,7 @@
 
 #include "adapters/common/adapter_options.hpp"
 #include "adapters/redis_lock/redis_lock.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/cluster_bench.hpp"
 #include "live/cluster_failover.hpp"
 #include "live/engine_bench.hpp"

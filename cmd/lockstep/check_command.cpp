@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/spec_check.hpp"
 
 namespace lockstep::cli {

@@ -4,7 +4,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/history_output_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/check_history.hpp"
 
 namespace lockstep::cli {

@@ -5,7 +5,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/etcd_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/cluster_admin.hpp"
 
 namespace lockstep::cli {

@@ -7,7 +7,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/limit_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "impl/bugs.hpp"
 #include "live/conform.hpp"
 

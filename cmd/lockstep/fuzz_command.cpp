@@ -11,7 +11,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/history_output_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/cluster_fuzz_run.hpp"
 #include "live/fuzz_run.hpp"
 

@@ -1,6 +1,6 @@
 #include "cmd/lockstep/history_output_options.hpp"
 
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 
 namespace lockstep::cli {
 

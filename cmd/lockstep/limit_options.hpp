@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "impl/limits.hpp"
 
 namespace lockstep::cli {

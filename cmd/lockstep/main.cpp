@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/version.hpp"
+#include "cli/version.hpp"
 
 namespace {
 

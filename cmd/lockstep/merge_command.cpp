@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/shard_summary.hpp"
 
 namespace lockstep::cli {

@@ -7,7 +7,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/shard_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/miss_rate_report.hpp"
 #include "sim/history/miss_rate.hpp"
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "web/page_server.hpp"
 
 namespace lockstep::cli {

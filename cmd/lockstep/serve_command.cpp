@@ -8,7 +8,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/etcd_options.hpp"
 #include "cmd/lockstep/limit_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "impl/cluster/bugs.hpp"
 #include "impl/cluster/lock_machine.hpp"
 #include "impl/protocol.hpp"

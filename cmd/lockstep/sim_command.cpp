@@ -8,7 +8,7 @@
 
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/shard_options.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/sim_run.hpp"
 
 namespace lockstep::cli {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
-#include "cmd/lockstep/validators.hpp"
+#include "cli/validators.hpp"
 #include "live/tlc/trace_tools.hpp"
 
 namespace lockstep::cli {

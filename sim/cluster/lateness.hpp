@@ -1,5 +1,5 @@
 // How late a cluster run's Expires, Timeouts and caused answers really
-// were, in the black-box checker's own terms (model/history/DESIGN.md,
+// were, in the black-box checker's own terms (check/DESIGN.md,
 // "Lateness"), so that the run's history can state it as its
 // `max_lateness_ms` and the checker is held to what happened rather than
 // to whatever lateness an explanation might need.

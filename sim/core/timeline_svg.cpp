@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "report/markup.hpp"
+#include "markup/markup.hpp"
 
 namespace lockstep::sim {
 

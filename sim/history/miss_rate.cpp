@@ -5,7 +5,7 @@
 #include <map>
 
 #include "impl/bugs.hpp"
-#include "model/history/checker.hpp"
+#include "check/checker.hpp"
 #include "sim/cluster/simulation.hpp"
 #include "sim/history/recorder.hpp"
 #include "sim/simple/simulation.hpp"
@@ -23,7 +23,7 @@ std::vector<SimBug> simple_mode_bugs() {
 namespace {
 
 // Why a cluster bug cannot be seen from the clients' side of a simulated
-// run, or nothing when it can (DESIGN.md of model/history, "Miss rate").
+// run, or nothing when it can (DESIGN.md of check, "Miss rate").
 std::optional<std::string> blind_from_clients(cluster::ClusterBug bug) {
   switch (bug) {
     case cluster::ClusterBug::expire_without_token_check:

@@ -1,7 +1,7 @@
 // How much of what the simulator catches a black-box tester catches too:
 // each seed of a swarm range is run (clean, and with each catalogued bug),
 // the clients' view of the run is recorded as a history (sim/history/recorder.hpp)
-// and judged by the black-box checker (model/history). A bug seed the
+// and judged by the black-box checker (check). A bug seed the
 // simulator reports but the checker passes is a miss; a clean seed the
 // checker does not pass is a false alarm (or undecided, when its search
 // budget ran out). Deterministic: the same range gives the same table.
@@ -61,7 +61,7 @@ struct MissedSeed {
   // Cluster mode, a seed passed though its clients saw it: why that is no
   // miss, when their view needs lateness and the run really was that late,
   // or needs the clock allowance the run's clock bound gives (DESIGN.md of
-  // model/history, "Miss rate (cluster mode)"); else empty.
+  // check, "Miss rate (cluster mode)"); else empty.
   std::string within_bounds;
 };
 

@@ -1,5 +1,5 @@
 // The clients' view of a simulated run as a history of the black-box
-// checker (model/history, schema `lockstep.history/1`): what each
+// checker (check, schema `lockstep.history/1`): what each
 // connection sent and received and when, on the simulated clock
 // (t_us = simulated ms × 1000), the connections the clients closed, and the
 // server's deaths and restarts. Checking these histories measures how much
@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 #include "sim/cluster/simulation.hpp"
 #include "sim/simple/observer.hpp"
 #include "sim/simple/params.hpp"

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "impl/counters.hpp"
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 #include "sim/history/recorder.hpp"
 #include "sim/simple/shrink.hpp"
 #include "sim/simple/simulation.hpp"

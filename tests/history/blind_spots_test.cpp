@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::history {
 namespace {

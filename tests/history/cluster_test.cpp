@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::history {
 namespace {
@@ -739,7 +739,7 @@ TEST(ClusterReading, AWaiterLeftByACloseDoesNotStandForOneLaterGranted) {
   EXPECT_EQ(result.verdict, Verdict::conforms) << verdict_text(result);
 }
 
-// A key's check stops at its first violation (model/history/DESIGN.md,
+// A key's check stops at its first violation (check/DESIGN.md,
 // "Reports"), and the report says so: key `k`'s FIFO violation at 51 ms
 // leaves its later response (a second violation: a grant to dave while
 // carol holds) not judged, and counted. Key `j` is checked apart from it:

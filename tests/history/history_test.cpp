@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
-#include "model/history/phase_set.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
+#include "check/phase_set.hpp"
 
 namespace lockstep::history {
 namespace {

@@ -1,4 +1,4 @@
-// Histories on which the checker and the reference (model/history/reference.hpp)
+// Histories on which the checker and the reference (check/reference.hpp)
 // once disagreed, each small enough to judge by hand by the
 // numbered rules of docs/protocol.md ("How lockstep reads these rules",
 // S1..S17 and C1..C17). Each test gives the verdict the rules give, with the reasoning,
@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
-#include "model/history/reference.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
+#include "check/reference.hpp"
 
 namespace lockstep::history {
 namespace {

@@ -31,8 +31,8 @@
 #include <fmt/format.h>
 
 #include "model/cluster_model.hpp"
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::testing {
 namespace {

@@ -1,4 +1,4 @@
-// The checker held to the reference (model/history/reference.hpp): on small
+// The checker held to the reference (check/reference.hpp): on small
 // generated histories, both modes, the two must give the same verdict, and
 // in cluster mode, when the history conforms, the same least lateness to the
 // millisecond. The reference is slow and plainly follows the numbered rules
@@ -30,9 +30,9 @@
 
 #include <fmt/format.h>
 
-#include "model/history/checker.hpp"
-#include "model/history/history.hpp"
-#include "model/history/reference.hpp"
+#include "check/checker.hpp"
+#include "check/history.hpp"
+#include "check/reference.hpp"
 #include "tests/property/reference_runs.hpp"
 
 namespace lockstep::testing {
@@ -59,7 +59,7 @@ const bool survey = std::getenv("LOCKSTEP_REFERENCE_SURVEY") != nullptr;
 
 // The checker splits a history by key and couples the keys only as far as
 // windows of instants carry the sweep phase, the order of tokens and the
-// order of a connection's requests (model/history/DESIGN.md, "What couples
+// order of a connection's requests (check/DESIGN.md, "What couples
 // keys"): where it passes what the rules reject, each key read alone must
 // pass (ReferenceOptions::per_key).
 bool per_key_conforms(const history::History& h) {

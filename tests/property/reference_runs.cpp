@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "model/cluster_model.hpp"
-#include "model/history/reference.hpp"
+#include "check/reference.hpp"
 #include "model/model.hpp"
 
 namespace lockstep::testing {

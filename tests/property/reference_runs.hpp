@@ -12,7 +12,7 @@
 
 #include <rapidcheck.h>
 
-#include "model/history/history.hpp"
+#include "check/history.hpp"
 
 namespace lockstep::testing {
 
