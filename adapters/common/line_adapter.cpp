@@ -1,12 +1,9 @@
 #include "adapters/common/line_adapter.hpp"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "drivers/etcd/event_queue.hpp"
-#include "drivers/server/socket_connection.hpp"
+#include "drivers/server/line_loop.hpp"
 #include "impl/line_framer.hpp"
 #include "impl/protocol.hpp"
 
@@ -29,10 +26,7 @@ namespace lockstep::adapters {
 
 namespace {
 
-constexpr int epoll_batch = 256;
-constexpr std::uint64_t listener_key = 0;
-constexpr std::uint64_t signal_key = UINT64_MAX;
-constexpr std::uint64_t workers_key = UINT64_MAX - 1;
+constexpr std::uint64_t workers_key = LoopSockets::signal_key - 1;
 // The workers' events are small; this only bounds a flood of them.
 constexpr std::size_t worker_events_bytes_max = 1 << 20;
 constexpr std::size_t worker_event_bytes = 64;
@@ -73,7 +67,7 @@ struct Request {
   std::thread worker;
 };
 
-class Adapter {
+class Adapter : LineLoop<Connection> {
  public:
   Adapter(std::string_view program, const LineAdapterConfig& config, LockService& service)
       : program_(program),
@@ -87,8 +81,6 @@ class Adapter {
 
  private:
   int start();
-  void accept_all();
-  void read_from(Connection& c);
   void handle_lines(Connection& c);
   void handle_line(Connection& c, std::string_view line);
   void overlong(Connection& c);
@@ -97,8 +89,6 @@ class Adapter {
   void answer(std::optional<ConnectionId> to, const Response& response);
   void end_input(Connection& c);
   void close_connection(Connection& c);
-  void flush(Connection& c);
-  void set_interest(Connection& c);
   void stop_workers();
 
   const std::string program_;
@@ -109,25 +99,16 @@ class Adapter {
   std::uint64_t session_uses_ = 0;
   etcd::EventQueue<WorkerEvent> events_;
 
-  int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int signal_fd_ = -1;
   bool stop_ = false;
 
   std::uint64_t next_connection_ = 1;
   std::uint64_t next_request_ = 1;
-  std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   std::map<std::uint64_t, Request> requests_;
-  AcceptCounts counts_;
   std::uint64_t slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
 };
 
 Adapter::~Adapter() {
   stop_workers();
-  for (auto& [id, c] : connections_) ::close(c->fd);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (signal_fd_ >= 0) ::close(signal_fd_);
 }
 
 int Adapter::start() {
@@ -137,13 +118,8 @@ int Adapter::start() {
   }
   // Signals are taken by the loop alone: blocked before any thread starts
   // (the service's client's own, and the workers), which inherit the mask.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  sockets_.open();
+  sockets_.watch(events_.fd(), workers_key);
 
   // The service must answer before anyone is served.
   if (auto error = service_.start()) {
@@ -151,28 +127,11 @@ int Adapter::start() {
     return 2;
   }
 
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const int yes = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(config_.port);
-  inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "{}: cannot listen on {}:{}: {}\n", program_, config_.host, config_.port, std::strerror(errno));
+  auto error = sockets_.bind(config_.host, config_.port);
+  if (!error) error = sockets_.listen(config_.host, config_.port);
+  if (error) {
+    fmt::print(stderr, "{}: {}\n", program_, *error);
     return 2;
-  }
-  socklen_t length = sizeof address;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
-  config_.port = ntohs(address.sin_port);
-
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  for (const auto& [fd, key] : {std::pair{signal_fd_, signal_key}, std::pair{events_.fd(), workers_key},
-                                std::pair{listen_fd_, listener_key}}) {
-    event.data.u64 = key;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
   }
   if (!config_.quiet) {
     const auto& l = config_.limits;
@@ -187,36 +146,29 @@ int Adapter::start() {
 
 int Adapter::run() {
   if (const int code = start(); code != 0) return code;
-  std::vector<epoll_event> events(epoll_batch);
+  std::vector<epoll_event> events;
   while (!stop_) {
-    const bool backlog = std::any_of(connections_.begin(), connections_.end(),
-                                     [](const auto& entry) { return entry.second->has_work(); });
-    const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, backlog ? 0 : -1);
-    if (ready < 0 && errno != EINTR) {
+    const int ready = wait(events, backlog() ? 0 : -1);
+    if (ready < 0) {
       fmt::print(stderr, "{}: epoll_wait: {}\n", program_, std::strerror(errno));
       return 2;
     }
     for (int i = 0; i < ready; ++i) {
       const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == signal_key) {
+      if (event.data.u64 == LoopSockets::signal_key) {
         signalfd_siginfo info{};
-        while (::read(signal_fd_, &info, sizeof info) == sizeof info) stop_ = true;
+        while (::read(sockets_.signal_fd(), &info, sizeof info) == sizeof info) stop_ = true;
       } else if (event.data.u64 == workers_key) {
         for (auto& worker_event : events_.take_all()) on_worker_event(worker_event);
-      } else if (event.data.u64 == listener_key) {
-        accept_all();
-      } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
-        if (event.events & EPOLLOUT) flush(*found->second);
-        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
+      } else if (event.data.u64 == LoopSockets::listener_key) {
+        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes,
+                           [this] { return ConnectionId{next_connection_++}; }, [](ConnectionId) {});
+      } else {
+        // EOF or an error: the lines already received are still handled.
+        client_event(event, [this](Connection& c) { end_input(c); });
       }
     }
-    for (auto& [id, c] : connections_) handle_lines(*c);
-    std::vector<Connection*> done;
-    for (auto& [id, c] : connections_) {
-      flush(*c);
-      if (c->finished()) done.push_back(c.get());
-    }
-    for (auto* c : done) close_connection(*c);
+    end_turn([this](Connection& c) { handle_lines(c); }, [this](Connection& c) { close_connection(c); });
   }
   stop_workers();
   if (!config_.quiet) {
@@ -369,17 +321,6 @@ void Adapter::answer(std::optional<ConnectionId> to, const Response& response) {
 
 // ---- clients ------------------------------------------------------------------
 
-void Adapter::accept_all() {
-  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
-                             counts_, [this] { return ConnectionId{next_connection_++}; },
-                             [](ConnectionId) {});
-}
-
-void Adapter::read_from(Connection& c) {
-  // EOF or an error: the lines already received are still handled.
-  if (c.read_chunk()) end_input(c);
-}
-
 void Adapter::handle_lines(Connection& c) {
   for (std::uint64_t handled = 0; handled < config_.lines_per_turn && c.has_work(); ++handled) {
     const auto line = c.framer.next_line();
@@ -467,13 +408,6 @@ void Adapter::end_input(Connection& c) {
   set_interest(c);
 }
 
-void Adapter::flush(Connection& c) {
-  c.send_pending();
-  set_interest(c);
-}
-
-void Adapter::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
-
 void Adapter::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   // Its waiting acquires leave the queue; answers still to come go nowhere.
@@ -482,9 +416,7 @@ void Adapter::close_connection(Connection& c) {
     if (request.acquire) request.cancel->cancel();
     request.answer_to.reset();
   }
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
-  connections_.erase(id);
+  drop(c);
 }
 
 }  // namespace

@@ -1,13 +1,10 @@
 #include "drivers/server/cluster_server.hpp"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +22,7 @@
 #include "drivers/etcd/log.hpp"
 #include "drivers/etcd/membership.hpp"
 #include "impl/line_framer.hpp"
-#include "drivers/server/socket_connection.hpp"
+#include "drivers/server/line_loop.hpp"
 
 namespace lockstep {
 
@@ -34,11 +31,8 @@ namespace {
 using namespace etcd::log_event;
 using etcd::LogEvent;
 
-constexpr int epoll_batch = 256;
-constexpr std::uint64_t listener_key = 0;
-constexpr std::uint64_t signal_key = UINT64_MAX;
-constexpr std::uint64_t log_key = UINT64_MAX - 1;
-constexpr std::uint64_t claim_key = UINT64_MAX - 2;
+constexpr std::uint64_t log_key = LoopSockets::signal_key - 1;
+constexpr std::uint64_t claim_key = LoopSockets::signal_key - 2;
 // Connection ids: the incarnation in the high bits, a counter in the low.
 constexpr int connection_counter_bits = 24;
 // Keys of recent log entries kept to name the last one a snapshot covers.
@@ -65,7 +59,7 @@ struct Connection : SocketConnection {
   bool finished() const { return slow || (drained() && !node_knows && pending_output() == 0); }
 };
 
-class ClusterServer {
+class ClusterServer : LineLoop<Connection> {
  public:
   explicit ClusterServer(const ClusterServerConfig& config) : config_(config) {}
   ~ClusterServer();
@@ -75,12 +69,9 @@ class ClusterServer {
   int start();
   bool listen_now();
   void accept_all();
-  void read_from(Connection& c);
   void handle_lines(Connection& c);
   void end_input(Connection& c);
   void close_connection(Connection& c);
-  void flush(Connection& c);
-  void set_interest(Connection& c);
   void handle_log_events();
   void on_log_event(LogEvent& event);
   void update_leadership();
@@ -94,9 +85,6 @@ class ClusterServer {
   std::unique_ptr<cluster::Node> node_;
   std::unique_ptr<etcd::NodeClaim> claim_;
   std::unique_ptr<etcd::EtcdLog> log_;
-  int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int signal_fd_ = -1;
   bool listening_ = false;
   int exit_code_ = 0;
   bool stopping_ = false;
@@ -116,19 +104,13 @@ class ClusterServer {
 
   std::uint64_t incarnation_ = 0;
   std::uint64_t connection_counter_ = 0;
-  std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   std::deque<std::pair<cluster::LogIndex, std::string>> recent_keys_;
-  AcceptCounts counts_;
   std::uint64_t slow_closed_ = 0, lines_ = 0, snapshots_ = 0;
 };
 
 ClusterServer::~ClusterServer() {
   if (log_) log_->stop();
   if (claim_) claim_->release();
-  for (auto& [id, c] : connections_) ::close(c->fd);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (signal_fd_ >= 0) ::close(signal_fd_);
 }
 
 // The node's clock: the wall clock in ms, never going back, and never
@@ -170,35 +152,13 @@ int ClusterServer::start() {
   node_config.log_keep_entries = 0;  // a node behind a snapshot catches up from it
   node_ = std::make_unique<cluster::Node>(node_config);
 
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGUSR1);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const int yes = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(config_.port);
-  inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+  sockets_.open({SIGUSR1});  // SIGUSR1: the status line
+  // Bound now, so that the port is known (and taken) before the node joins;
+  // listening waits until it has caught up (listen_now).
+  if (auto bind_error = sockets_.bind(config_.host, config_.port)) {
+    fmt::print(stderr, "lockstep serve: {}\n", *bind_error);
     return 2;
   }
-  socklen_t length = sizeof address;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
-  config_.port = ntohs(address.sin_port);
-
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.u64 = signal_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &event);
 
   // The cluster first: a node starts only as a member of the cluster under
   // its prefix, at its address, and as the only process with its id.
@@ -215,8 +175,7 @@ int ClusterServer::start() {
     fmt::print(stderr, "lockstep serve: {}\n", error);
     return 2;
   }
-  event.data.u64 = claim_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, claim_->fd(), &event);
+  sockets_.watch(claim_->fd(), claim_key);
 
   etcd::LogConfig log_config;
   log_config.target = *target;
@@ -226,8 +185,7 @@ int ClusterServer::start() {
   log_config.call_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
   log_config.start_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
   log_ = std::make_unique<etcd::EtcdLog>(log_config);
-  event.data.u64 = log_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, log_->fd(), &event);
+  sockets_.watch(log_->fd(), log_key);
   log_->start();
 
   // Catch up with what etcd holds before serving anyone.
@@ -277,33 +235,28 @@ int ClusterServer::start() {
 
 bool ClusterServer::listen_now() {
   if (listening_) return true;
-  if (listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
+  if (auto error = sockets_.listen(config_.host, config_.port)) {
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return false;
   }
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.u64 = listener_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &event);
   listening_ = true;
   return true;
 }
 
 int ClusterServer::run() {
   if (const int code = start(); code != 0) return code;
-  std::vector<epoll_event> events(epoll_batch);
+  std::vector<epoll_event> events;
   while (!stopping_ && exit_code_ == 0) {
-    const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, node_->next_due(), now());
-    const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
-    if (ready < 0 && errno != EINTR) {
+    const int ready = wait(events, epoll_timeout_ms(connections_, config_.test_clock, node_->next_due(), now()));
+    if (ready < 0) {
       fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;
     }
     for (int i = 0; i < ready; ++i) {
       const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == signal_key) {
+      if (event.data.u64 == LoopSockets::signal_key) {
         signalfd_siginfo info{};
-        while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+        while (::read(sockets_.signal_fd(), &info, sizeof info) == sizeof info) {
           if (info.ssi_signo == SIGUSR1) {
             print_status();
           } else {
@@ -317,11 +270,10 @@ int ClusterServer::run() {
           fmt::print(stderr, "lockstep serve: {}\n", reason);
           exit_code_ = 2;
         }
-      } else if (event.data.u64 == listener_key) {
+      } else if (event.data.u64 == LoopSockets::listener_key) {
         accept_all();
-      } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
-        if (event.events & EPOLLOUT) flush(*found->second);
-        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
+      } else {
+        client_event(event, [this](Connection& c) { set_interest(c); });
       }
     }
     {
@@ -331,13 +283,7 @@ int ClusterServer::run() {
       node_->on_tick(now(), out);
       handle(out);
     }
-    for (auto& [id, c] : connections_) handle_lines(*c);
-    std::vector<Connection*> done;
-    for (auto& [id, c] : connections_) {
-      flush(*c);
-      if (c->finished()) done.push_back(c.get());
-    }
-    for (auto* c : done) close_connection(*c);
+    end_turn([this](Connection& c) { handle_lines(c); }, [this](Connection& c) { close_connection(c); });
   }
   if (exit_code_ != 0) return exit_code_;
   log_->stop();  // resigns first, so another node need not wait out the lease
@@ -487,17 +433,12 @@ void ClusterServer::handle(cluster::NodeOutputs& out) {
 // ---- clients ------------------------------------------------------------------
 
 void ClusterServer::accept_all() {
-  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
-                             counts_, [this] { return next_connection_id(); },
-                             [this](ConnectionId id) {
-                              cluster::NodeOutputs out;
-                              node_->on_connect(id, out);
-                              handle(out);
-                            });
-}
-
-void ClusterServer::read_from(Connection& c) {
-  if (c.read_chunk()) c.update_interest(epoll_fd_);
+  accept_all_clients(config_.max_connections, config_.limits.max_line_bytes, [this] { return next_connection_id(); },
+                     [this](ConnectionId id) {
+                       cluster::NodeOutputs out;
+                       node_->on_connect(id, out);
+                       handle(out);
+                     });
 }
 
 void ClusterServer::handle_lines(Connection& c) {
@@ -533,19 +474,10 @@ void ClusterServer::end_input(Connection& c) {
   set_interest(c);
 }
 
-void ClusterServer::flush(Connection& c) {
-  c.send_pending();
-  c.update_interest(epoll_fd_);
-}
-
-void ClusterServer::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
-
 void ClusterServer::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool node_knows = c.node_knows;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  c.close_socket();
-  connections_.erase(id);
+  drop(c);
   if (node_knows) {
     cluster::NodeOutputs out;
     node_->on_close(id, now(), out);

@@ -1,12 +1,6 @@
 #include "drivers/server/server.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,16 +15,12 @@
 
 #include "impl/engine.hpp"
 #include "impl/line_framer.hpp"
-#include "drivers/server/socket_connection.hpp"
+#include "drivers/server/line_loop.hpp"
 #include "drivers/server/token_store.hpp"
 
 namespace lockstep {
 
 namespace {
-
-constexpr int epoll_batch = 256;
-constexpr std::uint64_t listener_key = 0;
-constexpr std::uint64_t signal_key = UINT64_MAX;
 
 std::int64_t monotonic_ms() {
   timespec ts{};
@@ -45,48 +35,31 @@ struct Connection : SocketConnection {
   bool finished() const { return slow || (!reading && !has_work() && pending_output() == 0); }
 };
 
-class Server {
+class Server : LineLoop<Connection> {
  public:
   explicit Server(const ServerConfig& config) : config_(config) {}
-  ~Server();
   int run();
 
  private:
   bool start();
-  void accept_all();
-  void read_from(Connection& c);
   void handle_lines(Connection& c);
   bool handle_test_clock_line(Connection& c, std::string_view line);
   void end_input(Connection& c);
   void dispatch();
-  void flush(Connection& c);
-  void set_interest(Connection& c);
   void close_connection(Connection& c);
   TimeMs now() const;
 
   ServerConfig config_;
   std::unique_ptr<Engine> engine_;
   TokenStore tokens_;
-  int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int signal_fd_ = -1;
   std::int64_t start_ms_ = 0;
   TimeMs test_now_{0};
   std::uint64_t next_connection_ = 1;
-  std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   Outputs out_;
-  AcceptCounts counts_;
   std::uint64_t lines_ = 0, slow_closed_ = 0;
   bool exhaustion_logged_ = false;
   bool failed_ = false;  // the token mark could not be persisted: stop, send nothing more
 };
-
-Server::~Server() {
-  for (auto& [id, c] : connections_) ::close(c->fd);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (signal_fd_ >= 0) ::close(signal_fd_);
-}
 
 // The engine's clock: the test clock, or monotonic ms since start. Never
 // behind the engine (monotonic clocks do not go back, but be exact).
@@ -108,40 +81,13 @@ bool Server::start() {
   engine_ = std::make_unique<Engine>(Engine::Config{config_.limits, *first, std::uint64_t{1} << 20, config_.bug});
   start_ms_ = monotonic_ms();
 
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const int yes = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(config_.port);
-  if (inet_pton(AF_INET, config_.host.c_str(), &address.sin_addr) != 1) {
-    fmt::print(stderr, "lockstep serve: '{}' is not an IPv4 address\n", config_.host);
+  sockets_.open();
+  auto error = sockets_.bind(config_.host, config_.port);
+  if (!error) error = sockets_.listen(config_.host, config_.port);
+  if (error) {
+    fmt::print(stderr, "lockstep serve: {}\n", *error);
     return false;
   }
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      listen(listen_fd_, 1024) != 0) {
-    fmt::print(stderr, "lockstep serve: cannot listen on {}:{}: {}\n", config_.host, config_.port, std::strerror(errno));
-    return false;
-  }
-  socklen_t length = sizeof address;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
-  config_.port = ntohs(address.sin_port);
-
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.u64 = listener_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &event);
-  event.data.u64 = signal_key;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &event);
 
   if (!config_.quiet) {
     const auto& l = config_.limits;
@@ -162,12 +108,11 @@ int Server::run() {
   // Exit codes (docs/protocol.md, "Exit codes"): 2 when the configuration or
   // the environment does not allow serving, or stops it.
   if (!start()) return 2;
-  std::vector<epoll_event> events(epoll_batch);
+  std::vector<epoll_event> events;
   bool stopping = false;
   while (!stopping && !failed_) {
-    const int timeout_ms = epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now());
-    const int ready = epoll_wait(epoll_fd_, events.data(), epoll_batch, timeout_ms);
-    if (ready < 0 && errno != EINTR) {
+    const int ready = wait(events, epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now()));
+    if (ready < 0) {
       fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;
     }
@@ -177,23 +122,16 @@ int Server::run() {
     }
     for (int i = 0; i < ready; ++i) {
       const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == signal_key) {
+      if (event.data.u64 == LoopSockets::signal_key) {
         stopping = true;
-      } else if (event.data.u64 == listener_key) {
-        accept_all();
-      } else if (const auto found = connections_.find(ConnectionId{event.data.u64}); found != connections_.end()) {
-        if (event.events & EPOLLOUT) flush(*found->second);
-        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(*found->second);
+      } else if (event.data.u64 == LoopSockets::listener_key) {
+        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes,
+                   [this] { return ConnectionId{next_connection_++}; }, [](ConnectionId) {});
+      } else {
+        client_event(event, [this](Connection& c) { set_interest(c); });
       }
     }
-    // Each connection gets its share of lines, in connection order.
-    for (auto& [id, c] : connections_) handle_lines(*c);
-    for (auto& [id, c] : connections_) flush(*c);
-    std::vector<Connection*> done;
-    for (auto& [id, c] : connections_) {
-      if (c->finished()) done.push_back(c.get());
-    }
-    for (auto* c : done) close_connection(*c);
+    end_turn([this](Connection& c) { handle_lines(c); }, [this](Connection& c) { close_connection(c); });
     dispatch();
     for (auto& [id, c] : connections_) flush(*c);
   }
@@ -203,16 +141,6 @@ int Server::run() {
                counts_.accepted, counts_.refused, slow_closed_, lines_);
   }
   return failed_ ? 2 : 0;
-}
-
-void Server::accept_all() {
-  accept_clients<Connection>(listen_fd_, epoll_fd_, connections_, config_.max_connections, config_.limits.max_line_bytes,
-                             counts_, [this] { return ConnectionId{next_connection_++}; },
-                             [](ConnectionId) {});
-}
-
-void Server::read_from(Connection& c) {
-  if (c.read_chunk()) c.update_interest(epoll_fd_);
 }
 
 void Server::handle_lines(Connection& c) {
@@ -315,19 +243,10 @@ void Server::dispatch() {
   out_.clear();
 }
 
-void Server::flush(Connection& c) {
-  c.send_pending();
-  c.update_interest(epoll_fd_);
-}
-
-void Server::set_interest(Connection& c) { c.update_interest(epoll_fd_); }
-
 void Server::close_connection(Connection& c) {
   const ConnectionId id = c.id;
   const bool engine_closed = c.engine_closed;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  c.close_socket();
-  connections_.erase(id);
+  drop(c);
   if (!engine_closed) engine_->on_close(id, now(), out_);
 }
 
