@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "impl/bug_catalogue.hpp"
-
 namespace lockstep {
 
 namespace {
@@ -61,11 +59,5 @@ constexpr std::array catalogue{
 }  // namespace
 
 std::span<const BugDescription> bug_catalogue() { return catalogue; }
-
-std::optional<InjectedBug> bug_from_name(std::string_view name) {
-  return bug_of_name(std::span<const BugDescription>(catalogue), name);
-}
-
-std::string_view bug_name(InjectedBug bug) { return name_of_bug(std::span<const BugDescription>(catalogue), bug); }
 
 }  // namespace lockstep

@@ -9,6 +9,8 @@
 #include <span>
 #include <string_view>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep {
 
 enum class InjectedBug {
@@ -49,7 +51,8 @@ struct BugDescription {
 
 // Every bug but `none`, in catalogue order.
 std::span<const BugDescription> bug_catalogue();
-std::optional<InjectedBug> bug_from_name(std::string_view name);
-std::string_view bug_name(InjectedBug bug);
+// The bug `name` names ("none": the correct service), if any; a bug's name.
+inline std::optional<InjectedBug> bug_from_name(std::string_view name) { return bug_of_name(bug_catalogue(), name); }
+inline std::string_view bug_name(InjectedBug bug) { return name_of_bug(bug_catalogue(), bug); }
 
 }  // namespace lockstep

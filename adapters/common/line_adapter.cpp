@@ -101,7 +101,6 @@ class Adapter : LineLoop<Connection> {
 
   bool stop_ = false;
 
-  std::uint64_t next_connection_ = 1;
   std::uint64_t next_request_ = 1;
   std::map<std::uint64_t, Request> requests_;
   std::uint64_t slow_closed_ = 0, lines_ = 0, granted_ = 0, lost_ = 0;
@@ -161,8 +160,7 @@ int Adapter::run() {
       } else if (event.data.u64 == workers_key) {
         for (auto& worker_event : events_.take_all()) on_worker_event(worker_event);
       } else if (event.data.u64 == LoopSockets::listener_key) {
-        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes,
-                           [this] { return ConnectionId{next_connection_++}; }, [](ConnectionId) {});
+        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes);
       } else {
         // EOF or an error: the lines already received are still handled.
         client_event(event, [this](Connection& c) { end_input(c); });

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
@@ -43,6 +44,13 @@ class LineLoop {
   void accept_all_clients(std::size_t max_connections, std::size_t max_line_bytes, NextId next_id, Accepted accepted) {
     accept_clients<Connection>(sockets_.listen_fd(), sockets_.epoll_fd(), connections_, max_connections,
                                max_line_bytes, counts_, next_id, accepted);
+  }
+
+  // The same, each client under the next number of the loop's own count
+  // (from 1), with nothing more to do.
+  void accept_all_clients(std::size_t max_connections, std::size_t max_line_bytes) {
+    accept_all_clients(max_connections, max_line_bytes, [this] { return ConnectionId{next_client_++}; },
+                       [](ConnectionId) {});
   }
 
   // Waits for events (at most epoll_batch) for up to `timeout_ms` (-1: no
@@ -105,6 +113,9 @@ class LineLoop {
   LoopSockets sockets_;
   std::map<ConnectionId, std::unique_ptr<Connection>> connections_;
   AcceptCounts counts_;
+
+ private:
+  std::uint64_t next_client_ = 1;
 };
 
 }  // namespace lockstep

@@ -54,7 +54,6 @@ class Server : LineLoop<Connection> {
   TokenStore tokens_;
   std::int64_t start_ms_ = 0;
   TimeMs test_now_{0};
-  std::uint64_t next_connection_ = 1;
   Outputs out_;
   std::uint64_t lines_ = 0, slow_closed_ = 0;
   bool exhaustion_logged_ = false;
@@ -125,8 +124,7 @@ int Server::run() {
       if (event.data.u64 == LoopSockets::signal_key) {
         stopping = true;
       } else if (event.data.u64 == LoopSockets::listener_key) {
-        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes,
-                   [this] { return ConnectionId{next_connection_++}; }, [](ConnectionId) {});
+        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes);
       } else {
         client_event(event, [this](Connection& c) { set_interest(c); });
       }

@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "impl/bug_catalogue.hpp"
-
 namespace lockstep::cluster {
 
 namespace {
@@ -55,11 +53,5 @@ constexpr std::array catalogue{
 }  // namespace
 
 std::span<const ClusterBugDescription> cluster_bug_catalogue() { return catalogue; }
-
-std::optional<ClusterBug> cluster_bug_from_name(std::string_view name) {
-  return bug_of_name(std::span<const ClusterBugDescription>(catalogue), name);
-}
-
-std::string_view cluster_bug_name(ClusterBug bug) { return name_of_bug(std::span<const ClusterBugDescription>(catalogue), bug); }
 
 }  // namespace lockstep::cluster

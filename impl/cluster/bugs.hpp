@@ -12,6 +12,8 @@
 #include <span>
 #include <string_view>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep::cluster {
 
 enum class ClusterBug {
@@ -45,7 +47,8 @@ struct ClusterBugDescription {
 };
 
 std::span<const ClusterBugDescription> cluster_bug_catalogue();
-std::optional<ClusterBug> cluster_bug_from_name(std::string_view name);
-std::string_view cluster_bug_name(ClusterBug bug);
+// The bug `name` names ("none": the correct service), if any; a bug's name.
+inline std::optional<ClusterBug> cluster_bug_from_name(std::string_view name) { return bug_of_name(cluster_bug_catalogue(), name); }
+inline std::string_view cluster_bug_name(ClusterBug bug) { return name_of_bug(cluster_bug_catalogue(), bug); }
 
 }  // namespace lockstep::cluster

@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "impl/bug_catalogue.hpp"
-
 namespace lockstep::raft {
 
 namespace {
@@ -41,11 +39,5 @@ constexpr std::array catalogue{
 }  // namespace
 
 std::span<const RaftBugDescription> raft_bug_catalogue() { return catalogue; }
-
-std::optional<RaftBug> raft_bug_from_name(std::string_view name) {
-  return bug_of_name(std::span<const RaftBugDescription>(catalogue), name);
-}
-
-std::string_view raft_bug_name(RaftBug bug) { return name_of_bug(std::span<const RaftBugDescription>(catalogue), bug); }
 
 }  // namespace lockstep::raft

@@ -8,6 +8,8 @@
 #include <span>
 #include <string_view>
 
+#include "impl/bug_catalogue.hpp"
+
 namespace lockstep::raft {
 
 enum class RaftBug {
@@ -36,7 +38,8 @@ struct RaftBugDescription {
 };
 
 std::span<const RaftBugDescription> raft_bug_catalogue();
-std::optional<RaftBug> raft_bug_from_name(std::string_view name);
-std::string_view raft_bug_name(RaftBug bug);
+// The bug `name` names ("none": the correct service), if any; a bug's name.
+inline std::optional<RaftBug> raft_bug_from_name(std::string_view name) { return bug_of_name(raft_bug_catalogue(), name); }
+inline std::string_view raft_bug_name(RaftBug bug) { return name_of_bug(raft_bug_catalogue(), bug); }
 
 }  // namespace lockstep::raft
