@@ -159,11 +159,10 @@ int Adapter::run() {
         while (::read(sockets_.signal_fd(), &info, sizeof info) == sizeof info) stop_ = true;
       } else if (event.data.u64 == workers_key) {
         for (auto& worker_event : events_.take_all()) on_worker_event(worker_event);
-      } else if (event.data.u64 == LoopSockets::listener_key) {
-        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes);
       } else {
-        // EOF or an error: the lines already received are still handled.
-        client_event(event, [this](Connection& c) { end_input(c); });
+        // A client's EOF or error: the lines already received are still handled.
+        listener_or_client_event(event, config_.max_connections, config_.limits.max_line_bytes,
+                                 [this](Connection& c) { end_input(c); });
       }
     }
     end_turn([this](Connection& c) { handle_lines(c); }, [this](Connection& c) { close_connection(c); });

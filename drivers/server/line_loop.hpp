@@ -73,6 +73,18 @@ class LineLoop {
     if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.read_chunk()) input_ended(c);
   }
 
+  // An event of the listener (every waiting client accepted, numbered by
+  // the loop) or of a client (client_event).
+  template <class InputEnded>
+  void listener_or_client_event(const epoll_event& event, std::size_t max_connections, std::size_t max_line_bytes,
+                                InputEnded input_ended) {
+    if (event.data.u64 == LoopSockets::listener_key) {
+      accept_all_clients(max_connections, max_line_bytes);
+    } else {
+      client_event(event, input_ended);
+    }
+  }
+
   // Whether a connection still has complete lines from an earlier turn
   // (the loop then must not sleep).
   bool backlog() const {

@@ -123,10 +123,9 @@ int Server::run() {
       const auto& event = events[static_cast<std::size_t>(i)];
       if (event.data.u64 == LoopSockets::signal_key) {
         stopping = true;
-      } else if (event.data.u64 == LoopSockets::listener_key) {
-        accept_all_clients(config_.max_connections, config_.limits.max_line_bytes);
       } else {
-        client_event(event, [this](Connection& c) { set_interest(c); });
+        listener_or_client_event(event, config_.max_connections, config_.limits.max_line_bytes,
+                                 [this](Connection& c) { set_interest(c); });
       }
     }
     end_turn([this](Connection& c) { handle_lines(c); }, [this](Connection& c) { close_connection(c); });
