@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "impl/assert.hpp"
+
 namespace lockstep::live {
 
 namespace {
@@ -163,6 +165,14 @@ void FaultProxy::wake() {
   [[maybe_unused]] const auto written = write(wake_write_, &byte, 1);  // a full pipe wakes the loop anyway
 }
 
+// What a flow's fields say of each other, checked after each read into it
+// and each write from it (in O(1): a queue holds up to 4 MiB of chunks).
+void FaultProxy::check_flow(const Flow& flow) {
+  LOCKSTEP_ASSERT(flow.queue.empty() == (flow.queued_bytes == 0));
+  LOCKSTEP_ASSERT(flow.queue.empty() || flow.queue.front().sent < flow.queue.front().bytes.size());
+  LOCKSTEP_ASSERT(!flow.shut || (flow.eof && flow.queue.empty()));
+}
+
 void FaultProxy::drop_queue(Flow& flow) {
   if (flow.queued_bytes > 0) flow.lost = true;
   flow.queue.clear();
@@ -235,6 +245,7 @@ bool FaultProxy::read_into(Connection& c, bool upward) {
   const auto delay = upward ? link.delay_up : link.delay_down;
   flow.queue.push_back(Chunk{Clock::now() + delay, std::string(buffer, static_cast<std::size_t>(n)), 0});
   flow.queued_bytes += static_cast<std::size_t>(n);
+  check_flow(flow);
   return true;
 }
 
@@ -261,6 +272,7 @@ bool FaultProxy::write_from(Connection& c, bool upward, Clock::time_point now) {
     shutdown(to, SHUT_WR);
     flow.shut = true;
   }
+  check_flow(flow);
   return true;
 }
 

@@ -99,6 +99,7 @@ class FaultProxy {
   // Writes what `flow` has due to its destination; false when it must close.
   bool write_from(Connection& c, bool upward, Clock::time_point now);
   static void drop_queue(Flow& flow);
+  static void check_flow(const Flow& flow);
 
   mutable std::mutex mutex_;
   std::vector<Link> links_;

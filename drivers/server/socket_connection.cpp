@@ -8,9 +8,12 @@
 #include <cerrno>
 #include <string_view>
 
+#include "impl/assert.hpp"
+
 namespace lockstep {
 
 bool SocketConnection::read_chunk() {
+  LOCKSTEP_ASSERT(fd >= 0);
   if (!reading || framer.has_complete_line()) return false;
   char chunk[read_chunk_bytes];
   const auto got = ::recv(fd, chunk, sizeof chunk, 0);
@@ -26,6 +29,7 @@ bool SocketConnection::read_chunk() {
 }
 
 void SocketConnection::send_pending() {
+  LOCKSTEP_ASSERT(fd >= 0 && output_sent <= output.size());
   while (pending_output() > 0 && !slow) {
     const auto wrote = ::send(fd, output.data() + output_sent, pending_output(), MSG_NOSIGNAL);
     if (wrote < 0) {
@@ -57,9 +61,12 @@ void SocketConnection::close_socket() {
     }
   }
   ::close(fd);
+  fd = -1;  // closed once: every later use of the socket is a bug
 }
 
 void SocketConnection::update_interest(int epoll_fd) {
+  // Input is dropped only once it has ended (X, an overlong line, a close).
+  LOCKSTEP_ASSERT(fd >= 0 && !(discarding && reading));
   const unsigned wanted = (reading ? static_cast<unsigned>(EPOLLIN) : 0u) |
                           (pending_output() > 0 ? static_cast<unsigned>(EPOLLOUT) : 0u);
   if (wanted == interest) return;
