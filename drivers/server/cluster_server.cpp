@@ -247,7 +247,7 @@ int ClusterServer::run() {
   if (const int code = start(); code != 0) return code;
   std::vector<epoll_event> events;
   while (!stopping_ && exit_code_ == 0) {
-    const int ready = wait(events, epoll_timeout_ms(connections_, config_.test_clock, node_->next_due(), now()));
+    const int ready = wait(events, timeout_ms(config_.test_clock, node_->next_due(), now()));
     if (ready < 0) {
       fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;

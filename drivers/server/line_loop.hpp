@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "drivers/server/loop_sockets.hpp"
@@ -90,6 +91,17 @@ class LineLoop {
   bool backlog() const {
     return std::any_of(connections_.begin(), connections_.end(),
                        [](const auto& entry) { return entry.second->has_work(); });
+  }
+
+  // How long the loop may sleep: not at all while lines are left over from
+  // the previous turn (one connection's share is bounded per turn), until
+  // the next due instant of the engine or node on the wall clock (at most a
+  // minute), or until an event with the test clock, whose time moves only on
+  // request.
+  int timeout_ms(bool test_clock, std::optional<TimeMs> due, TimeMs now) const {
+    if (backlog()) return 0;
+    if (test_clock || !due) return -1;
+    return static_cast<int>(std::clamp<std::int64_t>(due->value - now.value, 0, 60'000));
   }
 
   // The end of a turn: each connection gets its share of lines

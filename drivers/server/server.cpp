@@ -110,7 +110,7 @@ int Server::run() {
   std::vector<epoll_event> events;
   bool stopping = false;
   while (!stopping && !failed_) {
-    const int ready = wait(events, epoll_timeout_ms(connections_, config_.test_clock, engine_->next_due(), now()));
+    const int ready = wait(events, timeout_ms(config_.test_clock, engine_->next_due(), now()));
     if (ready < 0) {
       fmt::print(stderr, "lockstep serve: epoll_wait: {}\n", std::strerror(errno));
       return 2;

@@ -92,18 +92,4 @@ void accept_clients(int listen_fd, int epoll_fd, Connections& connections, std::
   }
 }
 
-// How long the epoll loop may sleep: not at all while lines are left over
-// from the previous turn (one connection's share is bounded per turn), until
-// the next due instant of the engine or node on the wall clock (at most a
-// minute), or until an event with the test clock, whose time moves only on
-// request.
-template <class Connections>
-int epoll_timeout_ms(const Connections& connections, bool test_clock, std::optional<TimeMs> due, TimeMs now) {
-  const bool backlog = std::any_of(connections.begin(), connections.end(),
-                                   [](const auto& entry) { return entry.second->has_work(); });
-  if (backlog) return 0;
-  if (test_clock || !due) return -1;
-  return static_cast<int>(std::clamp<std::int64_t>(due->value - now.value, 0, 60'000));
-}
-
 }  // namespace lockstep
