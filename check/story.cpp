@@ -210,50 +210,61 @@ std::vector<std::string> timeline(const KeyInput& input, std::int64_t origin_us,
 
 }  // namespace
 
-Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
-                    const KeyVerdict& whole) {
-  Finding finding;
-  finding.check = "key";
-  finding.key = input.key;
-  finding.incarnation = incarnation;
-  const auto origins = incarnation_origins_us(history);
-  const std::int64_t origin_us = incarnation < origins.size() ? origins[incarnation] : origins.back();
-  // The shortest failing prefix, by bisection on the cut instant. The whole
-  // history was explained up to where its last configuration died, so a
-  // prefix cut there (answers still on their way may arrive later) is
-  // explained too: the bisection starts from it. A prefix the checker cannot
-  // decide within its small budget counts as explained (a longer prefix is
-  // kept, never a wrong one); after two of them the bisection stops.
-  std::int64_t good = std::max(origin_us, whole.last_alive_ms * 1000),
-               bad = history.events.empty() ? 0 : history.events.back().t_us + 1;
+namespace {
+
+// The shortest failing prefix of a key's history, and where its story ends.
+struct Shrunk {
   Attempt best;
-  best.fails = true;
-  best.input = input;
-  best.verdict = whole;
+  std::int64_t bad_us = 0;        // the cut: events from then on are not in the story
+  std::int32_t unexplained = -1;  // the prefix's response nothing explains, if any
+  std::string state_text;         // the furthest explanation's state
+};
+
+// The shortest failing prefix, by bisection on the cut instant. The whole
+// history was explained up to where its last configuration died, so a
+// prefix cut there (answers still on their way may arrive later) is
+// explained too: the bisection starts from it. A prefix the checker cannot
+// decide within its small budget counts as explained (a longer prefix is
+// kept, never a wrong one); after two of them the bisection stops.
+Shrunk shrink_key(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
+                  const KeyVerdict& whole, std::int64_t origin_us) {
+  Shrunk out;
+  std::int64_t good = std::max(origin_us, whole.last_alive_ms * 1000);
+  out.bad_us = history.events.empty() ? 0 : history.events.back().t_us + 1;
+  out.best.fails = true;
+  out.best.input = input;
+  out.best.verdict = whole;
   int undecided = 0;
-  for (int round = 0; shrink && round < 24 && undecided < 2 && bad - good > 1000; ++round) {
-    const std::int64_t middle = good + (bad - good) / 2;
+  for (int round = 0; shrink && round < 24 && undecided < 2 && out.bad_us - good > 1000; ++round) {
+    const std::int64_t middle = good + (out.bad_us - good) / 2;
     Attempt tried = attempt(history, incarnation, input.key, middle, origin_us);
     if (tried.fails) {
-      bad = middle;
-      best = std::move(tried);
+      out.bad_us = middle;
+      out.best = std::move(tried);
     } else {
       good = middle;
       if (tried.verdict && tried.verdict->outcome == KeyOutcome::undecided) ++undecided;
     }
   }
-  std::int32_t unexplained = -1;
-  std::string state_text;
-  if (best.verdict) {
-    unexplained = best.verdict->unexplained;
-    state_text = best.verdict->state;
+  if (out.best.verdict) {
+    out.unexplained = out.best.verdict->unexplained;
+    out.state_text = out.best.verdict->state;
   }
-  if (!history.events.empty() && bad > history.events.back().t_us) {
+  if (!history.events.empty() && out.bad_us > history.events.back().t_us) {
     // Not shrunk: the story ends where the last configuration died, or at
     // the response it could not explain.
-    bad = (best.verdict->last_alive_ms + 2) * 1000;
-    if (unexplained >= 0) bad = std::max(bad, best.input.observations[static_cast<std::size_t>(unexplained)].received_us + 1);
+    out.bad_us = (out.best.verdict->last_alive_ms + 2) * 1000;
+    if (out.unexplained >= 0) {
+      out.bad_us = std::max(
+          out.bad_us, out.best.input.observations[static_cast<std::size_t>(out.unexplained)].received_us + 1);
+    }
   }
+  return out;
+}
+
+// The finding's one line and the instant it shows at.
+void summarize(Finding& finding, const KeyInput& input, const KeyVerdict& whole, const Shrunk& shrunk,
+               std::int64_t origin_us) {
   if (const auto sentence = failure_sentence(input, whole.failure, origin_us); !sentence.empty()) {
     // The culprit, from the whole history's furthest explanation: what the
     // contract answers there, or the response nothing gives.
@@ -263,39 +274,82 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
                         ? input.observations[static_cast<std::size_t>(whole.failure.observation)].received_us
                         : whole.failure.due_by_us >= 0 ? whole.failure.due_by_us
                                                        : whole.failure.at_ms * 1000;
-  } else if (unexplained >= 0) {
-    const auto& seen = best.input.observations[static_cast<std::size_t>(unexplained)];
+  } else if (shrunk.unexplained >= 0) {
+    const auto& seen = shrunk.best.input.observations[static_cast<std::size_t>(shrunk.unexplained)];
     finding.at_us = seen.received_us;
     finding.summary = fmt::format("key `{}`: `{}` on connection {} at {} has no explanation", input.key, seen.line,
-                                  best.input.conns[seen.conn].id, at_text(seen.received_us, origin_us));
+                                  shrunk.best.input.conns[seen.conn].id, at_text(seen.received_us, origin_us));
   } else {
-    finding.at_us = bad;
+    finding.at_us = shrunk.bad_us;
     finding.summary = fmt::format("key `{}`: a response the contract requires by {} never arrived", input.key,
-                                  at_text(bad, origin_us));
+                                  at_text(shrunk.bad_us, origin_us));
   }
-  // The timeline of the shrunk prefix, stretched to show the culprit, with
-  // the answer the contract expected where nothing matched it.
-  const auto& failure = whole.failure;
-  std::int32_t culprit = failure.got >= 0 ? failure.got : failure.observation;
-  if (culprit < 0 && failure.kind == KeyFailure::Kind::none) culprit = unexplained;
-  std::int64_t until_us = bad;
-  if (culprit >= 0) until_us = std::max(until_us, input.observations[static_cast<std::size_t>(culprit)].received_us + 1);
-  std::int64_t expected_us = -1;
-  std::string expected;
+}
+
+// Where the report draws the violation: the culprit, and the answer the
+// contract expected where nothing matched it.
+void set_focus(Finding& finding, const KeyInput& input, const KeyFailure& failure, std::int32_t culprit) {
   if (culprit >= 0) {
     finding.focus.culprit_us = input.observations[static_cast<std::size_t>(culprit)].received_us;
     finding.focus.culprit_conn = input.conns[input.observations[static_cast<std::size_t>(culprit)].conn].id;
   }
-  if (failure.kind == KeyFailure::Kind::missing) {
-    finding.focus.expected = response_text(input, failure);
-    finding.focus.expected_conn = input.conns[failure.conn].id;
-    finding.focus.cause_us = failure.at_ms * 1000;
-    finding.focus.expected_from_us = failure.at_ms * 1000 - 1000;
-    finding.focus.expected_by_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000 + 1000;
-    if (failure.cause == KeyFailure::Cause::request && failure.request >= 0) {
-      finding.focus.cause_us = input.requests[static_cast<std::size_t>(failure.request)].sent_us;
-    }
+  if (failure.kind != KeyFailure::Kind::missing) return;
+  finding.focus.expected = response_text(input, failure);
+  finding.focus.expected_conn = input.conns[failure.conn].id;
+  finding.focus.cause_us = failure.at_ms * 1000;
+  finding.focus.expected_from_us = failure.at_ms * 1000 - 1000;
+  finding.focus.expected_by_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000 + 1000;
+  if (failure.cause == KeyFailure::Cause::request && failure.request >= 0) {
+    finding.focus.cause_us = input.requests[static_cast<std::size_t>(failure.request)].sent_us;
   }
+}
+
+// What was searched and why it failed, after the furthest explanation.
+void tell_search(Finding& finding, const KeyInput& input, const KeyFailure& failure, const Shrunk& shrunk,
+                 std::int32_t culprit) {
+  if (!shrunk.best.verdict) return;
+  finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
+                                      shrunk.best.verdict->explained, shrunk.best.input.observations.size(),
+                                      shrunk.state_text));
+  // What was searched: a sweep phase in simple mode, Expires and
+  // Timeouts within the clock allowance in cluster mode.
+  const char* searched = input.cluster.on ? "no order of the requests, Expires and Timeouts within their windows "
+                                            "(the clock allowance included)"
+                                          : "no order of the requests within their windows, no sweep phase and no "
+                                            "timing within the tolerance";
+  if (failure.kind == KeyFailure::Kind::missing) {
+    finding.story.push_back(fmt::format("{} avoids the expected answer, and it did not arrive in time.", searched));
+  } else if (failure.kind == KeyFailure::Kind::late) {
+    finding.story.push_back("every explanation of the key needs more lateness than the maximum allows.");
+  } else if (culprit >= 0) {
+    finding.story.push_back(fmt::format("{} makes the contract give the marked response.", searched));
+  } else {
+    finding.story.push_back("the contract requires an answer (a `T` at a deadline, or a hand-off) that did not arrive.");
+  }
+}
+
+}  // namespace
+
+Finding key_finding(const History& history, std::uint32_t incarnation, const KeyInput& input, bool shrink,
+                    const KeyVerdict& whole) {
+  Finding finding;
+  finding.check = "key";
+  finding.key = input.key;
+  finding.incarnation = incarnation;
+  const auto origins = incarnation_origins_us(history);
+  const std::int64_t origin_us = incarnation < origins.size() ? origins[incarnation] : origins.back();
+  const Shrunk shrunk = shrink_key(history, incarnation, input, shrink, whole, origin_us);
+  summarize(finding, input, whole, shrunk, origin_us);
+  // The timeline of the shrunk prefix, stretched to show the culprit, with
+  // the answer the contract expected where nothing matched it.
+  const auto& failure = whole.failure;
+  std::int32_t culprit = failure.got >= 0 ? failure.got : failure.observation;
+  if (culprit < 0 && failure.kind == KeyFailure::Kind::none) culprit = shrunk.unexplained;
+  std::int64_t until_us = shrunk.bad_us;
+  if (culprit >= 0) until_us = std::max(until_us, input.observations[static_cast<std::size_t>(culprit)].received_us + 1);
+  set_focus(finding, input, failure, culprit);
+  std::int64_t expected_us = -1;
+  std::string expected;
   if (failure.kind == KeyFailure::Kind::missing) {
     expected_us = failure.due_by_us >= 0 ? failure.due_by_us : failure.at_ms * 1000;
     expected = fmt::format("{:>14}  c{:<4} expected {}   <-- {}", at_text(expected_us, origin_us), input.conns[failure.conn].id,
@@ -317,25 +371,7 @@ Finding key_finding(const History& history, std::uint32_t incarnation, const Key
                                         "({} later response(s) of it not judged).",
                                         input.key, unread));
   }
-  if (best.verdict) {
-    finding.story.push_back(fmt::format("the furthest explanation accounts for {} of {} responses; there, {}.",
-                                        best.verdict->explained, best.input.observations.size(), state_text));
-    // What was searched: a sweep phase in simple mode, Expires and
-    // Timeouts within the clock allowance in cluster mode.
-    const char* searched = input.cluster.on ? "no order of the requests, Expires and Timeouts within their windows "
-                                              "(the clock allowance included)"
-                                            : "no order of the requests within their windows, no sweep phase and no "
-                                              "timing within the tolerance";
-    if (failure.kind == KeyFailure::Kind::missing) {
-      finding.story.push_back(fmt::format("{} avoids the expected answer, and it did not arrive in time.", searched));
-    } else if (failure.kind == KeyFailure::Kind::late) {
-      finding.story.push_back("every explanation of the key needs more lateness than the maximum allows.");
-    } else if (culprit >= 0) {
-      finding.story.push_back(fmt::format("{} makes the contract give the marked response.", searched));
-    } else {
-      finding.story.push_back("the contract requires an answer (a `T` at a deadline, or a hand-off) that did not arrive.");
-    }
-  }
+  tell_search(finding, input, failure, shrunk, culprit);
   return finding;
 }
 

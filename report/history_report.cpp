@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "check/build.hpp"
+#include "report/violation_svg.hpp"
 
 namespace lockstep::history {
 
@@ -43,246 +44,6 @@ std::string rich(std::string_view text) {
   return out;
 }
 
-std::string at_text(std::int64_t us, std::int64_t origin_us) {
-  return fmt::format("{}{:.3f} ms", us >= origin_us ? "+" : "", (us - origin_us) / 1000.0);
-}
-
-// A step of 1, 2 or 5 times a power of ten, so that about `count` ticks
-// cover `span`.
-double tick_step(double span, int count) {
-  const double raw = span / count;
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (const double factor : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= factor * power) return factor * power;
-  }
-  return 10 * power;
-}
-
-// One key's violation drawn around its culprit: a time axis, one lane per
-// connection that has events of the key in the window, a tick per request
-// sent, a dot per response read, the culprit ringed, the expected answer as
-// a band from its cause to the latest instant it could arrive, closes, and
-// the sweep instants when the phase is known. Only what is drawn is in the
-// legend; what the window leaves out is counted, never dropped silently.
-// What a tester did to the target (`nemesis` events), in the history's order.
-struct NemesisMark {
-  std::int64_t us;
-  std::string what;
-};
-
-std::vector<NemesisMark> nemesis_marks(const History& history) {
-  std::vector<NemesisMark> marks;
-  for (const auto& event : history.events) {
-    if (event.kind == EventKind::nemesis) marks.push_back({event.t_us, event.line});
-  }
-  return marks;
-}
-
-std::string violation_svg(const KeyInput& input, const Finding& finding, const PhaseSet* phases, std::int64_t origin_us,
-                          const std::vector<NemesisMark>& nemesis) {
-  struct Mark {
-    std::int64_t us;
-    std::uint32_t conn;  // the history's connection number
-    enum Kind { sent, received, closed } kind;
-    std::string_view label;
-  };
-  std::vector<Mark> marks;
-  for (const auto& request : input.requests) marks.push_back({request.sent_us, input.conns[request.conn].id, Mark::sent, request.line});
-  for (const auto& seen : input.observations) marks.push_back({seen.received_us, input.conns[seen.conn].id, Mark::received, seen.line});
-  for (const auto& conn : input.conns) {
-    if (conn.closes) marks.push_back({conn.end_us, conn.id, Mark::closed, "closed"});
-  }
-  std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.us < b.us; });
-  const auto& focus = finding.focus;
-  // The window: the culprit, the expected answer and its cause, with room
-  // before them for the events that led there.
-  std::int64_t first_us = std::numeric_limits<std::int64_t>::max(), last_us = std::numeric_limits<std::int64_t>::min();
-  for (const auto us : {focus.culprit_us, focus.cause_us, focus.expected_from_us, focus.expected_by_us}) {
-    if (us < 0) continue;
-    first_us = std::min(first_us, us);
-    last_us = std::max(last_us, us);
-  }
-  if (first_us > last_us) first_us = last_us = finding.at_us;
-  const std::int64_t span = std::max<std::int64_t>(last_us - first_us, 20'000);
-  first_us = std::max(first_us - span, origin_us);
-  last_us += span / 4;
-  // At most this many marks: the window narrows around the focus until it holds them.
-  constexpr std::size_t marks_max = 160;
-  const auto count_in = [&](std::int64_t from, std::int64_t to) {
-    return static_cast<std::size_t>(std::count_if(marks.begin(), marks.end(), [&](const Mark& m) { return m.us >= from && m.us <= to; }));
-  };
-  while (count_in(first_us, last_us) > marks_max && last_us - first_us > 2'000) {
-    const auto centre = focus.culprit_us >= 0 ? focus.culprit_us : (first_us + last_us) / 2;
-    first_us = centre - (centre - first_us) * 3 / 4;
-    last_us = centre + (last_us - centre) * 3 / 4;
-  }
-  std::vector<Mark> shown;
-  for (const auto& mark : marks) {
-    if (mark.us >= first_us && mark.us <= last_us) shown.push_back(mark);
-  }
-  std::set<std::uint32_t> lane_set;
-  for (const auto& mark : shown) lane_set.insert(mark.conn);
-  if (!focus.expected.empty()) lane_set.insert(focus.expected_conn);
-  if (focus.culprit_us >= 0) lane_set.insert(focus.culprit_conn);
-  const std::vector<std::uint32_t> lanes(lane_set.begin(), lane_set.end());
-  const auto lane_of = [&](std::uint32_t conn) {
-    return static_cast<double>(std::lower_bound(lanes.begin(), lanes.end(), conn) - lanes.begin());
-  };
-  const double width = 1000, left = 48, right = 12, top = 26, lane_height = 34;
-  const double height = top + lane_height * static_cast<double>(lanes.size()) + 24;
-  const auto x = [&](std::int64_t us) {
-    return left + (width - left - right) * static_cast<double>(us - first_us) / static_cast<double>(last_us - first_us);
-  };
-  const auto y = [&](std::uint32_t conn) { return top + lane_height * lane_of(conn) + lane_height / 2; };
-  std::string svg = fmt::format("<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {} {:.0f}' class='timeline' "
-                                "role='img' aria-label='timeline of key {}'>",
-                                width, height, escape_markup(input.key));
-  // The time axis, in ms from the incarnation's start.
-  const double step_us = tick_step(static_cast<double>(last_us - first_us), 8);
-  for (double tick = std::ceil(static_cast<double>(first_us - origin_us) / step_us) * step_us;
-       tick + static_cast<double>(origin_us) <= static_cast<double>(last_us); tick += step_us) {
-    const double at = x(static_cast<std::int64_t>(tick) + origin_us);
-    svg += fmt::format("<line x1='{0:.1f}' y1='{1:.0f}' x2='{0:.1f}' y2='{2:.0f}' class='grid'/><text x='{0:.1f}' "
-                       "y='14' class='axis'>+{3:g} ms</text>",
-                       at, top - 4, height - 20, tick / 1000.0);
-  }
-  for (const auto conn : lanes) {
-    svg += fmt::format("<text x='4' y='{0:.1f}' class='lane-name'>c{1}</text><line x1='{2}' y1='{0:.1f}' x2='{3}' "
-                       "y2='{0:.1f}' class='lane'/>",
-                       y(conn), conn, left, width - right);
-  }
-  std::set<std::string> drawn;
-  if (phases != nullptr && phases->pinned()) {
-    const auto period = phases->period();
-    const auto residue = phases->ranges().front().first;
-    std::int64_t at_ms = first_us / 1000 - ((first_us / 1000 - residue) % period + period) % period;
-    for (; at_ms * 1000 <= last_us; at_ms += period) {
-      if (at_ms * 1000 < first_us) continue;
-      svg += fmt::format("<line x1='{0:.1f}' y1='{1:.0f}' x2='{0:.1f}' y2='{2:.0f}' class='sweep'><title>sweep at {3}"
-                         "</title></line>",
-                         x(at_ms * 1000), top - 4, height - 20, at_text(at_ms * 1000, origin_us));
-      drawn.insert("sweep");
-    }
-  }
-  // The nemesis's steps in the window: a fault near a violation is the
-  // first thing to look at.
-  for (const auto& mark : nemesis) {
-    if (mark.us < first_us || mark.us > last_us) continue;
-    svg += fmt::format("<line x1='{0:.1f}' y1='{1:.0f}' x2='{0:.1f}' y2='{2:.0f}' class='nemesis'><title>nemesis at {3}: "
-                       "{4}</title></line><text x='{5:.1f}' y='{6:.0f}' class='nemesis-label'>{4}</text>",
-                       x(mark.us), top - 4, height - 20, at_text(mark.us, origin_us), escape_markup(mark.what),
-                       x(mark.us) + 2, height - 8);
-    drawn.insert("nemesis");
-  }
-  if (!focus.expected.empty()) {
-    const auto from = std::max(first_us, focus.expected_from_us), to = std::min(last_us, focus.expected_by_us);
-    const double row = y(focus.expected_conn);
-    svg += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='{:.1f}' height='16' class='expected'><title>expected {} "
-                       "from {} to {}</title></rect><text x='{:.1f}' y='{:.1f}' class='expected-label'>expected {}</text>",
-                       x(from), row - 8, std::max(2.0, x(to) - x(from)), escape_markup(focus.expected),
-                       at_text(focus.expected_from_us, origin_us), at_text(focus.expected_by_us, origin_us), x(from),
-                       row + 15, escape_markup(focus.expected));
-    drawn.insert("expected");
-  }
-  // Labels where they fit: two rows per lane (above and below), each label
-  // placed only where it overlaps no label already in its row (near the
-  // right edge a label ends at its mark instead of starting there); the
-  // others keep their text as a tooltip. The culprit's label is placed
-  // first, so it is always drawn and nothing is drawn over it.
-  constexpr std::size_t label_chars_max = 40;
-  const auto label_text = [&](std::string_view label) {
-    return label.size() > label_chars_max ? std::string(label.substr(0, label_chars_max - 1)) + "…" : std::string(label);
-  };
-  const auto label_span = [&](double at, std::size_t chars) {
-    const double label_width = 5.6 * static_cast<double>(std::min(chars, label_chars_max)) + 6;
-    const bool flip = at + label_width > width - right;
-    return flip ? std::pair{at - 3 - label_width, at - 3} : std::pair{at + 3, at + 3 + label_width};
-  };
-  std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<double, double>>> taken;
-  const auto place_label = [&](std::uint32_t conn, double at, std::size_t chars) -> int {
-    const auto [from, to] = label_span(at, chars);
-    for (const int row : {0, 1}) {
-      auto& spans = taken[{conn, row}];
-      const bool free = std::none_of(spans.begin(), spans.end(),
-                                     [&](const auto& other) { return from < other.second && other.first < to; });
-      if (free) {
-        spans.emplace_back(from, to);
-        return row;
-      }
-    }
-    return -1;
-  };
-  if (!focus.expected.empty()) {
-    // The expected answer's own label takes the row below its lane.
-    const double from = x(std::max(first_us, focus.expected_from_us));
-    taken[{focus.expected_conn, 1}].emplace_back(from, from + 5.6 * static_cast<double>(focus.expected.size() + 9) + 6);
-  }
-  const auto is_culprit = [&](const Mark& mark) {
-    return mark.kind == Mark::received && mark.us == focus.culprit_us && mark.conn == focus.culprit_conn;
-  };
-  std::vector<int> label_rows(shown.size(), -1);
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    if (!is_culprit(shown[i])) continue;
-    label_rows[i] = place_label(shown[i].conn, x(shown[i].us), shown[i].label.size());
-  }
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    if (!is_culprit(shown[i])) label_rows[i] = place_label(shown[i].conn, x(shown[i].us), shown[i].label.size());
-  }
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const auto& mark = shown[i];
-    const double at = x(mark.us), row = y(mark.conn);
-    const bool culprit = is_culprit(mark);
-    const auto title = escape_markup(fmt::format("{} c{} {} {}", at_text(mark.us, origin_us), mark.conn,
-                                                 mark.kind == Mark::sent ? "sent" : mark.kind == Mark::received ? "read" : "",
-                                                 mark.label));
-    switch (mark.kind) {
-      case Mark::sent:
-        svg += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='2' height='12' class='sent'><title>{}</title></rect>",
-                           at - 1, row - 6, title);
-        drawn.insert("sent");
-        break;
-      case Mark::received:
-        svg += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{}' class='{}'><title>{}</title></circle>", at, row,
-                           culprit ? 6 : 3.5, culprit ? "culprit" : "received", title);
-        drawn.insert(culprit ? "culprit" : "received");
-        break;
-      case Mark::closed:
-        svg += fmt::format("<path d='M{0:.1f} {1:.1f}l8 8m0 -8l-8 8' class='closed'><title>{2}</title></path>", at - 4,
-                           row - 4, title);
-        drawn.insert("closed");
-        break;
-    }
-    if (label_rows[i] >= 0) {
-      const auto text = label_text(mark.label);
-      const bool flip = label_span(at, mark.label.size()).first < at;
-      svg += fmt::format("<text x='{:.1f}' y='{:.1f}' class='{}'{}>{}</text>", flip ? at - 3 : at + 3,
-                         row + (label_rows[i] == 0 ? -8 : 15), culprit ? "label culprit-label" : "label",
-                         flip ? " text-anchor='end'" : "", escape_markup(text));
-    }
-  }
-  svg += "</svg>";
-  std::string legend = "<p class='legend'>";
-  const std::pair<const char*, const char*> items[] = {
-      {"sent", "<span class='key-sent'></span> request sent"},
-      {"received", "<span class='key-received'></span> response read"},
-      {"culprit", "<span class='key-culprit'></span> the culprit"},
-      {"expected", "<span class='key-expected'></span> when the expected answer was due"},
-      {"closed", "<span class='key-closed'>×</span> connection closed"},
-      {"sweep", "<span class='key-sweep'></span> sweep instant"},
-      {"nemesis", "<span class='key-nemesis'></span> nemesis (kill, pause, restart ...)"}};
-  for (const auto& [name, text] : items) {
-    if (drawn.contains(name)) legend += std::string(text) + " ";
-  }
-  legend += "</p>";
-  const auto outside = marks.size() - shown.size();
-  std::string note = fmt::format("<p class='note'>Key <code>{}</code> from {} to {}: {} of its {} events drawn",
-                                 escape_markup(input.key), at_text(first_us, origin_us), at_text(last_us, origin_us),
-                                 shown.size(), marks.size());
-  note += outside > 0 ? fmt::format("; the {} others lie outside this window (the text below lists the story).</p>", outside)
-                      : ".</p>";
-  return svg + legend + note;
-}
-
 // The whole run on one axis with every nemesis step, and the steps listed.
 std::string nemesis_section(const History& history, const std::vector<NemesisMark>& nemesis) {
   const std::int64_t first_us = history.events.empty() ? 0 : history.events.front().t_us;
@@ -305,9 +66,9 @@ std::string nemesis_section(const History& history, const std::vector<NemesisMar
     const auto& mark = nemesis[i];
     svg += fmt::format("<line x1='{0:.1f}' y1='6' x2='{0:.1f}' y2='44' class='nemesis'><title>{1}: {2}</title></line>"
                        "<text x='{3:.1f}' y='{4}' class='nemesis-label'>{2}</text>",
-                       x(mark.us), at_text(mark.us, first_us), escape_markup(mark.what), x(mark.us) + 2,
+                       x(mark.us), offset_text(mark.us, first_us), escape_markup(mark.what), x(mark.us) + 2,
                        i % 2 == 0 ? 14 : 28);
-    list += fmt::format("<li>{}: <code>{}</code></li>", at_text(mark.us, first_us), escape_markup(mark.what));
+    list += fmt::format("<li>{}: <code>{}</code></li>", offset_text(mark.us, first_us), escape_markup(mark.what));
   }
   svg += "</svg>";
   return fmt::format("<h2>Nemesis</h2><p class='note'>What the tester did to the target, {} steps, on the history's "
@@ -346,8 +107,10 @@ td, th { border-bottom: 1px solid #eee; padding: .2em .4em; text-align: left; }
 
 }  // namespace
 
-std::string html_report(const History& history, const CheckResult& result) {
-  const Built built = build_inputs(history);
+namespace {
+
+// The page's head, title with the verdict, and what was assumed.
+std::string page_head(const History& history, const CheckResult& result) {
   std::string page = "<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' "
                      "content='width=device-width'><title>lockstep history check</title><style>";
   page += style;
@@ -364,11 +127,16 @@ std::string html_report(const History& history, const CheckResult& result) {
                       escape_markup(history.header.target), history.header.seed, history.header.tolerance_ms, l.max_keys,
                       l.max_waiters_per_key, l.max_waiters, l.sweep_ms.value, l.max_lease_ms.value, l.max_wait_ms.value,
                       l.max_line_bytes);
-  const auto nemesis = nemesis_marks(history);
-  // The violations first: each with the culprit, the expected answer and a
-  // timeline around them; the first few drawn, every one listed.
+  return page;
+}
+
+// The violations first: each with the culprit, the expected answer and a
+// timeline around them; the first few drawn, every one listed. Adds the
+// keys that failed to `violating`.
+std::string violations_section(const CheckResult& result, const Built& built, const std::vector<NemesisMark>& nemesis,
+                               std::set<std::pair<std::uint32_t, std::string>>& violating) {
   constexpr std::size_t drawn_max = 8;
-  std::set<std::pair<std::uint32_t, std::string>> violating;
+  std::string page;
   for (std::size_t i = 0; i < result.violations.size(); ++i) {
     const auto& finding = result.violations[i];
     if (!finding.key.empty()) violating.insert({finding.incarnation, finding.key});
@@ -397,16 +165,11 @@ std::string html_report(const History& history, const CheckResult& result) {
     if (!lines.empty()) page += "<details><summary>the events of the key as text</summary><pre>" + lines + "</pre></details>";
     page += "</section>";
   }
-  if (result.violations.empty()) {
-    page += result.verdict == Verdict::conforms ? "<p class='ok'>No violation: every response has an explanation.</p>"
-                                                : "<p class='unknown'>No violation found, and no verdict either:</p>";
-  }
-  for (const auto& why : result.unknown) page += fmt::format("<p class='unknown'>unknown: {}</p>", rich(why));
-  page += "<h2>Summary</h2><pre id='summary'>";
-  for (const auto& line : summary_lines(result)) page += rich(line) + "\n";
-  page += "</pre>";
-  if (!nemesis.empty()) page += nemesis_section(history, nemesis);
-  page += "<h2>Sweep instants</h2><ul>";
+  return page;
+}
+
+std::string sweeps_section(const CheckResult& result) {
+  std::string page = "<h2>Sweep instants</h2><ul>";
   for (std::size_t at = 0; at < result.phases.size(); ++at) {
     const auto& phases = result.phases[at];
     if (phases.empty()) {
@@ -424,12 +187,15 @@ std::string html_report(const History& history, const CheckResult& result) {
                           at + 1, phases.period(), list);
     }
   }
-  page += "</ul>";
-  // Every key in one table; the whole-run detail of a key is one command
-  // away rather than in this page (check-history --explain KEY).
-  page += "<h2>Keys</h2><p class='note'>For the whole run of one key, <code>lockstep check-history FILE --explain KEY"
-          "</code> prints the instant of each step of an explanation.</p><table><tr><th>key</th><th>incarnation</th>"
-          "<th>requests</th><th>responses</th><th>verdict</th></tr>";
+  return page + "</ul>";
+}
+
+// Every key in one table; the whole-run detail of a key is one command
+// away rather than in this page (check-history --explain KEY).
+std::string keys_section(const Built& built, const std::set<std::pair<std::uint32_t, std::string>>& violating) {
+  std::string page = "<h2>Keys</h2><p class='note'>For the whole run of one key, <code>lockstep check-history FILE --explain KEY"
+                     "</code> prints the instant of each step of an explanation.</p><table><tr><th>key</th><th>incarnation</th>"
+                     "<th>requests</th><th>responses</th><th>verdict</th></tr>";
   constexpr std::size_t rows_max = 1000;
   std::size_t rows = 0;
   for (const auto& [where, input] : built.keys) {
@@ -443,6 +209,28 @@ std::string html_report(const History& history, const CheckResult& result) {
     page += fmt::format("<p class='note'>{} more keys are not listed (the summary counts them all).</p>",
                         built.keys.size() - rows_max);
   }
+  return page;
+}
+
+}  // namespace
+
+std::string html_report(const History& history, const CheckResult& result) {
+  const Built built = build_inputs(history);
+  std::string page = page_head(history, result);
+  const auto nemesis = nemesis_marks(history);
+  std::set<std::pair<std::uint32_t, std::string>> violating;
+  page += violations_section(result, built, nemesis, violating);
+  if (result.violations.empty()) {
+    page += result.verdict == Verdict::conforms ? "<p class='ok'>No violation: every response has an explanation.</p>"
+                                                : "<p class='unknown'>No violation found, and no verdict either:</p>";
+  }
+  for (const auto& why : result.unknown) page += fmt::format("<p class='unknown'>unknown: {}</p>", rich(why));
+  page += "<h2>Summary</h2><pre id='summary'>";
+  for (const auto& line : summary_lines(result)) page += rich(line) + "\n";
+  page += "</pre>";
+  if (!nemesis.empty()) page += nemesis_section(history, nemesis);
+  page += sweeps_section(result);
+  page += keys_section(built, violating);
   page += "<script>document.body.setAttribute('data-rendered', String(document.querySelectorAll('svg.timeline').length));"
           "document.body.setAttribute('data-fits', document.documentElement.scrollWidth <= "
           "document.documentElement.clientWidth ? '1' : '0');"

@@ -109,133 +109,172 @@ Json parse_line(const std::string& raw, std::uint64_t line) {
   return object;
 }
 
-// Simple mode: the header (line 1) is read; the server steps follow.
-TlaTrace simple_trace_to_tla(const Json& header, std::istream& ndjson, const std::string& module_name,
-                             std::string_view trace_spec) {
-  TlaTrace result;
-  result.mode = TraceMode::simple;
-  result.module_name = module_name;
-  Names names;
-  std::string events;  // the records of Trace, one per line
-  std::int64_t max_time = 0;
-  const RunLimits limits = read_limits(header, 1);
-  result.seed = header.value("seed", std::uint64_t{0});
-  result.bug = header.value("bug", std::string("none"));
-  if (result.bug == "none") result.bug = header.value("server_fault", std::string("none"));
-  std::string raw;
-  std::uint64_t line = 1;
-  while (std::getline(ndjson, raw)) {
-    ++line;
-    if (raw.empty()) continue;
-    const Json object = parse_line(raw, line);
+// Simple mode, in the shape of the cluster's converter (cluster_tla.cpp):
+// one method per kind of step, each giving the step's record of Trace and
+// its summary, and counting what it covered; the module and config come
+// last, from the names and the latest instant seen.
+class SimpleConverter {
+ public:
+  SimpleConverter(const Json& header, const std::string& module_name) : limits_(read_limits(header, 1)) {
+    result_.mode = TraceMode::simple;
+    result_.module_name = module_name;
+    result_.seed = header.value("seed", std::uint64_t{0});
+    result_.bug = header.value("bug", std::string("none"));
+    if (result_.bug == "none") result_.bug = header.value("server_fault", std::string("none"));
+  }
+
+  // The header (line 1) is read; the server steps follow.
+  TlaTrace convert(std::istream& ndjson, std::string_view trace_spec) {
+    std::string raw;
+    std::uint64_t line = 1;
+    while (std::getline(ndjson, raw)) {
+      ++line;
+      if (!raw.empty()) step(parse_line(raw, line), line);
+    }
+    // Tokens: the spec issues them from 1 and a restart may move them on; the
+    // trace's own bound is not needed (the trace spec never sends a request of
+    // its own), but the constant must be a number.
+    result_.module_text = module_with_trace(trace_spec, "TraceLockServer", result_.module_name,
+                                            fmt::format("The trace: seed {}, bug {}", result_.seed, result_.bug), events_);
+    result_.config_text = config_text();
+    return std::move(result_);
+  }
+
+ private:
+  // A step's record and summary (what `step` adds to the trace).
+  struct Record {
+    std::string record, summary;
+  };
+
+  void step(const Json& object, std::uint64_t line) {
     const auto event = text(object, "event", line);
     if (event == "Run") fail(line, "a second Run header");
-    const bool step = event == "Acquire" || event == "Release" || event == "Close" || event == "Tick" ||
-                      event == "Restart";
+    const bool is_step = event == "Acquire" || event == "Release" || event == "Close" || event == "Tick" ||
+                         event == "Restart";
     if (event == "Malformed") fail(line, "a Malformed step: the spec does not model malformed requests");
-    if (!step) continue;  // the world's events: not steps of the server
+    if (!is_step) return;  // the world's events: not steps of the server
 
     const auto t = number(object, "t", line);
     std::vector<Out> outs;
     const auto out_it = object.find("out");
     if (out_it != object.end()) {
       if (!out_it->is_array()) fail(line, "'out' is not a list");
-      for (const auto& item : *out_it) outs.push_back(response_record(item, line, names));
+      for (const auto& item : *out_it) outs.push_back(response_record(item, line, names_));
     }
     std::string out_text = "<<";
     for (const auto& o : outs) {
       out_text += (out_text.size() > 2 ? ", " : "") + o.record;
-      ++result.coverage.responses[std::string(1, o.kind)];
+      ++result_.coverage.responses[std::string(1, o.kind)];
     }
     out_text += ">>";
     const auto first_kind = outs.empty() ? '-' : outs.front().kind;
-
-    std::string record;
-    std::string summary;
-    if (event == "Acquire") {
-      const auto conn = number(object, "conn", line);
-      const auto key = text(object, "key", line), owner = text(object, "owner", line);
-      const auto lease = number(object, "lease_ms", line), wait = number(object, "wait_ms", line);
-      names.conns.insert(conn);
-      names.keys.insert(key);
-      names.owners.insert(owner);
-      max_time = std::max(max_time, t + wait);
-      record = fmt::format("<<\"Acquire\", {}, {}, {}, {}, {}, {}, {}>>", t, conn, tla_string(key), tla_string(owner),
-                           lease, wait, out_text);
-      summary = fmt::format("Acquire on c{}: 'A {} {} {} {}'", conn, key, owner, lease, wait);
-      count(result.coverage, first_kind == 'A'   ? "Acquire: granted"
-                             : first_kind == 'T' ? "Acquire: refused (wait 0)"
-                             : first_kind == 'B' ? "Acquire: busy"
-                                                 : "Acquire: queued");
-    } else if (event == "Release") {
-      const auto conn = number(object, "conn", line);
-      const auto key = text(object, "key", line);
-      const auto token = number(object, "token", line);
-      names.conns.insert(conn);
-      names.keys.insert(key);
-      record = fmt::format("<<\"Release\", {}, {}, {}, {}, {}>>", t, conn, tla_string(key), token, out_text);
-      summary = fmt::format("Release on c{}: 'R {} {}'", conn, key, token);
-      count(result.coverage, first_kind == 'N' ? "Release: not held"
-                             : outs.size() > 1 ? "Release: hand-off"
-                                               : "Release: deleted");
-    } else if (event == "Close") {
-      const auto conn = number(object, "conn", line);
-      names.conns.insert(conn);
-      record = fmt::format("<<\"Close\", {}, {}, {}>>", t, conn, out_text);
-      summary = fmt::format("Close of c{}", conn);
-      count(result.coverage, "Close");
-    } else if (event == "Tick") {
-      std::int64_t deleted = -1;
-      std::size_t handoffs = 0;
-      if (const auto sweep = object.find("Sweep"); sweep != object.end()) {
-        deleted = number(*sweep, "deleted", line);
-        handoffs = sweep->contains("handoffs") ? (*sweep)["handoffs"].size() : 0;
-      }
-      const auto timeouts = static_cast<std::size_t>(std::count_if(outs.begin(), outs.end(), [](const Out& o) { return o.kind == 'T'; }));
-      record = fmt::format("<<\"Tick\", {}, {}, {}, {}>>", t, deleted >= 0 ? "TRUE" : "FALSE",
-                           std::max<std::int64_t>(deleted, 0), out_text);
-      summary = fmt::format("Tick to {}{}", t, deleted >= 0 ? fmt::format(" (sweep: {} deleted)", deleted) : "");
-      if (timeouts > 0) count(result.coverage, "Tick: timeouts");
-      if (handoffs > 0) count(result.coverage, "Tick: sweep hand-off");
-      if (deleted > 0) count(result.coverage, "Tick: sweep deletion");
-    } else {
-      const auto first_token = number(object, "first_token", line);
-      record = fmt::format("<<\"Restart\", {}, {}, <<>>>>", t, first_token);
-      summary = fmt::format("Restart (first token {})", first_token);
-      count(result.coverage, "Restart");
-    }
+    auto [record, summary] = event == "Acquire" ? acquire(object, line, t, out_text, first_kind)
+                             : event == "Release" ? release(object, line, t, out_text, first_kind, outs.size())
+                             : event == "Close"   ? close(object, line, t, out_text)
+                             : event == "Tick"    ? tick(object, line, t, out_text, outs)
+                                                  : restart(object, line, t);
     if (out_it != object.end()) summary += " sent " + wire_list(*out_it);
-    max_time = std::max(max_time, t);
-    events += (events.empty() ? "  " : ",\n  ") + record;
-    result.steps.push_back({line, t, event, summary});
+    max_time_ = std::max(max_time_, t);
+    events_ += (events_.empty() ? "  " : ",\n  ") + record;
+    result_.steps.push_back({line, t, event, summary});
   }
-  // Tokens: the spec issues them from 1 and a restart may move them on; the
-  // trace's own bound is not needed (the trace spec never sends a request of
-  // its own), but the constant must be a number.
-  const auto max_time_tla = std::min(max_time + 1, tlc_int_max);
-  result.module_text = module_with_trace(trace_spec, "TraceLockServer", module_name,
-                                         fmt::format("The trace: seed {}, bug {}", result.seed, result.bug), events);
 
-  std::ostringstream config;
-  config << "\\* The run's constants; Leases, Waits and MaxToken bound only the spec's own\n"
-         << "\\* requests, which trace validation never makes.\n"
-         << "INIT TraceInit\nNEXT TraceSpecNext\n"
-         << "CONSTANTS\n"
-         << "  Keys = " << set_text(names.keys) << "\n"
-         << "  Owners = " << set_text(names.owners) << "\n"
-         << "  Conns = " << set_text(names.conns) << "\n"
-         << "  Leases = {1}\n  Waits = {0}\n"
-         << "  SweepMs = " << limits.sweep_ms << "\n"
-         << "  MaxKeys = " << limits.max_keys << "\n"
-         << "  MaxWaitersPerKey = " << limits.max_waiters_per_key << "\n"
-         << "  MaxWaiters = " << limits.max_waiters << "\n"
-         << "  MaxTime = " << max_time_tla << "\n"
-         << "  MaxToken = " << tlc_int_max << "\n"
-         << "  LifoHandoff = FALSE\n  SweepFirst = FALSE\n"
-         << "VIEW TraceView\n"
-         << "INVARIANT TraceInvariant\n";
-  result.config_text = config.str();
-  return result;
+  Record acquire(const Json& object, std::uint64_t line, std::int64_t t, const std::string& out_text, char first_kind) {
+    const auto conn = number(object, "conn", line);
+    const auto key = text(object, "key", line), owner = text(object, "owner", line);
+    const auto lease = number(object, "lease_ms", line), wait = number(object, "wait_ms", line);
+    names_.conns.insert(conn);
+    names_.keys.insert(key);
+    names_.owners.insert(owner);
+    max_time_ = std::max(max_time_, t + wait);
+    count(result_.coverage, first_kind == 'A'   ? "Acquire: granted"
+                            : first_kind == 'T' ? "Acquire: refused (wait 0)"
+                            : first_kind == 'B' ? "Acquire: busy"
+                                                : "Acquire: queued");
+    return {fmt::format("<<\"Acquire\", {}, {}, {}, {}, {}, {}, {}>>", t, conn, tla_string(key), tla_string(owner),
+                        lease, wait, out_text),
+            fmt::format("Acquire on c{}: 'A {} {} {} {}'", conn, key, owner, lease, wait)};
+  }
+
+  Record release(const Json& object, std::uint64_t line, std::int64_t t, const std::string& out_text, char first_kind,
+                 std::size_t outs) {
+    const auto conn = number(object, "conn", line);
+    const auto key = text(object, "key", line);
+    const auto token = number(object, "token", line);
+    names_.conns.insert(conn);
+    names_.keys.insert(key);
+    count(result_.coverage, first_kind == 'N' ? "Release: not held"
+                            : outs > 1        ? "Release: hand-off"
+                                              : "Release: deleted");
+    return {fmt::format("<<\"Release\", {}, {}, {}, {}, {}>>", t, conn, tla_string(key), token, out_text),
+            fmt::format("Release on c{}: 'R {} {}'", conn, key, token)};
+  }
+
+  Record close(const Json& object, std::uint64_t line, std::int64_t t, const std::string& out_text) {
+    const auto conn = number(object, "conn", line);
+    names_.conns.insert(conn);
+    count(result_.coverage, "Close");
+    return {fmt::format("<<\"Close\", {}, {}, {}>>", t, conn, out_text), fmt::format("Close of c{}", conn)};
+  }
+
+  Record tick(const Json& object, std::uint64_t line, std::int64_t t, const std::string& out_text,
+              const std::vector<Out>& outs) {
+    std::int64_t deleted = -1;
+    std::size_t handoffs = 0;
+    if (const auto sweep = object.find("Sweep"); sweep != object.end()) {
+      deleted = number(*sweep, "deleted", line);
+      handoffs = sweep->contains("handoffs") ? (*sweep)["handoffs"].size() : 0;
+    }
+    const auto timeouts =
+        static_cast<std::size_t>(std::count_if(outs.begin(), outs.end(), [](const Out& o) { return o.kind == 'T'; }));
+    if (timeouts > 0) count(result_.coverage, "Tick: timeouts");
+    if (handoffs > 0) count(result_.coverage, "Tick: sweep hand-off");
+    if (deleted > 0) count(result_.coverage, "Tick: sweep deletion");
+    return {fmt::format("<<\"Tick\", {}, {}, {}, {}>>", t, deleted >= 0 ? "TRUE" : "FALSE",
+                        std::max<std::int64_t>(deleted, 0), out_text),
+            fmt::format("Tick to {}{}", t, deleted >= 0 ? fmt::format(" (sweep: {} deleted)", deleted) : "")};
+  }
+
+  Record restart(const Json& object, std::uint64_t line, std::int64_t t) {
+    const auto first_token = number(object, "first_token", line);
+    count(result_.coverage, "Restart");
+    return {fmt::format("<<\"Restart\", {}, {}, <<>>>>", t, first_token),
+            fmt::format("Restart (first token {})", first_token)};
+  }
+
+  std::string config_text() const {
+    const auto max_time_tla = std::min(max_time_ + 1, tlc_int_max);
+    std::ostringstream config;
+    config << "\\* The run's constants; Leases, Waits and MaxToken bound only the spec's own\n"
+           << "\\* requests, which trace validation never makes.\n"
+           << "INIT TraceInit\nNEXT TraceSpecNext\n"
+           << "CONSTANTS\n"
+           << "  Keys = " << set_text(names_.keys) << "\n"
+           << "  Owners = " << set_text(names_.owners) << "\n"
+           << "  Conns = " << set_text(names_.conns) << "\n"
+           << "  Leases = {1}\n  Waits = {0}\n"
+           << "  SweepMs = " << limits_.sweep_ms << "\n"
+           << "  MaxKeys = " << limits_.max_keys << "\n"
+           << "  MaxWaitersPerKey = " << limits_.max_waiters_per_key << "\n"
+           << "  MaxWaiters = " << limits_.max_waiters << "\n"
+           << "  MaxTime = " << max_time_tla << "\n"
+           << "  MaxToken = " << tlc_int_max << "\n"
+           << "  LifoHandoff = FALSE\n  SweepFirst = FALSE\n"
+           << "VIEW TraceView\n"
+           << "INVARIANT TraceInvariant\n";
+    return config.str();
+  }
+
+  const RunLimits limits_;
+  TlaTrace result_;
+  Names names_;
+  std::string events_;  // the records of Trace, one per line
+  std::int64_t max_time_ = 0;
+};
+
+TlaTrace simple_trace_to_tla(const Json& header, std::istream& ndjson, const std::string& module_name,
+                             std::string_view trace_spec) {
+  return SimpleConverter(header, module_name).convert(ndjson, trace_spec);
 }
 
 }  // namespace
