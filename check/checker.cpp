@@ -209,7 +209,8 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
 
 CheckResult check_history(const History& history, const CheckOptions& options) {
   CheckResult result;
-  const Built built = build_inputs(history);
+  result.built = std::make_shared<const Built>(build_inputs(history));
+  const Built& built = *result.built;
   const Limits& limits = history.header.limits;
   result.limits = limits;
   result.tolerance_ms = history.header.tolerance_ms;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct KeyExplanation {
 
 enum class Verdict { conforms, violation, unknown };
 
+struct Built;  // check/build.hpp
+
 struct CheckResult {
   Verdict verdict = Verdict::conforms;
   std::vector<Finding> violations;
@@ -86,6 +89,10 @@ struct CheckResult {
   std::uint64_t states_expanded = 0;  // configurations stepped
   std::size_t frontier_peak = 0;
   std::uint64_t memory_peak_bytes = 0;  // estimated, of the configurations held at once
+  // What was built from the history (connections, each key's input): the
+  // report reads it rather than building it again. Its lines are views
+  // into the history, so it is valid while the history is.
+  std::shared_ptr<const Built> built;
 };
 
 CheckResult check_history(const History& history, const CheckOptions& options = {});

@@ -21,6 +21,12 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// What the checker built from the history, or built now for a result
+// made without it.
+std::shared_ptr<const Built> built_of(const History& history, const CheckResult& result) {
+  return result.built ? result.built : std::make_shared<const Built>(build_inputs(history));
+}
+
 std::string story_text(const Finding& finding) {
   std::string text = finding.summary + "\n";
   for (const auto& line : finding.story) text += line + "\n";
@@ -215,7 +221,8 @@ std::string keys_section(const Built& built, const std::set<std::pair<std::uint3
 }  // namespace
 
 std::string html_report(const History& history, const CheckResult& result) {
-  const Built built = build_inputs(history);
+  const auto built_ptr = built_of(history, result);
+  const Built& built = *built_ptr;
   std::string page = page_head(history, result);
   const auto nemesis = nemesis_marks(history);
   std::set<std::pair<std::uint32_t, std::string>> violating;
@@ -244,7 +251,8 @@ bool write_html_report(const History& history, const CheckResult& result, const 
 }
 
 std::string junit_xml(const History& history, const CheckResult& result, const std::string& suite) {
-  const Built built = build_inputs(history);
+  const auto built_ptr = built_of(history, result);
+  const Built& built = *built_ptr;
   struct Case {
     std::string name;
     std::string failure;  // empty: passed

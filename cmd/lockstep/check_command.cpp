@@ -1,11 +1,11 @@
 // `lockstep check`: the options of the exhaustive explorer of the
-// reference model under a TLC config (live/spec_check.hpp).
+// reference model under a TLC config (runs/spec_check.hpp).
 #include <limits>
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cli/validators.hpp"
-#include "live/spec_check.hpp"
+#include "runs/spec_check.hpp"
 
 namespace lockstep::cli {
 

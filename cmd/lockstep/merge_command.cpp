@@ -1,12 +1,12 @@
 // `lockstep merge`: the shards of one `sim` or `miss-rate` run, each
-// written with --summary-json, added up (live/shard_summary.hpp).
+// written with --summary-json, added up (runs/shard_summary.hpp).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cli/validators.hpp"
-#include "live/shard_summary.hpp"
+#include "runs/shard_summary.hpp"
 
 namespace lockstep::cli {
 

@@ -1,5 +1,5 @@
 // `lockstep miss-rate`: the options of the measure of what the black-box
-// checker misses of what the simulator catches (live/miss_rate_report.hpp).
+// checker misses of what the simulator catches (runs/miss_rate_report.hpp).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/shard_options.hpp"
 #include "cli/validators.hpp"
-#include "live/miss_rate_report.hpp"
+#include "runs/miss_rate_report.hpp"
 #include "sim/history/miss_rate.hpp"
 
 namespace lockstep::cli {

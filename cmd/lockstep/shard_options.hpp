@@ -1,5 +1,5 @@
 // `--shard I/N` and `--summary-json FILE`, the options of `sim` and
-// `miss-rate` for runs split across machines (live/shard.hpp), and their
+// `miss-rate` for runs split across machines (runs/shard.hpp), and their
 // checks once the seed range is known.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "live/shard.hpp"
+#include "runs/shard.hpp"
 
 namespace lockstep::cli {
 

@@ -1,6 +1,6 @@
 // `lockstep sim`: the options of the simulator over one seed or a range of
 // seeds, in simple mode, on a Raft cluster or as the lock service on one
-// (live/sim_run.hpp). What a mode cannot use is refused when parsed.
+// (runs/sim_run.hpp). What a mode cannot use is refused when parsed.
 #include <algorithm>
 #include <memory>
 
@@ -9,7 +9,7 @@
 #include "cmd/lockstep/commands.hpp"
 #include "cmd/lockstep/shard_options.hpp"
 #include "cli/validators.hpp"
-#include "live/sim_run.hpp"
+#include "runs/sim_run.hpp"
 
 namespace lockstep::cli {
 

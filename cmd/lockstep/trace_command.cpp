@@ -1,12 +1,12 @@
 // `lockstep trace-to-tla` and `lockstep validate-trace`: the options of
-// simulator traces written as TLA+ or checked by TLC (live/tlc/trace_tools.hpp).
+// simulator traces written as TLA+ or checked by TLC (runs/tlc/trace_tools.hpp).
 // `lockstep sim --validate-trace` uses the same runner on the trace of the
 // seed it has just run.
 #include <memory>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cli/validators.hpp"
-#include "live/tlc/trace_tools.hpp"
+#include "runs/tlc/trace_tools.hpp"
 
 namespace lockstep::cli {
 

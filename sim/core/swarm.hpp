@@ -56,7 +56,7 @@ struct SwarmConfig {
 };
 
 // A failing seed as its report shows it: kept in the totals, so that the
-// summary of a shard (live/shard_summary.hpp) can carry it to a merge.
+// summary of a shard (runs/shard_summary.hpp) can carry it to a merge.
 struct FailedSeed {
   std::uint64_t seed = 0;
   std::uint64_t violation_count = 0;

@@ -26,9 +26,10 @@ ALLOWED = {
     "drivers": {"impl"},
     "client": {"impl"},
     "live": {"sim", "report", "check", "model", "drivers", "client", "cli", "impl"},
+    "runs": {"live", "sim", "check", "model", "cli", "impl"},
     "web": {"sim", "model", "impl"},
     "adapters": {"drivers", "cli", "impl"},
-    "cmd": {"live", "web", "sim", "drivers", "cli", "impl"},
+    "cmd": {"runs", "live", "web", "sim", "drivers", "cli", "impl"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([a-z_]+)/')

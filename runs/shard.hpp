@@ -1,5 +1,5 @@
 // A shard of a range of seeds, for runs split across machines (`sim` and
-// `miss-rate` take `--shard I/N`; live/shard_summary.hpp carries each
+// `miss-rate` take `--shard I/N`; runs/shard_summary.hpp carries each
 // shard's counts to `lockstep merge`): the range cut into N contiguous
 // blocks, deterministically, so that the shards of one run cover every seed
 // once whatever machine runs which.

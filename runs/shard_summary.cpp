@@ -1,4 +1,4 @@
-#include "live/shard_summary.hpp"
+#include "runs/shard_summary.hpp"
 
 #include <algorithm>
 #include <deque>

@@ -3,9 +3,9 @@
 // swarm runner (sim/core/swarm.hpp) of the mode chosen (sim/simple/swarm.hpp,
 // sim/cluster/swarm.hpp) given the wall clock and whether the terminal shows
 // progress, and with --validate-trace TLC's verdict on the seed's trace
-// (live/tlc/). The simulator itself reads neither clock nor terminal. With a
+// (runs/tlc/). The simulator itself reads neither clock nor terminal. With a
 // shard, only its part of the seeds runs; --summary-json writes what the
-// run counted for `lockstep merge` (live/shard_summary.hpp).
+// run counted for `lockstep merge` (runs/shard_summary.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "live/shard.hpp"
+#include "runs/shard.hpp"
 #include "sim/cluster/swarm.hpp"
 #include "sim/simple/swarm.hpp"
 

@@ -1,10 +1,10 @@
-#include "live/tlc/trace_tools.hpp"
+#include "runs/tlc/trace_tools.hpp"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "live/tlc/tlc_runner.hpp"
+#include "runs/tlc/tlc_runner.hpp"
 
 namespace lockstep::tlc {
 

@@ -1,4 +1,4 @@
-#include "live/shard.hpp"
+#include "runs/shard.hpp"
 
 #include <algorithm>
 #include <charconv>

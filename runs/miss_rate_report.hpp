@@ -7,7 +7,7 @@
 // clients) is reported by the black-box checker too; each other missed
 // seed is listed with the simulator's checkers that saw it. 1 otherwise.
 // With a shard, only its part of the range is run, and --summary-json
-// keeps the tallies for `lockstep merge` (live/shard_summary.hpp), which
+// keeps the tallies for `lockstep merge` (runs/shard_summary.hpp), which
 // prints the table of the whole range with the same functions.
 #pragma once
 
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "live/shard.hpp"
+#include "runs/shard.hpp"
 #include "sim/history/miss_rate.hpp"
 
 namespace lockstep::live {

@@ -1,4 +1,4 @@
-#include "live/spec_check.hpp"
+#include "runs/spec_check.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "live/tlc/tlc_runner.hpp"
+#include "runs/tlc/tlc_runner.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "live/tlc/embedded_spec.hpp"
+#include "runs/tlc/embedded_spec.hpp"
 #include "live/process.hpp"
 
 namespace lockstep::tlc {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "live/miss_rate_report.hpp"
-#include "live/shard.hpp"
+#include "runs/miss_rate_report.hpp"
+#include "runs/shard.hpp"
 #include "sim/core/swarm.hpp"
 
 namespace lockstep::live {

@@ -1,6 +1,6 @@
 // `lockstep trace-to-tla` and `lockstep validate-trace`, once their options
 // are parsed: a simulator trace written as TLA+ for TLC to check by hand,
-// or traces checked by TLC here (live/tlc/tlc_runner.hpp) against
+// or traces checked by TLC here (runs/tlc/tlc_runner.hpp) against
 // spec/TraceLockServer.tla, cluster traces against spec/TraceLockCluster.tla
 // (spec/README.md, "Trace validation").
 #pragma once

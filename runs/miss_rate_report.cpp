@@ -1,4 +1,4 @@
-#include "live/miss_rate_report.hpp"
+#include "runs/miss_rate_report.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "live/shard_summary.hpp"
+#include "runs/shard_summary.hpp"
 #include "sim/history/miss_rate.hpp"
 
 namespace lockstep::live {

@@ -1,4 +1,4 @@
-#include "live/sim_run.hpp"
+#include "runs/sim_run.hpp"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "live/process.hpp"
-#include "live/shard_summary.hpp"
-#include "live/tlc/tlc_runner.hpp"
+#include "runs/shard_summary.hpp"
+#include "runs/tlc/tlc_runner.hpp"
 
 namespace lockstep::live {
 
