@@ -34,7 +34,7 @@
 // before the model's answers are compared: a bug that bends one rule is
 // reported by that rule's checker first, and model-agreement catches what no
 // rule names. deadline-heap (a leader's heap holds every deadline of its
-// applied state) is checked by sim/cluster/simulation.cpp on the leader's ticks.
+// applied state) is checked by sim/cluster/workload.cpp on the leader's ticks.
 // Violations go to the Raft checker's list, so one run has one verdict.
 #pragma once
 

@@ -2,7 +2,7 @@
 // Raft drives in the simulator: each committed entry goes to the node
 // (a no-op as an empty entry), snapshots are the node's, and whatever the
 // node outputs while applying waits in `outputs` for the simulator to take
-// right after the apply (sim/cluster/simulation.cpp). Nothing else: the node is
+// right after the apply (sim/cluster/workload.cpp). Nothing else: the node is
 // the logic, this is the plug.
 #pragma once
 

@@ -12,7 +12,7 @@
 // (impl/cluster/node.hpp): the Raft cluster's proposals and elections
 // (sim/raft/cluster.hpp), the node's applies (its ApplyObserver), and the
 // driver's restarts, heap checks (what a leader's tick or request yielded)
-// and replies (sim/cluster/simulation.cpp). The run is the same with or without it.
+// and replies (sim/cluster/workload.cpp, nodes.cpp). The run is the same with or without it.
 // Commands name waiters by the session that queued them (client and
 // sequence number), as the spec does.
 #pragma once

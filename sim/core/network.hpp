@@ -5,7 +5,7 @@
 // previous delivery). The Raft harness draws each node-to-node message's
 // delay on its own, so those overtake each other, and cluster mode's
 // clients do the same on theirs (sim/raft/harness.hpp,
-// sim/cluster/simulation.cpp). In every mode, payloads wait in a bounded
+// sim/cluster/workload.hpp). In every mode, payloads wait in a bounded
 // InFlightPool while in flight, and the delivery event names its slot.
 #pragma once
 
