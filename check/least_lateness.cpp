@@ -66,7 +66,7 @@ class Settler {
   // far or its own, whichever is larger. A key's figure is the least
   // lateness its search found along its explanations, one late step at a
   // time: the key needs at least that, as a rule; but the search leaves out
-  // a reading another stands for (cluster_frontier.cpp, finished), whose
+  // a reading another stands for (cluster_frontier_internal.hpp, finished), whose
   // lateness may be less, so a key that passes at its figure is tried a
   // millisecond below too, and searched down from there if it passes.
   bool each_key() {

@@ -1,7 +1,7 @@
 // One node of a lock-service cluster, sans IO (docs/protocol.md, "Cluster mode"
 // and "Cluster nodes on the wire"): everything a node does above consensus,
 // written once and driven by two drivers: the simulator over our Raft
-// (sim/cluster/simulation.cpp, the term as the epoch) and the server over etcd (the
+// (sim/cluster/workload.hpp, the term as the epoch) and the server over etcd (the
 // election key's create revision as the epoch). A one-node cluster that
 // commits each proposal at once (one_node.hpp) is a third, for the vectors.
 //
