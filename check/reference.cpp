@@ -43,6 +43,26 @@ void take_request(Send& s, const Request& request) {
       request);
 }
 
+// C4: the sends of one line with session fields (client, seq) are one
+// operation; a send without them is an operation of its own.
+void take_operations(Reading& r) {
+  std::map<std::string, std::int32_t> by_line;
+  for (std::uint32_t i = 0; i < r.sends.size(); ++i) {
+    auto& s = r.sends[i];
+    const auto fields = std::count(s.line.begin(), s.line.end(), ' ');
+    const bool session = !s.malformed && ((s.acquire && fields == 6) || (!s.acquire && fields == 4));
+    auto found = session ? by_line.find(s.line) : by_line.end();
+    if (found == by_line.end()) {
+      s.op = static_cast<std::int32_t>(r.ops.size());
+      r.ops.push_back(Op{{}, s.key});
+      if (session) by_line.emplace(s.line, s.op);
+    } else {
+      s.op = found->second;
+    }
+    r.ops[static_cast<std::size_t>(s.op)].sends.push_back(i);
+  }
+}
+
 Reading read(const History& history) {
   Reading r;
   r.header = history.header;
@@ -109,23 +129,7 @@ Reading read(const History& history) {
     if (c.end == Conn::End::open) c.end_us = r.end_us;  // watched until the history's end (S12, C13)
   }
   if (!r.cluster) return r;
-  // C4: the sends of one line with session fields (client, seq) are one
-  // operation; a send without them is an operation of its own.
-  std::map<std::string, std::int32_t> by_line;
-  for (std::uint32_t i = 0; i < r.sends.size(); ++i) {
-    auto& s = r.sends[i];
-    const auto fields = std::count(s.line.begin(), s.line.end(), ' ');
-    const bool session = !s.malformed && ((s.acquire && fields == 6) || (!s.acquire && fields == 4));
-    auto found = session ? by_line.find(s.line) : by_line.end();
-    if (found == by_line.end()) {
-      s.op = static_cast<std::int32_t>(r.ops.size());
-      r.ops.push_back(Op{{}, s.key});
-      if (session) by_line.emplace(s.line, s.op);
-    } else {
-      s.op = found->second;
-    }
-    r.ops[static_cast<std::size_t>(s.op)].sends.push_back(i);
-  }
+  take_operations(r);
   return r;
 }
 

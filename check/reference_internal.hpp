@@ -143,6 +143,8 @@ class Search {
   ReferenceResult run();
 
  private:
+  void search_by_lateness();  // cluster mode's searches (C14)
+  void search_by_phase();     // simple mode's (S6)
   State initial() const;
 
   // S6: the model sweeps at multiples of sweep_ms of its own clock; instant

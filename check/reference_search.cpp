@@ -143,54 +143,9 @@ ReferenceResult Search::run() {
   // cause; S7 and S12 look a tolerance further.
   horizon_ = end_ms + 2 + tol_ + allowance_;
   if (r_.cluster) {
-    // C14: searches with a maximum lateness of 0, 1, 3, 7, ... ms, each
-    // pruning a state past it (lateness only grows, so an explanation of
-    // least lateness L survives every maximum at or above L, and equal
-    // states keep the least lateness): the first to find an explanation
-    // within its maximum has found the least. No search goes past a
-    // stated maximum; the last has none (no lateness exceeds the span).
-    const auto stated = r_.header.max_lateness_ms;
-    const std::int64_t span = horizon_ - r_.first_ms + 1;
-    for (std::int64_t bound = 0;; bound = bound * 2 + 1) {
-      bound_ = stated >= 0 ? std::min(bound, stated) : bound;
-      if (bound_ >= span) bound_ = -1;
-      best_lateness_ = none_ms;
-      furthest_.clear();
-      pruned_late_ = false;
-      explore(initial(), r_.first_ms);
-      if (spent() || bound_ < 0 || bound_ == stated) break;
-      if (best_lateness_ <= bound_) break;
-      if (!pruned_late_) break;  // this search pruned nothing for lateness: it was the whole search
-    }
+    search_by_lateness();
   } else {
-    // S6: one phase for the run, each tried in turn. A phase decides only
-    // where the sweeps fall, and a sweep changes only a state that holds
-    // a key whose holder has expired. So a phase whose sweeps fall, among
-    // the instants at which some state of an earlier search held such a
-    // key, at the same instants as that search's, visits the same states
-    // (its model's clock shifted) to the same end: it is not searched
-    // again. (Every phase whose first sweep falls past the horizon is
-    // one of those.)
-    const std::int64_t sweep = r_.header.limits.sweep_ms.value;
-    std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> searched;
-    const auto sweeps_among = [&](std::int64_t phase, const std::vector<std::int64_t>& instants) {
-      std::vector<std::int64_t> out;
-      for (const auto t : instants) {
-        if (t - r_.first_ms - phase >= 0 && (t - r_.first_ms - phase) % sweep == 0) out.push_back(t);
-      }
-      return out;
-    };
-    for (std::int64_t p = 0; p < sweep; ++p) {
-      if (std::any_of(searched.begin(), searched.end(),
-                      [&](const auto& done) { return sweeps_among(p, done.first) == done.second; })) {
-        continue;
-      }
-      phase_ = p;
-      expired_at_.clear();
-      explore(initial(), r_.first_ms);
-      if (best_lateness_ < none_ms || spent()) break;
-      searched.emplace_back(expired_at_, sweeps_among(p, expired_at_));
-    }
+    search_by_phase();
   }
   result.states = states_;
   if (spent()) {
@@ -214,6 +169,59 @@ ReferenceResult Search::run() {
     result.reason = furthest_.empty() ? "no explanation" : furthest_;
   }
   return result;
+}
+
+void Search::search_by_lateness() {
+  // C14: searches with a maximum lateness of 0, 1, 3, 7, ... ms, each
+  // pruning a state past it (lateness only grows, so an explanation of
+  // least lateness L survives every maximum at or above L, and equal
+  // states keep the least lateness): the first to find an explanation
+  // within its maximum has found the least. No search goes past a
+  // stated maximum; the last has none (no lateness exceeds the span).
+  const auto stated = r_.header.max_lateness_ms;
+  const std::int64_t span = horizon_ - r_.first_ms + 1;
+  for (std::int64_t bound = 0;; bound = bound * 2 + 1) {
+    bound_ = stated >= 0 ? std::min(bound, stated) : bound;
+    if (bound_ >= span) bound_ = -1;
+    best_lateness_ = none_ms;
+    furthest_.clear();
+    pruned_late_ = false;
+    explore(initial(), r_.first_ms);
+    if (spent() || bound_ < 0 || bound_ == stated) break;
+    if (best_lateness_ <= bound_) break;
+    if (!pruned_late_) break;  // this search pruned nothing for lateness: it was the whole search
+  }
+}
+
+void Search::search_by_phase() {
+  // S6: one phase for the run, each tried in turn. A phase decides only
+  // where the sweeps fall, and a sweep changes only a state that holds
+  // a key whose holder has expired. So a phase whose sweeps fall, among
+  // the instants at which some state of an earlier search held such a
+  // key, at the same instants as that search's, visits the same states
+  // (its model's clock shifted) to the same end: it is not searched
+  // again. (Every phase whose first sweep falls past the horizon is
+  // one of those.)
+  const std::int64_t sweep = r_.header.limits.sweep_ms.value;
+  std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> searched;
+  const auto sweeps_among = [&](std::int64_t phase, const std::vector<std::int64_t>& instants) {
+    std::vector<std::int64_t> out;
+    for (const auto t : instants) {
+      if (t - r_.first_ms - phase >= 0 && (t - r_.first_ms - phase) % sweep == 0) out.push_back(t);
+    }
+    return out;
+  };
+  for (std::int64_t p = 0; p < sweep; ++p) {
+    if (std::any_of(searched.begin(), searched.end(),
+                    [&](const auto& done) { return sweeps_among(p, done.first) == done.second; })) {
+      continue;
+    }
+    phase_ = p;
+    expired_at_.clear();
+    explore(initial(), r_.first_ms);
+    if (best_lateness_ < none_ms || spent()) break;
+    searched.emplace_back(expired_at_, sweeps_among(p, expired_at_));
+  }
 }
 
 State Search::initial() const {
