@@ -327,6 +327,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // waiting, or nobody.
   void pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
   void hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
+  void grant_head(Config next, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time,
+                  Configs& out) const;
   void pass_on_nobody(Config c, std::size_t upto, Configs& out) const;
   // Whether `gone` (where a waiter left) stands for every explanation that
   // `kept` (the same but for that waiter, still to leave, or not applied

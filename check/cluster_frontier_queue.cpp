@@ -164,27 +164,34 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
         next.lateness = std::max(before, stay_floor);
         next.late_request = -1;  // a bound of two readings: no one step to name
       }
-      const auto k = static_cast<std::size_t>(extra_index(next, "u"));
-      const auto pass_lo = next.zone.earliest(cursor_at), pass_hi = next.zone.latest(cursor_at);
-      for (auto& waiter : next.queue) {
-        waiter.passed_by = static_cast<std::int32_t>(head);
-        waiter.pass_request = cause_request;
-        waiter.pass_cause = why == Cause::release ? 'r' : 'e';
-        waiter.pass_lo = pass_lo;
-        waiter.pass_hi = pass_hi;
-      }
-      set_queue_floor(next, extra_at(next, k));
-      remove_extra(next, k);
-      next.holder = Holder{static_cast<std::int32_t>(head), 0};
-      // The grant's on-time instant is read before the holder's instant
-      // becomes the hand-off's.
-      Configs granted;
-      emit(std::move(next), head, ResponseKind::granted, 0, cursor_at, why, on_time, cause_request, granted);
-      for (auto& g : granted) {
-        g.zone.copy(holder_at, cursor_at);
-        out.push_back(std::move(g));
-      }
+      grant_head(std::move(next), head, why, cause_request, on_time, out);
     }
+  }
+}
+
+// The key goes to `head`, the waiters left behind passed by (for reports),
+// once the waiters ahead of it have left.
+void ClusterFrontier::grant_head(Config next, std::uint32_t head, Cause why, std::int32_t cause_request,
+                                 OnTime on_time, Configs& out) const {
+  const auto k = static_cast<std::size_t>(extra_index(next, "u"));
+  const auto pass_lo = next.zone.earliest(cursor_at), pass_hi = next.zone.latest(cursor_at);
+  for (auto& waiter : next.queue) {
+    waiter.passed_by = static_cast<std::int32_t>(head);
+    waiter.pass_request = cause_request;
+    waiter.pass_cause = why == Cause::release ? 'r' : 'e';
+    waiter.pass_lo = pass_lo;
+    waiter.pass_hi = pass_hi;
+  }
+  set_queue_floor(next, extra_at(next, k));
+  remove_extra(next, k);
+  next.holder = Holder{static_cast<std::int32_t>(head), 0};
+  // The grant's on-time instant is read before the holder's instant
+  // becomes the hand-off's.
+  Configs granted;
+  emit(std::move(next), head, ResponseKind::granted, 0, cursor_at, why, on_time, cause_request, granted);
+  for (auto& g : granted) {
+    g.zone.copy(holder_at, cursor_at);
+    out.push_back(std::move(g));
   }
 }
 
