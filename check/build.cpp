@@ -254,262 +254,300 @@ std::string origin_text(const History& history, std::uint32_t incarnation) {
                      at == down_us ? "its `down`" : "the `up` after its `down`", (at - first_us) / 1000.0);
 }
 
-Built build_inputs(const History& history, bool prefix) {
-  Built built;
-  const Limits& limits = history.header.limits;
-  const bool cluster = history.header.mode == Mode::cluster;
-  built.cluster = cluster;
-  built.sweep_ms = limits.sweep_ms.value;
-  std::map<std::uint32_t, std::size_t> open;  // connection id -> index in built.conns
-  std::uint32_t incarnation = 0;
-  built.incarnation_start_us = incarnation_origins_us(history);
-  const auto end_conn = [&](std::size_t index, std::int64_t at_us, bool closes, bool by_server = false,
-                            bool stopped = false) {
-    auto& conn = built.conns[index];
+namespace {
+
+// build_inputs in two passes over the history, as a class so that each
+// step is a function of its own. The first pass reads the events into
+// connections (what each sent and read, how it ended, in which
+// incarnation); the connections are then bounded on their own (errors
+// placed, own answers found, requests bounded by later answers); the
+// second pass visits the sends and reads again in the history's order and
+// deals them out to one KeyInput per (incarnation, key).
+class InputBuilder {
+ public:
+  InputBuilder(const History& history, bool prefix)
+      : history_(history),
+        limits_(history.header.limits),
+        cluster_(history.header.mode == Mode::cluster),
+        prefix_(prefix),
+        placed_(history.events.size(), {nowhere, 0}) {
+    built_.cluster = cluster_;
+    built_.sweep_ms = limits_.sweep_ms.value;
+    built_.incarnation_start_us = incarnation_origins_us(history);
+  }
+
+  Built build() {
+    find_ups();
+    for (std::size_t number = 0; number < history_.events.size(); ++number) read(number);
+    end_reading();
+    bound_connections();
+    note_first_asks();
+    for (std::size_t number = 0; number < history_.events.size(); ++number) deal(number);
+    return std::move(built_);
+  }
+
+ private:
+  static constexpr std::uint32_t nowhere = 0xffff'ffffu;
+
+  // ---- the first pass: events into connections ----------------------------------
+
+  void end_conn(std::size_t index, std::int64_t at_us, bool closes, bool by_server = false, bool stopped = false) {
+    auto& conn = built_.conns[index];
     if (conn.end_us >= 0) return;
     conn.end_us = at_us;
     conn.closes = closes;
     conn.closed_by_server = by_server;
     conn.stopped = stopped;
-  };
-  const auto conn_for = [&](const Event& event) -> ConnectionRecord& {
-    auto it = open.find(event.conn);
-    if (it == open.end()) {
+  }
+
+  ConnectionRecord& conn_for(const Event& event) {
+    auto it = open_.find(event.conn);
+    if (it == open_.end()) {
       ConnectionRecord made;
       made.id = event.conn;
-      made.incarnation = incarnation;
+      made.incarnation = incarnation_;
       made.opened_us = event.t_us;
-      built.conns.push_back(std::move(made));
-      it = open.emplace(event.conn, built.conns.size() - 1).first;
+      built_.conns.push_back(std::move(made));
+      it = open_.emplace(event.conn, built_.conns.size() - 1).first;
     }
-    return built.conns[it->second];
-  };
+    return built_.conns[it->second];
+  }
+
   // A `down` followed by an `up`: until that `up` the target accepts
   // nothing, so a connection first seen in between was accepted by no
   // incarnation the tester knows of (the old server still dying, at best).
   // It is not charged to the next incarnation, nor judged (a history
   // whose `down` has no `up` after it keeps the older reading: what
   // follows belongs to the next incarnation).
-  std::vector<bool> up_follows(history.events.size(), false);
-  {
+  void find_ups() {
+    up_follows_.assign(history_.events.size(), false);
     bool up_seen = false;
-    for (std::size_t i = history.events.size(); i-- > 0;) {
-      const auto kind = history.events[i].kind;
+    for (std::size_t i = history_.events.size(); i-- > 0;) {
+      const auto kind = history_.events[i].kind;
       if (kind == EventKind::up) up_seen = true;
       if (kind == EventKind::down) {
-        up_follows[i] = up_seen;
+        up_follows_[i] = up_seen;
         up_seen = false;
       }
     }
   }
-  bool awaiting_up = false;
-  std::set<std::uint32_t> limbo;  // connections opened while awaiting the `up`
-  std::set<std::size_t> after_long_line;
-  // Where each send and recv event went: (connection, index in its list),
-  // so the second pass can visit them in the history's own order.
-  constexpr std::uint32_t nowhere = 0xffff'ffffu;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> placed(history.events.size(), {nowhere, 0});
-  for (std::size_t number = 0; number < history.events.size(); ++number) {
-    const auto& event = history.events[number];
-    built.end_us = event.t_us;
+
+  void read(std::size_t number) {
+    const auto& event = history_.events[number];
+    built_.end_us = event.t_us;
     if (event.kind != EventKind::down && event.kind != EventKind::up && event.kind != EventKind::nemesis &&
-        !open.contains(event.conn) &&
-        (limbo.contains(event.conn) || awaiting_up)) {
-      if (limbo.insert(event.conn).second) ++built.limbo_connections;
-      if (event.kind == EventKind::close || event.kind == EventKind::eof) limbo.erase(event.conn);
-      continue;
+        !open_.contains(event.conn) && (limbo_.contains(event.conn) || awaiting_up_)) {
+      if (limbo_.insert(event.conn).second) ++built_.limbo_connections;
+      if (event.kind == EventKind::close || event.kind == EventKind::eof) limbo_.erase(event.conn);
+      return;
     }
     switch (event.kind) {
       case EventKind::connect: conn_for(event); break;
-      case EventKind::send: {
-        auto& conn = conn_for(event);
-        const auto index = open[event.conn];
-        if (after_long_line.contains(index) || conn.end_us >= 0) break;
-        SentLine sent;
-        sent.sent_us = event.t_us;
-        sent.line = event.line;
-        const auto fill = [&sent](const Request& request) {
-          std::visit([&](const auto& r) { sent.key = std::string(r.key); }, request);
-          if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
-            sent.acquire = true;
-            sent.owner = std::string(acquire->owner);
-            sent.lease_ms = acquire->lease_ms.value;
-            sent.queued_kind = acquire->wait_ms.value > 0;
-            sent.wait_ms = acquire->wait_ms.value;
-          } else {
-            sent.token = std::get<ReleaseRequest>(request).token.value;
-          }
-        };
-        bool well_formed = false;
-        if (cluster) {
-          // A cluster node also takes session fields after a request.
-          const auto parsed = parse_session_request(event.line, limits);
-          if (const auto* request = std::get_if<SessionRequest>(&parsed)) {
-            fill(request->request);
-            sent.has_session = request->session.has_value();
-            well_formed = true;
-          }
-        } else {
-          const auto parsed = parse_request(event.line, limits);
-          if (const auto* request = std::get_if<Request>(&parsed)) {
-            fill(*request);
-            well_formed = true;
-          }
-        }
-        if (!well_formed) {
-          sent.malformed = true;
-          // The server answers an over-long line `E` and closes: what follows is never read.
-          if (event.line.size() > limits.max_line_bytes) after_long_line.insert(index);
-        }
-        placed[number] = {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(conn.sent.size())};
-        conn.sent.push_back(std::move(sent));
-        break;
-      }
-      case EventKind::recv: {
-        auto& conn = conn_for(event);
-        ReceivedLine received;
-        received.received_us = event.t_us;
-        // Bytes of one connection arrive in order: a line arrived no
-        // earlier than the lines read before it on the connection.
-        received.arrived_from_us = event.arrived_from_us();
-        if (!conn.received.empty()) {
-          received.arrived_from_us = std::max(received.arrived_from_us, conn.received.back().arrived_from_us);
-        }
-        received.line = event.line;
-        if (auto response = parse_response(event.line)) {
-          received.parsed = true;
-          received.response = std::move(*response);
-        }
-        placed[number] = {static_cast<std::uint32_t>(open[event.conn]), static_cast<std::uint32_t>(conn.received.size())};
-        conn.received.push_back(std::move(received));
-        break;
-      }
+      case EventKind::send: read_send(event, number); break;
+      case EventKind::recv: read_recv(event, number); break;
       case EventKind::close:
       case EventKind::eof: {
-        auto it = open.find(event.conn);
-        if (it == open.end()) break;
+        auto it = open_.find(event.conn);
+        if (it == open_.end()) break;
         end_conn(it->second, event.t_us, true, event.kind == EventKind::eof);
-        open.erase(it);
+        open_.erase(it);
         break;
       }
       case EventKind::down:
         // The target stopped: its connections end with it, their waiters
         // gone no later than now.
-        for (const auto& [id, index] : open) end_conn(index, event.t_us, true, true, true);
-        open.clear();
-        built.incarnation_end_us.push_back(event.t_us);
-        ++incarnation;
-        limbo.clear();  // they end with the target too
-        awaiting_up = up_follows[number];
+        for (const auto& [id, index] : open_) end_conn(index, event.t_us, true, true, true);
+        open_.clear();
+        built_.incarnation_end_us.push_back(event.t_us);
+        ++incarnation_;
+        limbo_.clear();  // they end with the target too
+        awaiting_up_ = up_follows_[number];
         break;
       case EventKind::up:
-        awaiting_up = false;
+        awaiting_up_ = false;
         break;
       case EventKind::nemesis: break;
     }
   }
-  built.incarnation_end_us.push_back(built.end_us);
-  for (const auto& [id, index] : open) {
-    end_conn(index, built.end_us, false);
-    built.conns[index].cut = prefix;
+
+  void read_send(const Event& event, std::size_t number) {
+    auto& conn = conn_for(event);
+    const auto index = open_[event.conn];
+    if (after_long_line_.contains(index) || conn.end_us >= 0) return;
+    SentLine sent;
+    sent.sent_us = event.t_us;
+    sent.line = event.line;
+    const auto fill = [&sent](const Request& request) {
+      std::visit([&](const auto& r) { sent.key = std::string(r.key); }, request);
+      if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
+        sent.acquire = true;
+        sent.owner = std::string(acquire->owner);
+        sent.lease_ms = acquire->lease_ms.value;
+        sent.queued_kind = acquire->wait_ms.value > 0;
+        sent.wait_ms = acquire->wait_ms.value;
+      } else {
+        sent.token = std::get<ReleaseRequest>(request).token.value;
+      }
+    };
+    bool well_formed = false;
+    if (cluster_) {
+      // A cluster node also takes session fields after a request.
+      const auto parsed = parse_session_request(event.line, limits_);
+      if (const auto* request = std::get_if<SessionRequest>(&parsed)) {
+        fill(request->request);
+        sent.has_session = request->session.has_value();
+        well_formed = true;
+      }
+    } else {
+      const auto parsed = parse_request(event.line, limits_);
+      if (const auto* request = std::get_if<Request>(&parsed)) {
+        fill(*request);
+        well_formed = true;
+      }
+    }
+    if (!well_formed) {
+      sent.malformed = true;
+      // The server answers an over-long line `E` and closes: what follows is never read.
+      if (event.line.size() > limits_.max_line_bytes) after_long_line_.insert(index);
+    }
+    placed_[number] = {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(conn.sent.size())};
+    conn.sent.push_back(std::move(sent));
   }
-  for (auto& conn : built.conns) {
-    if (cluster) assign_errors(conn);
-    bound_requests(conn, cluster ? -1 : history.header.handled_within_ms);
-    find_own_answers(conn);
-    // A waiting acquire is answered (a hand-off, a sweep's grant, a `T`;
-    // in a cluster, anything) only once it was handled or applied, so its
-    // own answer bounds when that was, as it bounds the requests sent
-    // before it on its connection (handled in the order sent).
-    std::int64_t later = unbounded_ms;
-    for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
-      later = std::min({later, it->latest_ms, it->answered_by_ms});
-      it->latest_ms = later;
+
+  void read_recv(const Event& event, std::size_t number) {
+    auto& conn = conn_for(event);
+    ReceivedLine received;
+    received.received_us = event.t_us;
+    // Bytes of one connection arrive in order: a line arrived no
+    // earlier than the lines read before it on the connection.
+    received.arrived_from_us = event.arrived_from_us();
+    if (!conn.received.empty()) {
+      received.arrived_from_us = std::max(received.arrived_from_us, conn.received.back().arrived_from_us);
+    }
+    received.line = event.line;
+    if (auto response = parse_response(event.line)) {
+      received.parsed = true;
+      received.response = std::move(*response);
+    }
+    placed_[number] = {static_cast<std::uint32_t>(open_[event.conn]), static_cast<std::uint32_t>(conn.received.size())};
+    conn.received.push_back(std::move(received));
+  }
+
+  void end_reading() {
+    built_.incarnation_end_us.push_back(built_.end_us);
+    for (const auto& [id, index] : open_) {
+      end_conn(index, built_.end_us, false);
+      built_.conns[index].cut = prefix_;
     }
   }
 
-  // One KeyInput per (incarnation, key), connections in first-use order.
-  std::vector<TextMap<KeyBuilder>> builders(built.incarnation_start_us.size());
-  const auto builder_for = [&](std::uint32_t at, std::string_view key) -> KeyBuilder& {
-    auto& of_incarnation = builders[at];
+  void bound_connections() {
+    for (auto& conn : built_.conns) {
+      if (cluster_) assign_errors(conn);
+      bound_requests(conn, cluster_ ? -1 : history_.header.handled_within_ms);
+      find_own_answers(conn);
+      // A waiting acquire is answered (a hand-off, a sweep's grant, a `T`;
+      // in a cluster, anything) only once it was handled or applied, so its
+      // own answer bounds when that was, as it bounds the requests sent
+      // before it on its connection (handled in the order sent).
+      std::int64_t later = unbounded_ms;
+      for (auto it = conn.sent.rbegin(); it != conn.sent.rend(); ++it) {
+        later = std::min({later, it->latest_ms, it->answered_by_ms});
+        it->latest_ms = later;
+      }
+    }
+  }
+
+  // ---- the second pass: one KeyInput per (incarnation, key) -------------------
+
+  // Connections in first-use order.
+  KeyBuilder& builder_for(std::uint32_t at, std::string_view key) {
+    auto& of_incarnation = builders_[at];
     if (const auto found = of_incarnation.find(key); found != of_incarnation.end()) return found->second;
-    auto& input = built.keys[{at, std::string(key)}];
+    auto& input = built_.keys[{at, std::string(key)}];
     input.key = key;
-    input.limits = limits;
-    input.tolerance_ms = history.header.tolerance_ms;
-    input.handled_within_ms = history.header.handled_within_ms;
-    input.horizon_ms = floor_ms(built.incarnation_end_us[at]) + 1;
-    if (cluster) {
+    input.limits = limits_;
+    input.tolerance_ms = history_.header.tolerance_ms;
+    input.handled_within_ms = history_.header.handled_within_ms;
+    input.horizon_ms = floor_ms(built_.incarnation_end_us[at]) + 1;
+    if (cluster_) {
       input.cluster.on = true;
-      input.cluster.clock_allowance_ms = history.header.clock_allowance_ms;
-      input.cluster.max_lateness_ms = history.header.max_lateness_ms;
+      input.cluster.clock_allowance_ms = history_.header.clock_allowance_ms;
+      input.cluster.max_lateness_ms = history_.header.max_lateness_ms;
     }
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
-  };
-  // Per connection: when each owner first asked for each key.
-  const auto key_and_owner = [](std::string_view key, std::string_view owner) {
+  }
+
+  static std::string key_and_owner(std::string_view key, std::string_view owner) {
     std::string joined;
     joined.reserve(key.size() + owner.size() + 1);
     joined.append(key).push_back(' ');
     joined.append(owner);
     return joined;
-  };
-  std::vector<TextMap<std::int64_t>> first_asked(built.conns.size());
-  std::set<std::pair<std::uint64_t, std::string>> replays;  // cluster mode: grants heard so far
-  TextMap<std::int64_t> first_asked_anywhere;
-  for (std::size_t c = 0; c < built.conns.size(); ++c) {
-    for (const auto& sent : built.conns[c].sent) {
-      if (!sent.acquire) continue;
-      first_asked[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
-      auto [it, added] = first_asked_anywhere.emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
-      if (!added) it->second = std::min(it->second, sent.sent_us);
+  }
+
+  // Per connection: when each owner first asked for each key.
+  void note_first_asks() {
+    builders_.resize(built_.incarnation_start_us.size());
+    first_asked_.resize(built_.conns.size());
+    for (std::size_t c = 0; c < built_.conns.size(); ++c) {
+      for (const auto& sent : built_.conns[c].sent) {
+        if (!sent.acquire) continue;
+        first_asked_[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+        auto [it, added] = first_asked_anywhere_.emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+        if (!added) it->second = std::min(it->second, sent.sent_us);
+      }
     }
   }
-  for (std::size_t number = 0; number < history.events.size(); ++number) {
-    if (placed[number].first == nowhere) continue;
-    const struct {
-      std::size_t conn;
-      bool is_send;
-      std::size_t index;
-    } item{placed[number].first, history.events[number].kind == EventKind::send, placed[number].second};
-    const auto& conn = built.conns[item.conn];
-    if (item.is_send) {
-      const auto& sent = conn.sent[item.index];
-      if (sent.malformed || sent.errored) continue;
-      auto& builder = builder_for(conn.incarnation, sent.key);
-      if (sent.has_session) {
-        const auto [found, added] =
-            builder.sessions.emplace(std::string(sent.line), static_cast<std::uint32_t>(builder.input.requests.size()));
-        if (!added) {
-          // A retry: another send of the same operation.
-          auto& request = builder.input.requests[found->second];
-          const auto slot = builder.slot(conn);
-          request.resent.push_back(KeyCopy{slot, sent.sent_us});
-          request.latest_ms = std::min(request.latest_ms, sent.latest_ms);
-          auto& listed = builder.input.conns[slot].requests;
-          if (listed.empty() || listed.back() != found->second) listed.push_back(found->second);
-          continue;
-        }
-      }
-      KeyRequest made;
-      made.conn = builder.slot(conn);
-      made.sent_us = sent.sent_us;
-      made.latest_ms = sent.latest_ms;
-      made.line = sent.line;
-      made.acquire = sent.acquire;
-      if (sent.acquire) {
-        made.owner = builder.owner(sent.owner);
-        made.lease_ms = sent.lease_ms;
-        made.wait_ms = sent.wait_ms;
-      } else {
-        made.token = sent.token;
-      }
-      builder.input.conns[made.conn].requests.push_back(static_cast<std::uint32_t>(builder.input.requests.size()));
-      builder.input.requests.push_back(std::move(made));
-      continue;
+
+  void deal(std::size_t number) {
+    if (placed_[number].first == nowhere) return;
+    const auto conn = placed_[number].first;
+    const auto index = placed_[number].second;
+    if (history_.events[number].kind == EventKind::send) {
+      deal_send(built_.conns[conn], built_.conns[conn].sent[index]);
+    } else {
+      deal_recv(conn, built_.conns[conn].received[index]);
     }
-    const auto& received = conn.received[item.index];
-    if (!received.parsed || received.response.kind == ResponseKind::error) continue;
+  }
+
+  void deal_send(const ConnectionRecord& conn, const SentLine& sent) {
+    if (sent.malformed || sent.errored) return;
+    auto& builder = builder_for(conn.incarnation, sent.key);
+    if (sent.has_session) {
+      const auto [found, added] =
+          builder.sessions.emplace(std::string(sent.line), static_cast<std::uint32_t>(builder.input.requests.size()));
+      if (!added) {
+        // A retry: another send of the same operation.
+        auto& request = builder.input.requests[found->second];
+        const auto slot = builder.slot(conn);
+        request.resent.push_back(KeyCopy{slot, sent.sent_us});
+        request.latest_ms = std::min(request.latest_ms, sent.latest_ms);
+        auto& listed = builder.input.conns[slot].requests;
+        if (listed.empty() || listed.back() != found->second) listed.push_back(found->second);
+        return;
+      }
+    }
+    KeyRequest made;
+    made.conn = builder.slot(conn);
+    made.sent_us = sent.sent_us;
+    made.latest_ms = sent.latest_ms;
+    made.line = sent.line;
+    made.acquire = sent.acquire;
+    if (sent.acquire) {
+      made.owner = builder.owner(sent.owner);
+      made.lease_ms = sent.lease_ms;
+      made.wait_ms = sent.wait_ms;
+    } else {
+      made.token = sent.token;
+    }
+    builder.input.conns[made.conn].requests.push_back(static_cast<std::uint32_t>(builder.input.requests.size()));
+    builder.input.requests.push_back(std::move(made));
+  }
+
+  void deal_recv(std::size_t conn_index, const ReceivedLine& received) {
+    const auto& conn = built_.conns[conn_index];
+    if (!received.parsed || received.response.kind == ResponseKind::error) return;
     auto& builder = builder_for(conn.incarnation, received.response.key);
     KeyObservation seen;
     seen.conn = builder.slot(conn);
@@ -525,22 +563,46 @@ Built build_inputs(const History& history, bool prefix) {
     // Cluster mode: a retry hears the outcome again; one grant, however
     // many times it is heard.
     if (received.response.kind == ResponseKind::granted &&
-        (!cluster || replays.emplace(received.response.token.value, received.response.key + ' ' + received.response.owner).second)) {
+        (!cluster_ ||
+         replays_.emplace(received.response.token.value, received.response.key + ' ' + received.response.owner).second)) {
       // Issued no earlier than the first request of that owner on that key
       // sent on this connection (the grant answers one of them).
       std::int64_t from_us = received.received_us;
       // (Cluster mode: on any connection, the operation's sends being spread
       // over several.)
-      const auto& asked = cluster ? first_asked_anywhere : first_asked[item.conn];
+      const auto& asked = cluster_ ? first_asked_anywhere_ : first_asked_[conn_index];
       const auto first = asked.find(key_and_owner(received.response.key, received.response.owner));
       if (first != asked.end()) from_us = std::min(from_us, first->second);
-      built.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
-                                       received.response.owner, conn.id, conn.incarnation, observation,
-                                       received.received_us, from_us});
+      built_.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
+                                        received.response.owner, conn.id, conn.incarnation, observation,
+                                        received.received_us, from_us});
     }
   }
-  return built;
-}
+
+  const History& history_;
+  const Limits& limits_;
+  const bool cluster_, prefix_;
+  Built built_;
+  // The first pass.
+  std::map<std::uint32_t, std::size_t> open_;  // connection id -> index in built_.conns
+  std::uint32_t incarnation_ = 0;
+  std::vector<bool> up_follows_;
+  bool awaiting_up_ = false;
+  std::set<std::uint32_t> limbo_;  // connections opened while awaiting the `up`
+  std::set<std::size_t> after_long_line_;
+  // Where each send and recv event went: (connection, index in its list),
+  // so the second pass can visit them in the history's own order.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> placed_;
+  // The second pass.
+  std::vector<TextMap<KeyBuilder>> builders_;
+  std::vector<TextMap<std::int64_t>> first_asked_;
+  TextMap<std::int64_t> first_asked_anywhere_;
+  std::set<std::pair<std::uint64_t, std::string>> replays_;  // cluster mode: grants heard so far
+};
+
+}  // namespace
+
+Built build_inputs(const History& history, bool prefix) { return InputBuilder(history, prefix).build(); }
 
 Oracles make_oracles(const Built& built) {
   Oracles oracles;
