@@ -207,191 +207,249 @@ std::string limit_hint(const Oracles& oracles, const Limits& assumed, std::uint3
 
 }  // namespace
 
-CheckResult check_history(const History& history, const CheckOptions& options) {
-  CheckResult result;
-  result.built = std::make_shared<const Built>(build_inputs(history));
-  const Built& built = *result.built;
-  const Limits& limits = history.header.limits;
-  result.limits = limits;
-  result.tolerance_ms = history.header.tolerance_ms;
-  result.mode = history.header.mode;
-  result.clock_allowance_ms = history.header.clock_allowance_ms;
-  result.max_lateness_ms = history.header.max_lateness_ms;
-  const bool cluster = history.header.mode == Mode::cluster;
-  result.incarnation_start_us = built.incarnation_start_us;
-  result.connections = built.conns.size();
-  result.limbo_connections = built.limbo_connections;
-  for (const auto& conn : built.conns) {
-    for (const auto& sent : conn.sent) result.requests += sent.malformed ? 0 : 1;
-    result.responses += conn.received.size();
-  }
-  check_errors(built, limits, history.header.tolerance_ms, history.header.handled_within_ms, result);
-  const Oracles oracles = make_oracles(built);
+namespace {
 
-  std::set<std::string> names;
-  const auto incarnations = built.incarnation_start_us.size();
-  // Per incarnation, the phases every key decided so far allows: each key is
-  // searched within them, so its explanations narrow them exactly.
-  std::vector<PhaseSet> shared(incarnations, PhaseSet(limits.sweep_ms.value));
-  std::uint64_t budget = options.budget_states;
-  // Every key's verdict, for the order of tokens across keys.
-  KeyVerdicts verdicts;
-  int hinted = 0;
+// One check of a history, step by step: the history built once (its
+// connections and one input per key), the keys judged one after another
+// (each within the sweep phases the keys before it allow, and within its
+// share of the budget), then what couples keys (the order of tokens) and,
+// for a cluster, the least lateness; last the verdict.
+class HistoryCheck {
+ public:
+  HistoryCheck(const History& history, const CheckOptions& options)
+      : history_(history),
+        options_(options),
+        limits_(history.header.limits),
+        cluster_(history.header.mode == Mode::cluster),
+        budget_(options.budget_states) {
+    result_.built = std::make_shared<const Built>(build_inputs(history));
+    built_ = result_.built.get();
+    result_.limits = limits_;
+    result_.tolerance_ms = history.header.tolerance_ms;
+    result_.mode = history.header.mode;
+    result_.clock_allowance_ms = history.header.clock_allowance_ms;
+    result_.max_lateness_ms = history.header.max_lateness_ms;
+    result_.incarnation_start_us = built_->incarnation_start_us;
+    result_.connections = built_->conns.size();
+    result_.limbo_connections = built_->limbo_connections;
+    for (const auto& conn : built_->conns) {
+      for (const auto& sent : conn.sent) result_.requests += sent.malformed ? 0 : 1;
+      result_.responses += conn.received.size();
+    }
+    check_errors(*built_, limits_, history.header.tolerance_ms, history.header.handled_within_ms, result_);
+    oracles_ = make_oracles(*built_);
+    shared_.assign(built_->incarnation_start_us.size(), PhaseSet(limits_.sweep_ms.value));
+  }
+
+  CheckResult run() {
+    judge_keys();
+    finish();
+    return std::move(result_);
+  }
+
+ private:
+  using Where = std::pair<std::uint32_t, std::string>;
+
   // Two passes: first every key within its share of the budget (what is
   // left divided among the keys not yet searched, at most a quarter), so
   // that keys whose search is hard cannot starve the others (a violation on
   // an easy key is found whatever the hard ones do); then the keys that ran
   // out of their share, with what is left (searched again from the start:
   // a share large enough that few keys need it keeps that waste small).
-  const std::uint64_t quarter = std::max<std::uint64_t>(options.budget_states / 4, 1);
-  std::vector<std::pair<std::uint32_t, std::string>> deferred;
-  std::vector<std::string> not_searched;
-  // The verdicts of the keys deferred: what is said of them if nothing is
-  // left to search them again with.
-  KeyVerdicts first_tries;
-  const auto check_one = [&](const std::pair<std::uint32_t, std::string>& where, const KeyInput& input,
-                             std::uint64_t work_cap, bool last_pass) {
-    names.insert(input.key);
-    const auto origin = built.incarnation_start_us[where.first];
-    const KeyOracles oracles_of_key = key_oracles(oracles, limits, where.first, input);
-    const auto first_try = first_tries.find(where);
-    if (budget == 0 && first_try == first_tries.end()) {
-      not_searched.push_back(input.key);  // the budget was spent on the keys before it
+  void judge_keys() {
+    const std::uint64_t quarter = std::max<std::uint64_t>(options_.budget_states / 4, 1);
+    std::size_t keys_left = built_->keys.size();
+    for (const auto& [where, input] : built_->keys) {
+      check_one(where, input, std::clamp<std::uint64_t>(budget_ / keys_left, 1, quarter), false);
+      --keys_left;
+    }
+    for (const auto& where : deferred_) check_one(where, built_->keys.at(where), budget_, true);
+  }
+
+  void check_one(const Where& where, const KeyInput& input, std::uint64_t work_cap, bool last_pass) {
+    names_.insert(input.key);
+    const auto first_try = first_tries_.find(where);
+    if (budget_ == 0 && first_try == first_tries_.end()) {
+      not_searched_.push_back(input.key);  // the budget was spent on the keys before it
       return;
     }
     KeyCheckOptions key_options;
-    key_options.work_max = std::min(budget, work_cap);
-    key_options.memory_max_bytes = options.memory_max_bytes;
-    key_options.origin_us = origin;
-    key_options.record_steps = options.record_steps || input.key == options.explain_key;
+    key_options.work_max = std::min(budget_, work_cap);
+    key_options.memory_max_bytes = options_.memory_max_bytes;
+    key_options.origin_us = built_->incarnation_start_us[where.first];
+    key_options.record_steps = options_.record_steps || input.key == options_.explain_key;
     KeyVerdict verdict;
-    if (budget == 0) {
+    if (budget_ == 0) {
       verdict = std::move(first_try->second);  // nothing left to search it again with
     } else {
-      verdict = check_key(input, oracles_of_key, shared[where.first], key_options);
-      budget -= std::min(budget, verdict.work);
-      result.states_expanded += verdict.work;
-      result.frontier_peak = std::max(result.frontier_peak, verdict.frontier_peak);
-      result.memory_peak_bytes = std::max(result.memory_peak_bytes, verdict.memory_peak_bytes);
+      verdict = check_key(input, key_oracles(oracles_, limits_, where.first, input), shared_[where.first], key_options);
+      spend(verdict);
+      result_.frontier_peak = std::max(result_.frontier_peak, verdict.frontier_peak);
+      result_.memory_peak_bytes = std::max(result_.memory_peak_bytes, verdict.memory_peak_bytes);
     }
     if (!last_pass && verdict.outcome == KeyOutcome::undecided && verdict.work > key_options.work_max) {
-      deferred.push_back(where);
-      first_tries.emplace(where, std::move(verdict));
+      deferred_.push_back(where);
+      first_tries_.emplace(where, std::move(verdict));
       return;
     }
-    if (input.key == options.explain_key) {
-      result.explain_lines.push_back(fmt::format("explanation of key `{}` (incarnation {}){}:", input.key, where.first + 1,
-                                                 verdict.outcome == KeyOutcome::explained ? "" : ", as far as it goes"));
-      for (const auto& step : verdict.steps) {
-        const char* what = step.what == 'h' ? "handles" : step.what == 'a' ? "answers" : step.what == 't' ? "times out"
-                           : step.what == 's' ? "sweeps" : step.what == 'e' ? "expires" : "closes";
-        result.explain_lines.push_back(fmt::format(
-            "  {:>14}  {:<9} {:<32} {}", fmt::format("+{:.3f} ms", (step.instant_ms * 1000 - origin) / 1000.0), what,
-            step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : std::string_view(),
-            step.observation >= 0 ? "-> " + std::string(input.observations[static_cast<std::size_t>(step.observation)].line) : ""));
-      }
-    }
+    if (input.key == options_.explain_key) explain(where, input, verdict);
     if (verdict.outcome == KeyOutcome::undecided) {
-      std::string why = fmt::format("key `{}`: undecided ({}), with {} of {} responses explained up to +{:.3f} ms", input.key,
-                                    verdict.why, verdict.explained, input.observations.size(),
-                                    (verdict.last_alive_ms * 1000 - origin) / 1000.0);
-      if (verdict.unexplained >= 0) {
-        const auto& next = input.observations[static_cast<std::size_t>(verdict.unexplained)];
-        why += fmt::format("; next to explain: `{}` on c{} at +{:.3f} ms; {}", next.line, input.conns[next.conn].id,
-                           (next.received_us - origin) / 1000.0, verdict.state);
-      }
-      why += workload_hint(input, verdict.last_alive_ms, origin);
-      result.unknown.push_back(std::move(why));
-      verdicts.emplace(where, std::move(verdict));
-      return;
+      undecided(input, verdict, key_options.origin_us);
+    } else if (verdict.outcome == KeyOutcome::unexplained) {
+      if (!unexplained(where, input, verdict, key_options)) return;
+    } else {
+      explained(where, input, verdict);
     }
-    if (verdict.outcome == KeyOutcome::unexplained) {
-      // Searched within the phases the keys before it allow: with every
-      // phase it may have an explanation, and then the keys disagree.
-      const PhaseSet every(limits.sweep_ms.value);
-      if (!cluster && shared[where.first] != every) {
-        key_options.work_max = budget;
-        auto alone = check_key(input, oracles_of_key, every, key_options);
-        budget -= std::min(budget, alone.work);
-        result.states_expanded += alone.work;
-        if (alone.outcome == KeyOutcome::explained) {
-          result.violations.push_back(Finding{
-              "phase", input.key, where.first,
-              fmt::format("no single sweep phase explains every key: key `{}` needs sweeps at phases the keys before "
-                          "it rule out",
-                          input.key),
-              {}, origin, {}});
-          verdicts.emplace(where, std::move(alone));
-          return;
-        }
-        if (alone.outcome == KeyOutcome::undecided) {
-          result.unknown.push_back(fmt::format("key `{}`: undecided with every sweep phase ({})", input.key, alone.why));
-          verdicts.emplace(where, std::move(alone));
-          return;
-        }
-        verdict = std::move(alone);
-      }
-      auto finding = key_finding(history, where.first, input, options.shrink, verdict);
-      // Soon after a restart, the old server still running explains more
-      // than a wrong limit would. Other limits are tried on the first few
-      // violating keys only: each try is a search of its own.
-      if (auto note = restart_note(history, where.first, finding.at_us); !note.empty()) {
-        finding.story.push_back(note + ".");
-      } else if (++hinted <= 3) {
-        if (auto hint = limit_hint(oracles, limits, where.first, input); !hint.empty()) {
-          finding.story.push_back("a wrong limit would explain it: " + hint + ".");
-        }
-      }
-      result.violations.push_back(std::move(finding));
-      verdicts.emplace(where, std::move(verdict));
-      return;
+    verdicts_.emplace(where, std::move(verdict));
+  }
+
+  void spend(const KeyVerdict& verdict) {
+    budget_ -= std::min(budget_, verdict.work);
+    result_.states_expanded += verdict.work;
+  }
+
+  // check-history --explain KEY: the instant of each step of the explanation.
+  void explain(const Where& where, const KeyInput& input, const KeyVerdict& verdict) {
+    const auto origin = built_->incarnation_start_us[where.first];
+    result_.explain_lines.push_back(fmt::format("explanation of key `{}` (incarnation {}){}:", input.key, where.first + 1,
+                                                verdict.outcome == KeyOutcome::explained ? "" : ", as far as it goes"));
+    for (const auto& step : verdict.steps) {
+      const char* what = step.what == 'h' ? "handles" : step.what == 'a' ? "answers" : step.what == 't' ? "times out"
+                         : step.what == 's' ? "sweeps" : step.what == 'e' ? "expires" : "closes";
+      result_.explain_lines.push_back(fmt::format(
+          "  {:>14}  {:<9} {:<32} {}", fmt::format("+{:.3f} ms", (step.instant_ms * 1000 - origin) / 1000.0), what,
+          step.request >= 0 ? input.requests[static_cast<std::size_t>(step.request)].line : std::string_view(),
+          step.observation >= 0 ? "-> " + std::string(input.observations[static_cast<std::size_t>(step.observation)].line) : ""));
     }
-    if (cluster) {
-      if (verdict.lateness_ms > result.lateness_ms) {
-        result.lateness_ms = verdict.lateness_ms;
-        result.lateness_text = lateness_text(input, verdict, origin);
+  }
+
+  void undecided(const KeyInput& input, const KeyVerdict& verdict, std::int64_t origin) {
+    std::string why = fmt::format("key `{}`: undecided ({}), with {} of {} responses explained up to +{:.3f} ms", input.key,
+                                  verdict.why, verdict.explained, input.observations.size(),
+                                  (verdict.last_alive_ms * 1000 - origin) / 1000.0);
+    if (verdict.unexplained >= 0) {
+      const auto& next = input.observations[static_cast<std::size_t>(verdict.unexplained)];
+      why += fmt::format("; next to explain: `{}` on c{} at +{:.3f} ms; {}", next.line, input.conns[next.conn].id,
+                         (next.received_us - origin) / 1000.0, verdict.state);
+    }
+    why += workload_hint(input, verdict.last_alive_ms, origin);
+    result_.unknown.push_back(std::move(why));
+  }
+
+  // A key with no explanation: a violation of its own, or (simple mode)
+  // one of the sweep phase the keys share. False when the verdict kept is
+  // another search's (it is kept there).
+  bool unexplained(const Where& where, const KeyInput& input, KeyVerdict& verdict, KeyCheckOptions key_options) {
+    // Searched within the phases the keys before it allow: with every
+    // phase it may have an explanation, and then the keys disagree.
+    const PhaseSet every(limits_.sweep_ms.value);
+    if (!cluster_ && shared_[where.first] != every) {
+      key_options.work_max = budget_;
+      auto alone = check_key(input, key_oracles(oracles_, limits_, where.first, input), every, key_options);
+      spend(alone);
+      if (alone.outcome == KeyOutcome::explained) {
+        result_.violations.push_back(Finding{
+            "phase", input.key, where.first,
+            fmt::format("no single sweep phase explains every key: key `{}` needs sweeps at phases the keys before "
+                        "it rule out",
+                        input.key),
+            {}, key_options.origin_us, {}});
+        verdicts_.emplace(where, std::move(alone));
+        return false;
+      }
+      if (alone.outcome == KeyOutcome::undecided) {
+        result_.unknown.push_back(fmt::format("key `{}`: undecided with every sweep phase ({})", input.key, alone.why));
+        verdicts_.emplace(where, std::move(alone));
+        return false;
+      }
+      verdict = std::move(alone);
+    }
+    auto finding = key_finding(history_, where.first, input, options_.shrink, verdict);
+    // Soon after a restart, the old server still running explains more
+    // than a wrong limit would. Other limits are tried on the first few
+    // violating keys only: each try is a search of its own.
+    if (auto note = restart_note(history_, where.first, finding.at_us); !note.empty()) {
+      finding.story.push_back(note + ".");
+    } else if (++hinted_ <= 3) {
+      if (auto hint = limit_hint(oracles_, limits_, where.first, input); !hint.empty()) {
+        finding.story.push_back("a wrong limit would explain it: " + hint + ".");
+      }
+    }
+    result_.violations.push_back(std::move(finding));
+    return true;
+  }
+
+  void explained(const Where& where, const KeyInput& input, const KeyVerdict& verdict) {
+    if (cluster_) {
+      if (verdict.lateness_ms > result_.lateness_ms) {
+        result_.lateness_ms = verdict.lateness_ms;
+        result_.lateness_text = lateness_text(input, verdict, built_->incarnation_start_us[where.first]);
       }
     } else {
-      shared[where.first] = verdict.phases;
+      shared_[where.first] = verdict.phases;
     }
-    result.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
-    verdicts.emplace(where, std::move(verdict));
-  };
-  std::size_t keys_left = built.keys.size();
-  for (const auto& [where, input] : built.keys) {
-    check_one(where, input, std::clamp<std::uint64_t>(budget / keys_left, 1, quarter), false);
-    --keys_left;
+    result_.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
   }
-  for (const auto& where : deferred) check_one(where, built.keys.at(where), budget, true);
-  if (!not_searched.empty()) {
-    std::string listed;
-    for (std::size_t i = 0; i < not_searched.size() && i < 8; ++i) listed += (i ? ", `" : "`") + not_searched[i] + "`";
-    if (not_searched.size() > 8) listed += ", ...";
-    result.unknown.push_back(fmt::format("{} key(s) not searched: the budget (--budget-states {}) was spent on the "
-                                         "others: {}",
-                                         not_searched.size(), options.budget_states, listed));
+
+  // What couples keys, the keys left unsearched, and the verdict.
+  void finish() {
+    if (!not_searched_.empty()) {
+      std::string listed;
+      for (std::size_t i = 0; i < not_searched_.size() && i < 8; ++i) listed += (i ? ", `" : "`") + not_searched_[i] + "`";
+      if (not_searched_.size() > 8) listed += ", ...";
+      result_.unknown.push_back(fmt::format("{} key(s) not searched: the budget (--budget-states {}) was spent on the "
+                                            "others: {}",
+                                            not_searched_.size(), options_.budget_states, listed));
+    }
+    check_tokens(*built_, verdicts_, result_);
+    if (cluster_ && result_.violations.empty() && result_.unknown.empty()) {
+      settle_least_lateness(LatenessSearch{history_, *built_, oracles_, shared_, options_.memory_max_bytes, budget_},
+                            verdicts_, result_);
+    } else if (cluster_ && !result_.unknown.empty()) {
+      result_.lateness_unverified = true;
+    }
+    result_.keys = names_.size();
+    if (!cluster_) result_.phases = shared_;
+    std::stable_sort(result_.violations.begin(), result_.violations.end(),
+                     [](const Finding& a, const Finding& b) { return a.at_us < b.at_us; });
+    if (!result_.violations.empty()) {
+      result_.verdict = Verdict::violation;
+    } else if (!result_.unknown.empty()) {
+      result_.verdict = Verdict::unknown;
+    } else if (result_.responses == 0) {
+      // Nothing answered and nothing owed: the history tests nothing, and
+      // that is not a pass.
+      result_.unknown.push_back("the history has no response: it tests nothing");
+      result_.verdict = Verdict::unknown;
+    }
   }
-  check_tokens(built, verdicts, result);
-  if (cluster && result.violations.empty() && result.unknown.empty()) {
-    settle_least_lateness(LatenessSearch{history, built, oracles, shared, options.memory_max_bytes, budget}, verdicts, result);
-  } else if (cluster && !result.unknown.empty()) {
-    result.lateness_unverified = true;
-  }
-  result.keys = names.size();
-  if (!cluster) result.phases = shared;
-  std::stable_sort(result.violations.begin(), result.violations.end(),
-                   [](const Finding& a, const Finding& b) { return a.at_us < b.at_us; });
-  if (!result.violations.empty()) {
-    result.verdict = Verdict::violation;
-  } else if (!result.unknown.empty()) {
-    result.verdict = Verdict::unknown;
-  } else if (result.responses == 0) {
-    // Nothing answered and nothing owed: the history tests nothing, and
-    // that is not a pass.
-    result.unknown.push_back("the history has no response: it tests nothing");
-    result.verdict = Verdict::unknown;
-  }
-  return result;
+
+  const History& history_;
+  const CheckOptions& options_;
+  const Limits& limits_;
+  const bool cluster_;
+  CheckResult result_;
+  const Built* built_ = nullptr;  // result_.built's
+  Oracles oracles_;
+  // Per incarnation, the phases every key decided so far allows: each key is
+  // searched within them, so its explanations narrow them exactly.
+  std::vector<PhaseSet> shared_;
+  std::uint64_t budget_;
+  // Every key's verdict, for the order of tokens across keys.
+  KeyVerdicts verdicts_;
+  std::set<std::string> names_;
+  int hinted_ = 0;
+  std::vector<Where> deferred_;
+  std::vector<std::string> not_searched_;
+  // The verdicts of the keys deferred: what is said of them if nothing is
+  // left to search them again with.
+  KeyVerdicts first_tries_;
+};
+
+}  // namespace
+
+CheckResult check_history(const History& history, const CheckOptions& options) {
+  return HistoryCheck(history, options).run();
 }
 
 std::vector<std::string> summary_lines(const CheckResult& result) {
