@@ -89,8 +89,12 @@ class Frontier : public FrontierSearch<Frontier, Config> {
     // covers the whole way: the request's sending is the cause of what it
     // is answered at once, and its wait counts from then.
     const std::int64_t read_by = read_by_ms(request);
+    // A deferred answer is a waiter's (a hand-off's or a sweep's `A`, or
+    // its `T`): owed by its wait counted from then, whichever it is (S12).
+    // Capping only the `T` once passed a server that queued a waiter late
+    // and granted it, unseen, past that (ReferenceRegressions).
     if (!deferred) at = std::min(at, read_by);
-    if (cause == Cause::deadline) at = std::min(at, read_by + in_.requests[request].wait_ms);
+    if (deferred) at = std::min(at, read_by + in_.requests[request].wait_ms);
     return (at + 1 + tolerance) * 1000 > end_us;
   }
 

@@ -309,5 +309,35 @@ TEST(ReferenceRegressions, ARetryHearsItsOutcomeAtOnceNotLate) {
          Expect::violation);
 }
 
+// Simple mode, sweeps every 2 ms. On connection 1, o2 asks for k1 at 1 ms
+// with a wait of 2 ms, then (3 ms) tries again without waiting; on
+// connection 2, o0 asks at 2 ms and reads `A 4` at 3 ms. Connection 1
+// reads one answer, `A 5 o2 k1`, at 5 ms, the history's end. Token 4 was
+// issued before 5 (S13), so o2's first acquire was not granted before
+// o0's: it waited, and its outcome (a hand-off's `A` or its `T`) was owed
+// by its wait counted from its sending, 1 + 2 ms, plus 1 + tol (S12): by
+// 5 ms, when connection 1 was still watched. The try-lock's own answer was
+// owed by then too. Two answers owed, one heard: a violation. The checker
+// once counted a waiter's `A` owed from the instant it was granted, not
+// from its sending plus its wait (only its `T` was), and passed a server
+// that queued the waiter late and granted it unseen (found by
+// history.reference.deep, seed 20261203). With a wait of 4 ms, nothing
+// more was owed by the end: it conforms.
+TEST(ReferenceRegressions, AWaitersGrantIsOwedByItsWaitFromItsSending) {
+  const std::string header = "\"sweep_ms\":2},\"tolerance_ms\":1";
+  const auto with_wait = [&](const std::string& wait) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 o2 1 )" + wait + R"(","t_us":1000}
+{"conn":2,"ev":"connect","t_us":1000}
+{"conn":2,"ev":"send","line":"A k1 o0 1 1","t_us":2000}
+{"conn":1,"ev":"send","line":"A k1 o2 1 0","t_us":3000}
+{"conn":2,"ev":"recv","line":"A 4 o0 k1","t_us":3000}
+{"conn":1,"ev":"recv","line":"A 5 o2 k1","t_us":5000}
+)");
+  };
+  judged(with_wait("2"), Expect::violation);
+  judged(with_wait("4"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
