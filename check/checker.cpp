@@ -273,6 +273,7 @@ class HistoryCheck {
       not_searched_.push_back(input.key);  // the budget was spent on the keys before it
       return;
     }
+    const KeyOracles oracles_of_key = key_oracles(oracles_, limits_, where.first, input);
     KeyCheckOptions key_options;
     key_options.work_max = std::min(budget_, work_cap);
     key_options.memory_max_bytes = options_.memory_max_bytes;
@@ -282,7 +283,7 @@ class HistoryCheck {
     if (budget_ == 0) {
       verdict = std::move(first_try->second);  // nothing left to search it again with
     } else {
-      verdict = check_key(input, key_oracles(oracles_, limits_, where.first, input), shared_[where.first], key_options);
+      verdict = check_key(input, oracles_of_key, shared_[where.first], key_options);
       spend(verdict);
       result_.frontier_peak = std::max(result_.frontier_peak, verdict.frontier_peak);
       result_.memory_peak_bytes = std::max(result_.memory_peak_bytes, verdict.memory_peak_bytes);
@@ -296,7 +297,7 @@ class HistoryCheck {
     if (verdict.outcome == KeyOutcome::undecided) {
       undecided(input, verdict, key_options.origin_us);
     } else if (verdict.outcome == KeyOutcome::unexplained) {
-      if (!unexplained(where, input, verdict, key_options)) return;
+      if (!unexplained(where, input, oracles_of_key, verdict, key_options)) return;
     } else {
       explained(where, input, verdict);
     }
@@ -339,13 +340,14 @@ class HistoryCheck {
   // A key with no explanation: a violation of its own, or (simple mode)
   // one of the sweep phase the keys share. False when the verdict kept is
   // another search's (it is kept there).
-  bool unexplained(const Where& where, const KeyInput& input, KeyVerdict& verdict, KeyCheckOptions key_options) {
+  bool unexplained(const Where& where, const KeyInput& input, const KeyOracles& oracles_of_key, KeyVerdict& verdict,
+                   KeyCheckOptions key_options) {
     // Searched within the phases the keys before it allow: with every
     // phase it may have an explanation, and then the keys disagree.
     const PhaseSet every(limits_.sweep_ms.value);
     if (!cluster_ && shared_[where.first] != every) {
       key_options.work_max = budget_;
-      auto alone = check_key(input, key_oracles(oracles_, limits_, where.first, input), every, key_options);
+      auto alone = check_key(input, oracles_of_key, every, key_options);
       spend(alone);
       if (alone.outcome == KeyOutcome::explained) {
         result_.violations.push_back(Finding{
