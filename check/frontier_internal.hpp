@@ -93,8 +93,7 @@ class Frontier : public FrontierSearch<Frontier, Config> {
     // its `T`): owed by its wait counted from then, whichever it is (S12).
     // Capping only the `T` once passed a server that queued a waiter late
     // and granted it, unseen, past that (ReferenceRegressions).
-    if (!deferred) at = std::min(at, read_by);
-    if (deferred) at = std::min(at, read_by + in_.requests[request].wait_ms);
+    at = std::min(at, deferred ? read_by + in_.requests[request].wait_ms : read_by);
     return (at + 1 + tolerance) * 1000 > end_us;
   }
 
