@@ -147,45 +147,7 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
       if (indeterminate(request) && in_.requests[request].acquire) continue;
       Configs next;
       handle(c, request, when, next);
-      // A waiting acquire that joins the queue (enqueue: its instant also
-      // stands for "not applied yet").
-      const bool joins = next.size() == 1 && next.front().holder == c.holder &&
-                         next.front().queue.size() == c.queue.size() + 1 && next.front().explained == c.explained;
-      // When another operation of its class shares a connection with it,
-      // only if what it explains is the first unexplained answer of the
-      // class there: a later one may be the other's, and applied after
-      // what else happens at this visit (an Expire, a release) the request
-      // may get another outcome (a try-lock's `T` read later for a later
-      // try-lock of the same owner, while the first was granted). The first
-      // is its own: what a node answers at once goes out in the order it
-      // read the requests of a connection.
-      const auto first = class_shared_[request] ? first_of_class(c, request) : -1;
-      const bool own_answer = !class_shared_[request] ||
-                              (copies_[request].size() == 1 && first >= 0 && next.size() == 1 &&
-                               next.front().observed.contains(static_cast<std::uint32_t>(first)));
-      const auto& asked = in_.requests[request];
-      // An `N` floats only when no grant of the key still to come carries
-      // its token (that grant would change its outcome).
-      const bool floats = asked.acquire || asked.token <= c.last_token ||
-                          !std::binary_search(grant_tokens_.begin(), grant_tokens_.end(), asked.token);
-      if (joins) {
-        c = std::move(next.front());
-        commit(c);
-        again = true;
-        break;
-      }
-      if (next.size() == 1 && next.front().explained == c.explained + 1 && inert(c, next.front()) &&
-          alone_in_class(c, request) && own_answer && floats) {
-        std::int32_t observation = -1;
-        for (const auto& copy : copies_[request]) {
-          for (const auto index : in_.conns[copy.conn].observations) {
-            if (next.front().observed.contains(index) && !c.observed.contains(index)) {
-              observation = static_cast<std::int32_t>(index);
-            }
-          }
-        }
-        c = std::move(next.front());
-        float_step(c, request, asked.acquire ? 'T' : 'N', observation);
+      if (settle(c, request, next)) {
         again = true;
         break;
       }
@@ -210,6 +172,57 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
     for (auto& config : expired) inputs(std::move(config), at, out, orders);
   }
   out.push_back(std::move(c));  // nothing more at this instant
+}
+
+// An application without a branch, taken at once: a waiting acquire that
+// joins the queue, or an inert step that floats. True when `c` took it.
+bool ClusterFrontier::settle(Config& c, std::uint32_t request, Configs& next) const {
+  if (next.size() != 1) return false;
+  // A waiting acquire that joins the queue (enqueue: its instant also
+  // stands for "not applied yet").
+  const bool joins = next.front().holder == c.holder && next.front().queue.size() == c.queue.size() + 1 &&
+                     next.front().explained == c.explained;
+  if (joins) {
+    c = std::move(next.front());
+    commit(c);
+    return true;
+  }
+  if (next.front().explained != c.explained + 1 || !inert(c, next.front()) || !alone_in_class(c, request) ||
+      !own_answer(c, request, next.front()) || !floats(c, request)) {
+    return false;
+  }
+  std::int32_t observation = -1;
+  for (const auto& copy : copies_[request]) {
+    for (const auto index : in_.conns[copy.conn].observations) {
+      if (next.front().observed.contains(index) && !c.observed.contains(index)) {
+        observation = static_cast<std::int32_t>(index);
+      }
+    }
+  }
+  c = std::move(next.front());
+  float_step(c, request, in_.requests[request].acquire ? 'T' : 'N', observation);
+  return true;
+}
+
+// When another operation of its class shares a connection with it, only if
+// what it explains is the first unexplained answer of the class there: a
+// later one may be the other's, and applied after what else happens at this
+// visit (an Expire, a release) the request may get another outcome (a
+// try-lock's `T` read later for a later try-lock of the same owner, while
+// the first was granted). The first is its own: what a node answers at once
+// goes out in the order it read the requests of a connection.
+bool ClusterFrontier::own_answer(const Config& c, std::uint32_t request, const Config& next) const {
+  if (!class_shared_[request]) return true;
+  const auto first = first_of_class(c, request);
+  return copies_[request].size() == 1 && first >= 0 && next.observed.contains(static_cast<std::uint32_t>(first));
+}
+
+// An `N` floats only when no grant of the key still to come carries its
+// token (that grant would change its outcome).
+bool ClusterFrontier::floats(const Config& c, std::uint32_t request) const {
+  const auto& asked = in_.requests[request];
+  return asked.acquire || asked.token <= c.last_token ||
+         !std::binary_search(grant_tokens_.begin(), grant_tokens_.end(), asked.token);
 }
 
 std::uint64_t ClusterFrontier::bytes_of(const Config& c) {

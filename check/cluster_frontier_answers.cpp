@@ -114,11 +114,33 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
                            Cause why, OnTime on_time, std::int32_t cause_request, Configs& out, bool optional,
                            bool dropped) const {
   const bool deferred = why != Cause::request;
+  std::vector<std::string_view> tried;
+  bool any = false;
+  for (const auto index : answer_candidates(c, request, kind, token, cause, dropped)) {
+    const auto& seen = in_.observations[index];
+    if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
+    tried.push_back(seen.line);
+    Config matched = c;
+    if (!hear(matched, request, index, kind, cause, deferred ? &on_time : nullptr, dropped)) continue;
+    out.push_back(std::move(matched));
+    any = true;
+  }
+  if (may_be_unseen(c, request, dropped)) {
+    if (unheard_in_time(c, request, deferred, on_time)) out.push_back(std::move(c));
+    return;
+  }
+  if (any || optional) return;
+  fail_missing(c, request, kind, token, cause, why, on_time, cause_request);
+}
+
+// The candidates, by arrival. One line heard on several of the operation's
+// connections is its outcome and its replays: whichever is taken first, the
+// others are its replays (the same configuration), so emit tries each line
+// once, from its first arrival.
+std::vector<std::uint32_t> ClusterFrontier::answer_candidates(const Config& c, std::uint32_t request, ResponseKind kind,
+                                                              std::uint64_t token, std::uint32_t cause,
+                                                              bool dropped) const {
   const auto owner = owner_of(request);
-  // The candidates, by arrival. One line heard on several of the
-  // operation's connections is its outcome and its replays: whichever is
-  // taken first, the others are its replays (the same configuration), so
-  // each line is tried once, from its first arrival.
   std::vector<std::uint32_t> candidates;
   for (const auto& copy : copies_[request]) {
     if (dropped && closed_elsewhere(request, {copy.conn}) >= unbounded_ms) continue;
@@ -133,60 +155,61 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
     }
   }
   std::sort(candidates.begin(), candidates.end());  // indices are in arrival order
-  std::vector<std::string_view> tried;
-  bool any = false;
-  for (const auto index : candidates) {
-    const auto& seen = in_.observations[index];
-    if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
-    tried.push_back(seen.line);
-    Config matched = c;
-    // Read no earlier than a millisecond before its cause.
-    if (!matched.zone.at_most(cause, latest_cause_ms(seen.received_us))) continue;
-    // A deferred answer that arrived past its cause's on-time instant and
-    // the tolerance is late by the difference; heard on a retry's
-    // connection, it may be that retry's own answer (below), never late.
-    const auto arrived_ms = floor_ms(seen.arrived_from_us);
-    if (deferred && !heard_on_retry(request, seen) && !late(matched, on_time.var, origin, on_time.offset + 1 + in_.tolerance_ms - arrived_ms,
-                          static_cast<std::int32_t>(request), 'a', arrived_ms)) {
-      continue;
-    }
-    matched.observed.insert(index);
-    ++matched.explained;
-    std::vector<std::uint32_t> hearing{seen.conn};
-    replays(matched, request, seen, cause, hearing);
-    // Dropped by the Close of a connection that heard none of it.
-    if (dropped && !matched.zone.at_least(cause, closed_elsewhere(request, hearing))) continue;
-    if (kind == ResponseKind::granted) {
-      matched.holder.token = seen.token;
-      matched.last_token = seen.token;
-      note_grant(index, matched.zone.earliest(cause), matched.zone.latest(cause));
-    }
-    record(matched, Step{matched.zone.earliest(cause), static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
-    out.push_back(std::move(matched));
-    any = true;
+  return candidates;
+}
+
+// `matched` hears observation `index` as the outcome; false when it cannot
+// (its instants, its lateness or a Close say no).
+bool ClusterFrontier::hear(Config& matched, std::uint32_t request, std::uint32_t index, ResponseKind kind,
+                           std::uint32_t cause, const OnTime* deferred_on_time, bool dropped) const {
+  const auto& seen = in_.observations[index];
+  // Read no earlier than a millisecond before its cause.
+  if (!matched.zone.at_most(cause, latest_cause_ms(seen.received_us))) return false;
+  // A deferred answer that arrived past its cause's on-time instant and
+  // the tolerance is late by the difference; heard on a retry's
+  // connection, it may be that retry's own answer (below), never late.
+  const auto arrived_ms = floor_ms(seen.arrived_from_us);
+  if (deferred_on_time != nullptr && !heard_on_retry(request, seen) &&
+      !late(matched, deferred_on_time->var, origin, deferred_on_time->offset + 1 + in_.tolerance_ms - arrived_ms,
+            static_cast<std::int32_t>(request), 'a', arrived_ms)) {
+    return false;
   }
-  if (may_be_unseen(c, request, dropped)) {
-    // With a maximum lateness, a deferred answer to an operation sent once
-    // is owed on its connection: never heard though the tester watched it
-    // past the answer's on-time arrival, it is late by at least that watch.
-    const auto* conn = owed_on(request, deferred);
-    if (conn != nullptr) {
-      const auto end_ms = floor_ms(conn->end_us);
-      if (!late(c, on_time.var, origin, on_time.offset + in_.tolerance_ms - end_ms, static_cast<std::int32_t>(request), 'a',
-                end_ms + 1)) {
-        return;
-      }
-    }
-    out.push_back(std::move(c));
-    return;
+  matched.observed.insert(index);
+  ++matched.explained;
+  std::vector<std::uint32_t> hearing{seen.conn};
+  replays(matched, request, seen, cause, hearing);
+  // Dropped by the Close of a connection that heard none of it.
+  if (dropped && !matched.zone.at_least(cause, closed_elsewhere(request, hearing))) return false;
+  if (kind == ResponseKind::granted) {
+    matched.holder.token = seen.token;
+    matched.last_token = seen.token;
+    note_grant(index, matched.zone.earliest(cause), matched.zone.latest(cause));
   }
-  if (any || optional) return;
+  record(matched, Step{matched.zone.earliest(cause), static_cast<std::int32_t>(request), static_cast<std::int32_t>(index), 'a'});
+  return true;
+}
+
+// With a maximum lateness, a deferred answer to an operation sent once is
+// owed on its connection: never heard though the tester watched it past the
+// answer's on-time arrival, it is late by at least that watch. False when
+// that lateness cannot hold.
+bool ClusterFrontier::unheard_in_time(Config& c, std::uint32_t request, bool deferred, OnTime on_time) const {
+  const auto* conn = owed_on(request, deferred);
+  if (conn == nullptr) return true;
+  const auto end_ms = floor_ms(conn->end_us);
+  return late(c, on_time.var, origin, on_time.offset + in_.tolerance_ms - end_ms, static_cast<std::int32_t>(request),
+              'a', end_ms + 1);
+}
+
+void ClusterFrontier::fail_missing(const Config& c, std::uint32_t request, ResponseKind kind, std::uint64_t token,
+                                   std::uint32_t cause, Cause why, OnTime on_time, std::int32_t cause_request) const {
+  const bool deferred = why != Cause::request;
   KeyFailure failure;
   failure.kind = KeyFailure::Kind::missing;
   failure.cause = why;
   failure.response = kind;
   failure.conn = in_.requests[request].conn;
-  failure.owner = owner;
+  failure.owner = owner_of(request);
   failure.token = token;
   failure.at_ms = c.zone.earliest(cause);
   failure.due_by_us = deferred && max_late_ >= 0 && c.zone.latest(on_time.var) < unbounded_ms

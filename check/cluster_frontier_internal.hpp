@@ -269,6 +269,14 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // than the tolerance after `on_time` is late by the difference.
   void emit(Config c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause, Cause why,
             OnTime on_time, std::int32_t cause_request, Configs& out, bool optional = false, bool dropped = false) const;
+  std::vector<std::uint32_t> answer_candidates(const Config& c, std::uint32_t request, ResponseKind kind,
+                                               std::uint64_t token, std::uint32_t cause, bool dropped) const;
+  // deferred_on_time: the on-time instant of a deferred answer, else null.
+  bool hear(Config& matched, std::uint32_t request, std::uint32_t index, ResponseKind kind, std::uint32_t cause,
+            const OnTime* deferred_on_time, bool dropped) const;
+  bool unheard_in_time(Config& c, std::uint32_t request, bool deferred, OnTime on_time) const;
+  void fail_missing(const Config& c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause,
+                    Cause why, OnTime on_time, std::int32_t cause_request) const;
   // Marks the same line heard again on the operation's other connections;
   // adds their connections to `hearing`.
   void replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
@@ -327,6 +335,20 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // waiting, or nobody.
   void pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
   void hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
+  // The waiters a hand-off finds, against its head (hand_to).
+  struct HandOff {
+    std::vector<std::uint32_t> ahead;      // queued before the head: they left by now
+    std::vector<std::uint32_t> undecided;  // may have been queued before it and left
+    // Whether a waiter left where staying was dropped (finished), and the
+    // least lateness staying could have had.
+    bool dominated = false;
+    std::int64_t stay_floor = 0;
+  };
+  // Both constrain `base` (Zone::no_later): a waiter found queued after the
+  // head, or gone, is so from then on.
+  bool sort_waiters(Config& base, std::uint32_t head, HandOff& hand_off) const;
+  bool settles_alone(Config& base, std::uint32_t other, HandOff& hand_off) const;
+  auto branch_undecided(Config base, HandOff& hand_off) const -> std::vector<std::pair<Config, std::vector<std::uint32_t>>>;
   void grant_head(Config next, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time,
                   Configs& out) const;
   void pass_on_nobody(Config c, std::size_t upto, Configs& out) const;
@@ -402,6 +424,9 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   void due_waiters(Config c, std::size_t from, std::int64_t at, Configs& out);
   void expire(Config c, std::int64_t at, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
+  bool settle(Config& c, std::uint32_t request, Configs& next) const;
+  bool own_answer(const Config& c, std::uint32_t request, const Config& next) const;
+  bool floats(const Config& c, std::uint32_t request) const;
   bool inert(const Config& before, const Config& after) const {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token;
   }

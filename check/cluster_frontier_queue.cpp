@@ -89,12 +89,28 @@ void ClusterFrontier::pass_on(Config c, Cause why, std::int32_t cause_request, O
 // or the other (a branch each); the others were queued after it.
 void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time,
                               Configs& out) const {
-  std::vector<std::uint32_t> ahead, undecided;
+  HandOff hand_off;
+  if (!sort_waiters(base, head, hand_off)) return;
+  std::erase_if(hand_off.undecided, [&](std::uint32_t other) { return settles_alone(base, other, hand_off); });
+  for (auto& [option, leaving] : branch_undecided(std::move(base), hand_off)) {
+    const auto before = option.lateness;
+    Configs left;
+    leave_all(std::move(option), std::move(leaving), left);
+    for (auto& next : left) {
+      if (hand_off.dominated && std::max(before, hand_off.stay_floor) < next.lateness) {
+        next.lateness = std::max(before, hand_off.stay_floor);
+        next.late_request = -1;  // a bound of two readings: no one step to name
+      }
+      grant_head(std::move(next), head, why, cause_request, on_time, out);
+    }
+  }
+}
+
+// The waiters against the head: ahead of it, undecided, or queued after it.
+// False when one was queued after the head although it cannot have been
+// (the head cannot be).
+bool ClusterFrontier::sort_waiters(Config& base, std::uint32_t head, HandOff& hand_off) const {
   const auto head_at = extra_at(base, static_cast<std::size_t>(extra_index(base, "u")));
-  // Whether a waiter left where staying was dropped (finished), and the
-  // least lateness staying could have had.
-  bool dominated = false;
-  std::int64_t stay_floor = 0;
   for (std::size_t j = 0; j < base.queue.size(); ++j) {
     const auto other = base.queue[j].request;
     bool earlier = base.zone.certainly_before(waiter_at(j), head_at);
@@ -102,48 +118,56 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
       earlier = static_cast<std::uint32_t>(p) == other;
     }
     if (earlier) {
-      ahead.push_back(other);
+      hand_off.ahead.push_back(other);
     } else if (base.zone.maybe_before(waiter_at(j), head_at) && may_leave_by(base, j, cursor_at, 0) &&
                (class_shared_[other] || observed_kind(base, other) != ResponseKind::granted)) {
-      undecided.push_back(other);
+      hand_off.undecided.push_back(other);
     } else if (!base.zone.no_later(head_at, waiter_at(j))) {  // queued after the head
-      return;
+      return false;
     }
   }
-  // An undecided one that cannot have left by now (with its `T` as it was
-  // heard) was queued after the head; one whose leaving tells nothing more
-  // of the other instants left (finished: that stands for staying too).
-  // Both hold alike whatever the others do, which constrains only their
-  // own instants.
-  std::erase_if(undecided, [&](std::uint32_t other) {
-    const auto j = static_cast<std::size_t>(waiter_index(base, other));
-    Configs gone;
-    leave(base, j, cursor_at, 0, gone);
-    if (gone.empty()) {
-      if (!base.zone.no_later(head_at, waiter_at(j))) ahead.push_back(other);  // neither: the head cannot be
-      return true;
-    }
-    Config without = base;
-    without.zone.remove(waiter_at(j));
-    without.queue.erase(without.queue.begin() + static_cast<std::ptrdiff_t>(j));
-    if (std::any_of(gone.begin(), gone.end(),
-                    [&](const Config& g) { return finished(without, g) && !drops_heard_answer(without, g, other); })) {
-      ahead.push_back(other);
-      // Its leaving is done below (leave_all), with the others': what
-      // staying could have been late by is kept for it (stands_for).
-      Config probe = base;
-      probe.lateness = std::numeric_limits<std::int64_t>::max();
-      stands_for(probe, base, other, base.zone.latest(waiter_at(j)));
-      stay_floor = std::max(stay_floor, probe.lateness);
-      dominated = true;
-      return true;
-    }
+  return true;
+}
+
+// An undecided one that cannot have left by now (with its `T` as it was
+// heard) was queued after the head; one whose leaving tells nothing more of
+// the other instants left (finished: that stands for staying too). Both
+// hold alike whatever the others do, which constrains only their own
+// instants. True when `other` is so settled (and no longer undecided).
+bool ClusterFrontier::settles_alone(Config& base, std::uint32_t other, HandOff& hand_off) const {
+  const auto head_at = extra_at(base, static_cast<std::size_t>(extra_index(base, "u")));
+  const auto j = static_cast<std::size_t>(waiter_index(base, other));
+  Configs gone;
+  leave(base, j, cursor_at, 0, gone);
+  if (gone.empty()) {
+    if (!base.zone.no_later(head_at, waiter_at(j))) hand_off.ahead.push_back(other);  // neither: the head cannot be
+    return true;
+  }
+  Config without = base;
+  without.zone.remove(waiter_at(j));
+  without.queue.erase(without.queue.begin() + static_cast<std::ptrdiff_t>(j));
+  if (std::none_of(gone.begin(), gone.end(),
+                   [&](const Config& g) { return finished(without, g) && !drops_heard_answer(without, g, other); })) {
     return false;
-  });
-  // Each undecided one: queued after the head, or gone by now.
+  }
+  hand_off.ahead.push_back(other);
+  // Its leaving is done with the others' (leave_all): what staying could
+  // have been late by is kept for it (stands_for).
+  Config probe = base;
+  probe.lateness = std::numeric_limits<std::int64_t>::max();
+  stands_for(probe, base, other, base.zone.latest(waiter_at(j)));
+  hand_off.stay_floor = std::max(hand_off.stay_floor, probe.lateness);
+  hand_off.dominated = true;
+  return true;
+}
+
+// Each undecided one: queued after the head, or gone by now. Every choice,
+// with the waiters that leave in it.
+auto ClusterFrontier::branch_undecided(Config base, HandOff& hand_off) const
+    -> std::vector<std::pair<Config, std::vector<std::uint32_t>>> {
   std::vector<std::pair<Config, std::vector<std::uint32_t>>> chosen;
-  chosen.emplace_back(std::move(base), std::move(ahead));
-  for (const auto other : undecided) {
+  chosen.emplace_back(std::move(base), std::move(hand_off.ahead));
+  for (const auto other : hand_off.undecided) {
     std::vector<std::pair<Config, std::vector<std::uint32_t>>> next;
     for (auto& [option, leaving] : chosen) {
       Config stays = option;
@@ -155,18 +179,7 @@ void ClusterFrontier::hand_to(Config base, std::uint32_t head, Cause why, std::i
     }
     chosen = std::move(next);
   }
-  for (auto& [option, leaving] : chosen) {
-    const auto before = option.lateness;
-    Configs left;
-    leave_all(std::move(option), std::move(leaving), left);
-    for (auto& next : left) {
-      if (dominated && std::max(before, stay_floor) < next.lateness) {
-        next.lateness = std::max(before, stay_floor);
-        next.late_request = -1;  // a bound of two readings: no one step to name
-      }
-      grant_head(std::move(next), head, why, cause_request, on_time, out);
-    }
-  }
+  return chosen;
 }
 
 // The key goes to `head`, the waiters left behind passed by (for reports),
