@@ -14,6 +14,7 @@
 #include "check/build.hpp"
 #include "check/frontier.hpp"
 #include "check/least_lateness.hpp"
+#include "check/mode_rules.hpp"
 #include "check/story.hpp"
 #include "check/tokens.hpp"
 
@@ -220,7 +221,6 @@ class HistoryCheck {
       : history_(history),
         options_(options),
         limits_(history.header.limits),
-        cluster_(history.header.mode == Mode::cluster),
         budget_(options.budget_states) {
     result_.built = std::make_shared<const Built>(build_inputs(history));
     built_ = result_.built.get();
@@ -238,7 +238,7 @@ class HistoryCheck {
     }
     check_errors(*built_, limits_, history.header.tolerance_ms, history.header.handled_within_ms, result_);
     oracles_ = make_oracles(*built_);
-    shared_.assign(built_->incarnation_start_us.size(), PhaseSet(limits_.sweep_ms.value));
+    rules_ = ModeRules::of(history, *built_);
   }
 
   CheckResult run() {
@@ -283,7 +283,7 @@ class HistoryCheck {
     if (budget_ == 0) {
       verdict = std::move(first_try->second);  // nothing left to search it again with
     } else {
-      verdict = check_key(input, oracles_of_key, shared_[where.first], key_options);
+      verdict = rules_->search(input, oracles_of_key, where.first, key_options);
       spend(verdict);
       result_.frontier_peak = std::max(result_.frontier_peak, verdict.frontier_peak);
       result_.memory_peak_bytes = std::max(result_.memory_peak_bytes, verdict.memory_peak_bytes);
@@ -338,16 +338,15 @@ class HistoryCheck {
   }
 
   // A key with no explanation: a violation of its own, or (simple mode)
-  // one of the sweep phase the keys share. False when the verdict kept is
-  // another search's (it is kept there).
+  // one of the sweep phase the keys share (ModeRules::narrowed). False when
+  // the verdict kept is another search's (it is kept there).
   bool unexplained(const Where& where, const KeyInput& input, const KeyOracles& oracles_of_key, KeyVerdict& verdict,
                    KeyCheckOptions key_options) {
     // Searched within the phases the keys before it allow: with every
     // phase it may have an explanation, and then the keys disagree.
-    const PhaseSet every(limits_.sweep_ms.value);
-    if (!cluster_ && shared_[where.first] != every) {
+    if (rules_->narrowed(where.first)) {
       key_options.work_max = budget_;
-      auto alone = check_key(input, oracles_of_key, every, key_options);
+      auto alone = rules_->search_alone(input, oracles_of_key, key_options);
       spend(alone);
       if (alone.outcome == KeyOutcome::explained) {
         result_.violations.push_back(Finding{
@@ -382,14 +381,7 @@ class HistoryCheck {
   }
 
   void explained(const Where& where, const KeyInput& input, const KeyVerdict& verdict) {
-    if (cluster_) {
-      if (verdict.lateness_ms > result_.lateness_ms) {
-        result_.lateness_ms = verdict.lateness_ms;
-        result_.lateness_text = lateness_text(input, verdict, built_->incarnation_start_us[where.first]);
-      }
-    } else {
-      shared_[where.first] = verdict.phases;
-    }
+    rules_->explained(where.first, input, verdict, result_);
     result_.explanations.push_back(KeyExplanation{input.key, where.first, verdict.steps});
   }
 
@@ -404,14 +396,8 @@ class HistoryCheck {
                                             not_searched_.size(), options_.budget_states, listed));
     }
     check_tokens(*built_, verdicts_, result_);
-    if (cluster_ && result_.violations.empty() && result_.unknown.empty()) {
-      settle_least_lateness(LatenessSearch{history_, *built_, oracles_, shared_, options_.memory_max_bytes, budget_},
-                            verdicts_, result_);
-    } else if (cluster_ && !result_.unknown.empty()) {
-      result_.lateness_unverified = true;
-    }
+    rules_->finish(oracles_, options_.memory_max_bytes, budget_, verdicts_, result_);
     result_.keys = names_.size();
-    if (!cluster_) result_.phases = shared_;
     std::stable_sort(result_.violations.begin(), result_.violations.end(),
                      [](const Finding& a, const Finding& b) { return a.at_us < b.at_us; });
     if (!result_.violations.empty()) {
@@ -429,13 +415,10 @@ class HistoryCheck {
   const History& history_;
   const CheckOptions& options_;
   const Limits& limits_;
-  const bool cluster_;
   CheckResult result_;
   const Built* built_ = nullptr;  // result_.built's
   Oracles oracles_;
-  // Per incarnation, the phases every key decided so far allows: each key is
-  // searched within them, so its explanations narrow them exactly.
-  std::vector<PhaseSet> shared_;
+  std::unique_ptr<ModeRules> rules_;  // what the mode adds around each key
   std::uint64_t budget_;
   // Every key's verdict, for the order of tokens across keys.
   KeyVerdicts verdicts_;

@@ -434,10 +434,15 @@ void Frontier::explained(const Configs& finals, KeyVerdict& verdict) const {
 
 using simple_frontier::Frontier;
 
+KeyVerdict check_simple_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
+                            const KeyCheckOptions& options) {
+  return Frontier(input, oracles, phases, options).run();
+}
+
 KeyVerdict check_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
                      const KeyCheckOptions& options) {
   if (input.cluster.on) return check_cluster_key(input, oracles, options);
-  return Frontier(input, oracles, phases, options).run();
+  return check_simple_key(input, oracles, phases, options);
 }
 
 }  // namespace lockstep::history

@@ -115,7 +115,12 @@ struct KeyVerdict {
   std::int64_t late_due_ms = 0;  // when it was due (its deadline plus the clock allowance, or plus the tolerance)
 };
 
-// A key of a cluster's history is searched under cluster mode's rules
+// A key of a simple server's history, within the sweep phases `phases`.
+KeyVerdict check_simple_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
+                            const KeyCheckOptions& options = {});
+// Either mode's, by the key's own (the reference, the least-lateness search
+// and the limit hints ask it so; check_history asks its ModeRules): a key
+// of a cluster's history is searched under cluster mode's rules
 // (cluster_frontier.hpp), where `phases` means nothing.
 KeyVerdict check_key(const KeyInput& input, const KeyOracles& oracles, const PhaseSet& phases,
                      const KeyCheckOptions& options = {});
