@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -172,175 +173,239 @@ void read_all_last(LockCluster& cluster, ResourceWatch& watch) {
   }
 }
 
-}  // namespace
+// One run, in its phases: the cluster started (or the targets named), the
+// clients and the plan of faults made, the run with each fault carried out at
+// its instant, then the drain and the last readings.
+class FuzzRun {
+ public:
+  explicit FuzzRun(const ClusterFuzzOptions& options)
+      : options_(options),
+        // Each node's error bound: S when the allowance is 2·S, ten times it
+        // beyond the bound.
+        clock_error_max_ms_(options.clock_allowance_ms / 2 * (options.clock_beyond_bound ? 10 : 1)) {}
 
-ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) {
-  ClusterFuzzRun run;
-  auto& header = run.history.header;
-  header.mode = history::Mode::cluster;
-  header.limits = options.limits;
-  header.tolerance_ms = options.tolerance_ms;
-  header.seed = options.seed;
-  header.clock_allowance_ms = options.clock_allowance_ms;
-  header.max_lateness_ms = options.max_lateness_ms;
+  ClusterFuzzRun run() {
+    write_header();
+    std::vector<client::NodeAddress> nodes = options_.targets;
+    if (!options_.node_command.empty()) {
+      if (!start_cluster()) return std::move(run_);
+      nodes = cluster_->addresses();
+    } else {
+      for (const auto& node : nodes) {
+        auto& target = run_.history.header.target;
+        target += fmt::format("{}{}:{}", target.empty() ? "" : ",", node.host, node.port);
+      }
+    }
+    watch_.emplace(std::chrono::seconds(static_cast<std::int64_t>(options_.duration_s)));
+    if (cluster_) watch_all(*cluster_, *watch_);
+    recorder_.emplace(run_.history);
+    workload_.emplace(nodes, workload_options());
+    plan_ = make_plan();
+    done_.assign(plan_.size(), NemesisStep{});
+    run_until_end();
+    finish();
+    return std::move(run_);
+  }
 
-  std::unique_ptr<LockCluster> cluster;
-  std::vector<client::NodeAddress> nodes = options.targets;
-  // Each node's error bound: S when the allowance is 2·S, ten times it
-  // beyond the bound.
-  const std::int64_t clock_error_max_ms = options.clock_allowance_ms / 2 * (options.clock_beyond_bound ? 10 : 1);
-  std::vector<NodeClock> clocks;  // each node's, when the clocks are faked
-  if (!options.node_command.empty()) {
+ private:
+  void write_header() {
+    auto& header = run_.history.header;
+    header.mode = history::Mode::cluster;
+    header.limits = options_.limits;
+    header.tolerance_ms = options_.tolerance_ms;
+    header.seed = options_.seed;
+    header.clock_allowance_ms = options_.clock_allowance_ms;
+    header.max_lateness_ms = options_.max_lateness_ms;
+  }
+
+  bool start_cluster() {
     LockCluster::Options started;
-    started.nodes = options.nodes;
-    started.etcd_members = options.etcd_members;
-    started.node_command = options.node_command;
-    started.limits = options.limits;
-    started.relays = std::any_of(options.nemesis.begin(), options.nemesis.end(), is_link_fault);
-    if (options.skew_clocks || options.clock_beyond_bound ||
-        std::any_of(options.nemesis.begin(), options.nemesis.end(), is_clock_fault)) {
-      const auto library = faketime_library();
-      if (!library) {
-        run.error = "wrong clocks need libfaketime (Debian: apt-get install libfaketime)";
-        return run;
-      }
-      started.faketime_library = *library;
-      // Skewed from the start unless only the nemesis steps them; the
-      // horizon covers the run and its drain.
-      if (options.skew_clocks || options.clock_beyond_bound) {
-        clocks = draw_node_clocks(options.nodes, clock_error_max_ms, options.duration_s + 60, options.seed);
-      } else {
-        clocks.assign(static_cast<std::size_t>(options.nodes), NodeClock{});
-      }
-      for (int i = 0; i < options.nodes; ++i) {
-        started.clock_specs.push_back(faketime_spec(clocks[static_cast<std::size_t>(i)]));
-        run.clocks.push_back(describe_clock(i, clocks[static_cast<std::size_t>(i)]));
-      }
+    started.nodes = options_.nodes;
+    started.etcd_members = options_.etcd_members;
+    started.node_command = options_.node_command;
+    started.limits = options_.limits;
+    started.relays = std::any_of(options_.nemesis.begin(), options_.nemesis.end(), is_link_fault);
+    if (!make_clocks(started)) return false;
+    cluster_ = LockCluster::start(started, run_.error, options_.start_patience);
+    if (!cluster_) {
+      run_.error = "the cluster did not start: " + run_.error;
+      return false;
     }
-    cluster = LockCluster::start(started, run.error, options.start_patience);
-    if (!cluster) {
-      run.error = "the cluster did not start: " + run.error;
-      return run;
-    }
-    nodes = cluster->addresses();
-    for (int i = 0; i < cluster->size(); ++i) run.node_commands.push_back(cluster->command(i));
-    header.target = options.node_command;
-  } else {
-    for (const auto& node : nodes) {
-      header.target += fmt::format("{}{}:{}", header.target.empty() ? "" : ",", node.host, node.port);
-    }
+    for (int i = 0; i < cluster_->size(); ++i) run_.node_commands.push_back(cluster_->command(i));
+    run_.history.header.target = options_.node_command;
+    return true;
   }
 
-  ResourceWatch watch(std::chrono::seconds(static_cast<std::int64_t>(options.duration_s)));
-  if (cluster) watch_all(*cluster, watch);
-  Recorder recorder(run.history);
-  ClusterWorkloadOptions workload_options;
-  workload_options.clients = static_cast<int>(options.clients);
-  workload_options.keys = static_cast<int>(options.keys);
-  workload_options.lease_min_ms = options.lease_min_ms;
-  workload_options.lease_max_ms = options.lease_max_ms;
-  workload_options.wait_min_ms = options.wait_min_ms;
-  workload_options.wait_max_ms = options.wait_max_ms;
-  workload_options.seed = options.seed;
-  // More leases run out than the fault tests' clients let: every one is an
-  // Expire the leader owes, on time, after a new leader too.
-  workload_options.let_expire = 0.3;
-  workload_options.wire = [&recorder](int client) { return recorder.for_client(client); };
-  ClusterWorkload workload(nodes, workload_options);
-
-  NemesisPlanOptions plan_options;
-  plan_options.faults = cluster ? options.nemesis : std::vector<NemesisFault>{};
-  plan_options.every_s = options.nemesis_every_s;
-  plan_options.nodes = cluster ? cluster->size() : 0;
-  plan_options.etcd_members = cluster && options.nemesis_etcd && cluster->has_etcd() ? cluster->etcd().size() : 0;
-  plan_options.duration_s = options.duration_s;
-  plan_options.seed = options.seed;
-  plan_options.clock_jump_max_ms = clock_jump_max_ms(clock_error_max_ms);
-  plan_options.store_members = cluster && cluster->has_etcd() ? cluster->etcd().size() : 0;
-  auto plan = nemesis_plan(plan_options);
-  for (auto& step : plan) {
-    if (options.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {
-      step.leader = true;
+  // Each node's clock, when the run makes clocks wrong: false when it cannot.
+  bool make_clocks(LockCluster::Options& started) {
+    const bool wrong_from_start = options_.skew_clocks || options_.clock_beyond_bound;
+    if (!wrong_from_start && std::none_of(options_.nemesis.begin(), options_.nemesis.end(), is_clock_fault)) {
+      return true;
     }
+    const auto library = faketime_library();
+    if (!library) {
+      run_.error = "wrong clocks need libfaketime (Debian: apt-get install libfaketime)";
+      return false;
+    }
+    started.faketime_library = *library;
+    // Skewed from the start unless only the nemesis steps them; the
+    // horizon covers the run and its drain.
+    if (wrong_from_start) {
+      clocks_ = draw_node_clocks(options_.nodes, clock_error_max_ms_, options_.duration_s + 60, options_.seed);
+    } else {
+      clocks_.assign(static_cast<std::size_t>(options_.nodes), NodeClock{});
+    }
+    for (int i = 0; i < options_.nodes; ++i) {
+      started.clock_specs.push_back(faketime_spec(clocks_[static_cast<std::size_t>(i)]));
+      run_.clocks.push_back(describe_clock(i, clocks_[static_cast<std::size_t>(i)]));
+    }
+    return true;
   }
 
-  const auto end_us = static_cast<std::int64_t>(options.duration_s * 1e6);
-  std::size_t next_step = 0;
-  // Each step as done: a fault aimed at the leader on the node that led
+  ClusterWorkloadOptions workload_options() {
+    ClusterWorkloadOptions workload;
+    workload.clients = static_cast<int>(options_.clients);
+    workload.keys = static_cast<int>(options_.keys);
+    workload.lease_min_ms = options_.lease_min_ms;
+    workload.lease_max_ms = options_.lease_max_ms;
+    workload.wait_min_ms = options_.wait_min_ms;
+    workload.wait_max_ms = options_.wait_max_ms;
+    workload.seed = options_.seed;
+    // More leases run out than the fault tests' clients let: every one is an
+    // Expire the leader owes, on time, after a new leader too.
+    workload.let_expire = 0.3;
+    workload.wire = [this](int client) { return recorder_->for_client(client); };
+    workload_patience_ = workload.patience + workload.answer_timeout;
+    return workload;
+  }
+
+  std::vector<NemesisStep> make_plan() const {
+    const bool etcd = cluster_ && cluster_->has_etcd();
+    NemesisPlanOptions plan_options;
+    plan_options.faults = cluster_ ? options_.nemesis : std::vector<NemesisFault>{};
+    plan_options.every_s = options_.nemesis_every_s;
+    plan_options.nodes = cluster_ ? cluster_->size() : 0;
+    plan_options.etcd_members = options_.nemesis_etcd && etcd ? cluster_->etcd().size() : 0;
+    plan_options.duration_s = options_.duration_s;
+    plan_options.seed = options_.seed;
+    plan_options.clock_jump_max_ms = clock_jump_max_ms(clock_error_max_ms_);
+    plan_options.store_members = etcd ? cluster_->etcd().size() : 0;
+    auto plan = nemesis_plan(plan_options);
+    for (auto& step : plan) {
+      if (options_.nemesis_at_leader && step.heals < 0 && !step.etcd && step.kind != NemesisStep::Kind::slow_etcd) {
+        step.leader = true;
+      }
+    }
+    return plan;
+  }
+
+  void run_until_end() {
+    const auto end_us = static_cast<std::int64_t>(options_.duration_s * 1e6);
+    std::size_t next_step = 0;
+    while (recorder_->now_us() < end_us) {
+      const auto until_us = next_step < plan_.size() ? std::min(plan_[next_step].at_us, end_us) : end_us;
+      // In slices of a second at most, between which the watch reads the
+      // processes.
+      const auto left_us = std::min<std::int64_t>(until_us - recorder_->now_us(), 1'000'000);
+      if (left_us > 0) workload_->run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
+      watch_->sample();
+      while (next_step < plan_.size() && plan_[next_step].at_us <= recorder_->now_us()) carry_out(next_step++);
+    }
+    // Every fault the plan opened is healed by the run's end (nemesis_plan).
+    while (next_step < plan_.size()) carry_out(next_step++);
+  }
+
+  // The clients finish what they asked, then the connections close.
+  void finish() {
+    // A request may be tried for its client's patience after its wait, and
+    // an attempt on the wire then still runs to its answer timeout.
+    const auto patience = milliseconds{options_.wait_max_ms} + workload_patience_ + milliseconds{5'000};
+    if (!workload_->drain(patience)) {
+      run_.error = fmt::format("requests still pending {} ms after the run", patience.count());
+    }
+    recorder_->close_all();
+    if (cluster_) read_all_last(*cluster_, *watch_);
+    watch_->sample(true);
+    run_.processes = watch_->processes();
+    run_.tester = watch_->tester();
+    run_.clients = workload_->stats();
+    run_.unexpected_lines = workload_->unexpected().size();
+    run_.tester_stall_us = workload_->stall_us();
+  }
+
+  // Plan step i as done: a fault aimed at the leader on the node that led
   // then, its heal on the same node.
-  std::vector<NemesisStep> done(plan.size());
-  const auto carry_out = [&](std::size_t i) {
-    NemesisStep step = plan[i];
+  void carry_out(std::size_t i) {
+    NemesisStep step = plan_[i];
     if (step.leader) {
-      const int leader = cluster->leader(milliseconds{1'000});
+      const int leader = cluster_->leader(milliseconds{1'000});
       if (leader >= 0) step.index = leader;
     }
-    if (step.heals >= 0) step.index = done[static_cast<std::size_t>(step.heals)].index;
-    done[i] = step;
+    if (step.heals >= 0) step.index = done_[static_cast<std::size_t>(step.heals)].index;
+    done_[i] = step;
     std::string aim = step.leader ? " (the leader)" : "";
-    if (step.leader && options.nemesis_at_leader && step.kind == NemesisStep::Kind::cut_etcd) {
-      // The clients keep running meanwhile: the workload is what fills the
-      // leader's queues (a try-lock workload has no waiters: then keys held).
-      const bool queues = options.wait_max_ms > 0;
-      for (int tries = 0; tries < 10; ++tries) {
-        const auto status = cluster->status(step.index, milliseconds{500});
-        if (status && status->leading && (queues ? status->waiters > 0 : status->keys > 0)) {
-          aim = fmt::format(" (the leader, {} keys held, {} waiters)", status->keys, status->waiters);
-          break;
-        }
-        workload.run_for(milliseconds{200});
-      }
+    if (step.leader && options_.nemesis_at_leader && step.kind == NemesisStep::Kind::cut_etcd) {
+      aim = await_leader_busy(step.index).value_or(aim);
     }
     // Recorded before it is done: the fault may act from this instant on.
-    recorder.nemesis(step.what() + aim);
-    if (step.heals < 0) ++(step.etcd ? run.faults_on_etcd : run.faults_on_nodes)[nemesis_fault_name(step.fault())];
-    const auto began = recorder.now_us();
-    if (step.heals < 0) run.faults.push_back({began, nemesis_fault_name(step.fault())});
-    // A fault made later than planned (waiting for the leader's queues
-    // above, or a slow step) still lasts as long as planned: its heal moves
-    // by as much. A cut shorter than the leader's lease shows nothing.
-    if (step.heals < 0 && began > step.at_us) {
-      for (auto j = i + 1; j < plan.size(); ++j) {
-        if (plan[j].heals == static_cast<int>(i)) plan[j].at_us += began - step.at_us;
-      }
+    recorder_->nemesis(step.what() + aim);
+    const auto began = recorder_->now_us();
+    if (step.heals < 0) {
+      ++(step.etcd ? run_.faults_on_etcd : run_.faults_on_nodes)[nemesis_fault_name(step.fault())];
+      run_.faults.push_back({began, nemesis_fault_name(step.fault())});
+      if (began > step.at_us) move_heal(i, began - step.at_us);
     }
     if (is_clock_fault(step.fault())) {
       // A step from the node's own clock, and back to it.
-      auto clock = clocks.at(static_cast<std::size_t>(step.index));
+      auto clock = clocks_.at(static_cast<std::size_t>(step.index));
       if (step.kind == NemesisStep::Kind::jump_clock) clock.offset_us += step.jump_ms * 1'000;
-      if (!cluster->set_clock(step.index, faketime_spec(clock))) run.error = "cannot write a node's clock file";
+      if (!cluster_->set_clock(step.index, faketime_spec(clock))) run_.error = "cannot write a node's clock file";
     } else {
-      apply(*cluster, step, watch, milliseconds{options.nemesis_slow_ms});
+      apply(*cluster_, step, *watch_, milliseconds{options_.nemesis_slow_ms});
     }
-    run.nemesis_slowest_us = std::max(run.nemesis_slowest_us, recorder.now_us() - began);
-    ++run.nemesis_steps;
-  };
-  while (recorder.now_us() < end_us) {
-    const auto until_us = next_step < plan.size() ? std::min(plan[next_step].at_us, end_us) : end_us;
-    // In slices of a second at most, between which the watch reads the
-    // processes.
-    const auto left_us = std::min<std::int64_t>(until_us - recorder.now_us(), 1'000'000);
-    if (left_us > 0) workload.run_for(std::chrono::ceil<milliseconds>(std::chrono::microseconds{left_us}));
-    watch.sample();
-    while (next_step < plan.size() && plan[next_step].at_us <= recorder.now_us()) carry_out(next_step++);
+    run_.nemesis_slowest_us = std::max(run_.nemesis_slowest_us, recorder_->now_us() - began);
+    ++run_.nemesis_steps;
   }
-  // Every fault the plan opened is healed by the run's end (nemesis_plan);
-  // the clients finish what they asked, then the connections close.
-  while (next_step < plan.size()) carry_out(next_step++);
-  // A request may be tried for its client's patience after its wait, and
-  // an attempt on the wire then still runs to its answer timeout.
-  const auto patience = milliseconds{options.wait_max_ms} + workload_options.patience +
-                        workload_options.answer_timeout + milliseconds{5'000};
-  if (!workload.drain(patience)) run.error = fmt::format("requests still pending {} ms after the run", patience.count());
-  recorder.close_all();
-  if (cluster) read_all_last(*cluster, watch);
-  watch.sample(true);
-  run.processes = watch.processes();
-  run.tester = watch.tester();
-  run.clients = workload.stats();
-  run.unexpected_lines = workload.unexpected().size();
-  run.tester_stall_us = workload.stall_us();
-  return run;
-}
+
+  // Waits, with the clients running, until the leader has something to
+  // lose: waiters in its queues (a try-lock workload has none: then keys
+  // held). Its description then, or none if it never had.
+  std::optional<std::string> await_leader_busy(int leader) {
+    const bool queues = options_.wait_max_ms > 0;
+    for (int tries = 0; tries < 10; ++tries) {
+      const auto status = cluster_->status(leader, milliseconds{500});
+      if (status && status->leading && (queues ? status->waiters > 0 : status->keys > 0)) {
+        return fmt::format(" (the leader, {} keys held, {} waiters)", status->keys, status->waiters);
+      }
+      workload_->run_for(milliseconds{200});
+    }
+    return std::nullopt;
+  }
+
+  // A fault made later than planned (waiting for the leader's queues, or a
+  // slow step) still lasts as long as planned: its heal moves by as much. A
+  // cut shorter than the leader's lease shows nothing.
+  void move_heal(std::size_t fault, std::int64_t late_us) {
+    for (auto j = fault + 1; j < plan_.size(); ++j) {
+      if (plan_[j].heals == static_cast<int>(fault)) plan_[j].at_us += late_us;
+    }
+  }
+
+  const ClusterFuzzOptions& options_;
+  const std::int64_t clock_error_max_ms_;
+  ClusterFuzzRun run_;
+  std::unique_ptr<LockCluster> cluster_;
+  std::vector<NodeClock> clocks_;  // each node's, when the clocks are faked
+  std::optional<ResourceWatch> watch_;
+  std::optional<Recorder> recorder_;
+  std::optional<ClusterWorkload> workload_;
+  std::chrono::milliseconds workload_patience_{0};
+  std::vector<NemesisStep> plan_;
+  std::vector<NemesisStep> done_;  // each plan step as carried out
+};
+
+}  // namespace
+
+ClusterFuzzRun run_cluster_fuzz(const ClusterFuzzOptions& options) { return FuzzRun(options).run(); }
 
 }  // namespace lockstep::live
