@@ -47,8 +47,13 @@ CLI::Validator decimal(double low, double high);
 
 // A range of milliseconds `A..B`, whole numbers with low <= A <= B <= 2^40
 // (the longest duration a limit takes); whether B fits the target's own
-// maximum is known only once the limits are settled.
-CLI::Validator ms_range(std::uint64_t low);
+// maximum is known only once the limits are settled, when the command reads
+// it again with parse_ms_range and that maximum.
+inline constexpr std::int64_t ms_range_max = std::int64_t{1} << 40;
+CLI::Validator ms_range(std::int64_t low);
+// `A..B` with low <= A <= B <= high (high at most ms_range_max), or nothing.
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::string& text, std::int64_t low,
+                                                                    std::int64_t high);
 
 // An IPv4 address in dotted decimal (what a server listens on).
 CLI::Validator ipv4_address();

@@ -106,17 +106,23 @@ CLI::Validator decimal(double low, double high) {
       "a number " + range, "decimal");
 }
 
-CLI::Validator ms_range(std::uint64_t low) {
-  const std::uint64_t high = std::uint64_t{1} << 40;
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::string& text, std::int64_t low,
+                                                                    std::int64_t high) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos || low < 0 || high > ms_range_max) return std::nullopt;
+  const auto first = digits_value(text.substr(0, dots));
+  const auto last = digits_value(text.substr(dots + 2));
+  if (!first || !last || *first > *last || *last > static_cast<std::uint64_t>(high)) return std::nullopt;
+  if (*first < static_cast<std::uint64_t>(low)) return std::nullopt;
+  return std::pair{static_cast<std::int64_t>(*first), static_cast<std::int64_t>(*last)};
+}
+
+CLI::Validator ms_range(std::int64_t low) {
   return CLI::Validator(
-      [low, high](std::string& text) -> std::string {
-        const auto dots = text.find("..");
-        const auto first = dots == std::string::npos ? std::nullopt : digits_value(text.substr(0, dots));
-        const auto last = dots == std::string::npos ? std::nullopt : digits_value(text.substr(dots + 2));
-        if (!first || !last || *first < low || *last > high || *first > *last) {
-          return fmt::format("'{}' is not A..B with {} <= A <= B <= {}", text, low, high);
-        }
-        text = fmt::format("{}..{}", *first, *last);
+      [low](std::string& text) -> std::string {
+        const auto range = parse_ms_range(text, low, ms_range_max);
+        if (!range) return fmt::format("'{}' is not A..B with {} <= A <= B <= {}", text, low, ms_range_max);
+        text = fmt::format("{}..{}", range->first, range->second);
         return {};
       },
       "A..B", "millisecond range");

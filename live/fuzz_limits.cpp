@@ -7,25 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "impl/decimal.hpp"
+#include "cli/validators.hpp"
 
 namespace lockstep::live {
 
 namespace {
-
-// "A..B" with A <= B, each in [low, high].
-std::optional<std::pair<std::int64_t, std::int64_t>> parse_ms_range(const std::string& text, std::int64_t low,
-                                                                    std::int64_t high) {
-  const auto dots = text.find("..");
-  if (dots == std::string::npos) return std::nullopt;
-  const auto first = parse_decimal(text.substr(0, dots));
-  const auto last = parse_decimal(text.substr(dots + 2));
-  if (!first || !last) return std::nullopt;
-  const auto a = static_cast<std::int64_t>(std::min<std::uint64_t>(*first, std::uint64_t{1} << 62));
-  const auto b = static_cast<std::int64_t>(std::min<std::uint64_t>(*last, std::uint64_t{1} << 62));
-  if (a > b || a < low || b > high) return std::nullopt;
-  return std::pair{a, b};
-}
 
 // The fuzzer's defaults make the edges reachable within seconds: a short
 // sweep, few waiters per key, fewer keys allowed than the workload uses.
@@ -45,7 +31,7 @@ Limits edge_limits() {
 bool read_range(const std::string& text, const char* flag, std::int64_t low, std::int64_t high, const char* limit,
                 std::int64_t& min_ms, std::int64_t& max_ms) {
   if (text.empty()) return true;
-  const auto range = parse_ms_range(text, low, high);
+  const auto range = cli::parse_ms_range(text, low, std::min(high, cli::ms_range_max));
   if (!range) {
     fmt::print(stderr, "lockstep fuzz: {} takes A..B with {} <= A <= B <= {} ({}), not '{}'\n", flag, low, limit, high, text);
     return false;
