@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "impl/assert.hpp"
+
 namespace lockstep::live {
 
 std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values) {
@@ -271,6 +273,19 @@ std::optional<ServerProcess> ServerProcess::start(const std::string& command, co
 ServerProcess::ServerProcess(ServerProcess&& other) noexcept
     : pid_(other.pid_), reaped_(other.reaped_), status_(other.status_), log_path_(std::move(other.log_path_)) {
   other.pid_ = -1;
+  other.reaped_ = false;
+  check_state();
+}
+
+// None (pid_ -1, nothing reaped), or a group started whose leader is pid_:
+// never 0 or 1, which kill(-pid) would read as the tool's own group or as
+// every process there is.
+void ServerProcess::check_state() const { LOCKSTEP_ASSERT(pid_ == -1 ? !reaped_ : pid_ > 1); }
+
+void ServerProcess::signal_group(int signal) const {
+  check_state();
+  LOCKSTEP_ASSERT(pid_ > 1);
+  kill(-pid_, signal);
 }
 
 ServerProcess::~ServerProcess() { stop(); }
@@ -284,16 +299,17 @@ bool ServerProcess::running() {
   if (pid_ < 0) return false;
   reap_if_exited();
   if (!reaped_) return true;
-  kill(-pid_, SIGKILL);  // whatever else the command started
+  signal_group(SIGKILL);  // whatever else the command started
   forget_group(pid_);
   pid_ = -1;
+  reaped_ = false;
   return false;
 }
 
 void ServerProcess::terminate() {
   if (pid_ < 0) return;
-  kill(-pid_, SIGTERM);
-  kill(-pid_, SIGCONT);  // a paused process must run to see its SIGTERM
+  signal_group(SIGTERM);
+  signal_group(SIGCONT);  // a paused process must run to see its SIGTERM
 }
 
 bool ServerProcess::group_alive() {
@@ -303,6 +319,7 @@ bool ServerProcess::group_alive() {
 }
 
 int ServerProcess::stop(std::chrono::milliseconds grace) {
+  check_state();
   if (pid_ < 0) return -1;
   terminate();
   // The whole group, not only the command: a shell that did not `exec` its
@@ -315,7 +332,7 @@ int ServerProcess::stop(std::chrono::milliseconds grace) {
     return true;
   };
   if (!wait_for_group(std::chrono::steady_clock::now() + grace)) {
-    kill(-pid_, SIGKILL);
+    signal_group(SIGKILL);
     // SIGKILL cannot be caught: what is left ends within moments, unless it
     // is stuck in the kernel; the tool does not wait for that forever.
     wait_for_group(std::chrono::steady_clock::now() + std::chrono::seconds(5));
@@ -332,7 +349,7 @@ int ServerProcess::stop(std::chrono::milliseconds grace) {
 }
 
 void ServerProcess::send_signal(int signal) {
-  if (pid_ > 0) kill(-pid_, signal);
+  if (pid_ > 0) signal_group(signal);
 }
 
 std::string ServerProcess::log_tail() const {

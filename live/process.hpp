@@ -106,6 +106,9 @@ class ServerProcess {
   ServerProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
   // Reaps the command if it has exited (status_ then holds its status).
   void reap_if_exited();
+  void check_state() const;
+  // `signal` to the whole group: only to a group started (check_state).
+  void signal_group(int signal) const;
   pid_t pid_ = -1;
   bool reaped_ = false;  // the command (the group's leader) has been waited for
   int status_ = 0;
