@@ -29,11 +29,13 @@ bool read_targets(const std::string& list, std::vector<client::NodeAddress>& tar
   return true;
 }
 
-// The nodes, the nemesis and the etcd members checked against each other;
-// false after one line on stderr.
-bool read_cluster_options(FuzzRequest& request) {
-  auto& c = request.cluster;
-  auto& f = c.fuzz;
+// Whether the nemesis draws `fault`.
+bool has_fault(const ClusterFuzzOptions& f, NemesisFault fault) {
+  return std::find(f.nemesis.begin(), f.nemesis.end(), fault) != f.nemesis.end();
+}
+
+// Simple mode's options, which cluster mode refuses; false after one line.
+bool refuse_simple_options(const FuzzRequest& request) {
   for (const char* flag : {"--exec", "--restart-every-s", "--strict-syntax", "--no-limits", "--mean-gap-ms",
                            "--sweep-ms"}) {
     if (request.was_given(flag)) {
@@ -41,22 +43,34 @@ bool read_cluster_options(FuzzRequest& request) {
       return false;
     }
   }
+  return true;
+}
+
+// Exactly one of --target and --exec-node; with --target, no option that
+// acts on started nodes, and the targets read. False after one line.
+bool read_nodes(FuzzRequest& request) {
+  auto& c = request.cluster;
   if (request.target.empty() == c.node_command.empty()) {
     fmt::print(stderr, "lockstep fuzz: --mode cluster takes exactly one of --target HOST:PORT,... and --exec-node 'CMD'\n");
     return false;
   }
-  if (!request.target.empty()) {
-    for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
-                             "--nemesis-slow-ms", "--nemesis-at-leader", "--skew-clocks", "--clock-beyond-bound"}) {
-      if (request.was_given(flag)) {
-        fmt::print(stderr, "lockstep fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
-                           "start or act on\n",
-                   flag);
-        return false;
-      }
+  if (request.target.empty()) return true;
+  for (const char* flag : {"--nodes", "--etcd-members", "--nemesis", "--nemesis-every-s", "--nemesis-etcd",
+                           "--nemesis-slow-ms", "--nemesis-at-leader", "--skew-clocks", "--clock-beyond-bound"}) {
+    if (request.was_given(flag)) {
+      fmt::print(stderr, "lockstep fuzz: {} acts on nodes the fuzzer starts (--exec-node); with --target there is nothing to "
+                         "start or act on\n",
+                 flag);
+      return false;
     }
-    if (!read_targets(request.target, f.targets)) return false;
   }
+  return read_targets(request.target, c.fuzz.targets);
+}
+
+// --nemesis into its faults, and the nemesis's options refused without it;
+// false after one line.
+bool read_nemesis(FuzzRequest& request) {
+  auto& c = request.cluster;
   if (request.was_given("--nemesis")) {
     std::string error;
     const auto faults = parse_nemesis_faults(c.nemesis, error);
@@ -64,24 +78,31 @@ bool read_cluster_options(FuzzRequest& request) {
       fmt::print(stderr, "lockstep fuzz: --nemesis: {}\n", error);
       return false;
     }
-    f.nemesis = *faults;
+    c.fuzz.nemesis = *faults;
   } else if (request.was_given("--nemesis-every-s") || request.was_given("--nemesis-etcd") ||
              request.was_given("--nemesis-at-leader")) {
     fmt::print(stderr, "lockstep fuzz: --nemesis-every-s, --nemesis-etcd and --nemesis-at-leader need --nemesis (a list of "
                        "faults, or all)\n");
     return false;
   }
-  const auto has = [&f](NemesisFault fault) { return std::find(f.nemesis.begin(), f.nemesis.end(), fault) != f.nemesis.end(); };
-  if (request.was_given("--nemesis-slow-ms") && !has(NemesisFault::slow_etcd)) {
+  return true;
+}
+
+// What the faults chosen need of the other options; false after one line.
+bool check_fault_needs(const FuzzRequest& request) {
+  const auto& c = request.cluster;
+  const auto& f = c.fuzz;
+  if (request.was_given("--nemesis-slow-ms") && !has_fault(f, NemesisFault::slow_etcd)) {
     fmt::print(stderr, "lockstep fuzz: --nemesis-slow-ms is slow-etcd's delay: give --nemesis slow-etcd (or all)\n");
     return false;
   }
   const bool links = std::any_of(f.nemesis.begin(), f.nemesis.end(), is_link_fault);
-  if (links && c.etcd_members == 0 && (has(NemesisFault::partition_node) || has(NemesisFault::slow_etcd))) {
+  if (links && c.etcd_members == 0 &&
+      (has_fault(f, NemesisFault::partition_node) || has_fault(f, NemesisFault::slow_etcd))) {
     fmt::print(stderr, "lockstep fuzz: partition-node and slow-etcd act on the nodes' etcd links: give --etcd-members M\n");
     return false;
   }
-  if (has(NemesisFault::etcd_minority) && c.etcd_members < 3) {
+  if (has_fault(f, NemesisFault::etcd_minority) && c.etcd_members < 3) {
     fmt::print(stderr, "lockstep fuzz: etcd-minority cuts one etcd member from the others, which must still be a "
                        "majority: give --etcd-members 3 or more\n");
     return false;
@@ -91,7 +112,14 @@ bool read_cluster_options(FuzzRequest& request) {
                        "{{advertise}} (--advertise {{advertise}}), which is where clients reach a node\n");
     return false;
   }
-  const bool clocks = c.skew_clocks || c.clock_beyond_bound || has(NemesisFault::clock_jump);
+  return true;
+}
+
+// The node clocks made wrong (--skew-clocks, --clock-beyond-bound,
+// clock-jump): one way at a time, a bound they can be wrong within, and
+// libfaketime to do it. False after one line.
+bool check_clocks(const ClusterFuzzRequest& c) {
+  const bool clocks = c.skew_clocks || c.clock_beyond_bound || has_fault(c.fuzz, NemesisFault::clock_jump);
   if (c.skew_clocks && c.clock_beyond_bound) {
     fmt::print(stderr, "lockstep fuzz: --skew-clocks keeps the clocks within the allowance and --clock-beyond-bound "
                        "takes them past it: give one\n");
@@ -110,6 +138,13 @@ bool read_cluster_options(FuzzRequest& request) {
                        "libfaketime, which is not installed (Debian: apt-get install libfaketime)\n");
     return false;
   }
+  return true;
+}
+
+// The etcd members the options need, and a nemesis period that fits in the
+// run; false after one line.
+bool check_etcd_and_period(const FuzzRequest& request) {
+  const auto& c = request.cluster;
   if (c.nemesis_etcd && c.etcd_members == 0) {
     fmt::print(stderr, "lockstep fuzz: --nemesis-etcd acts on etcd members: give --etcd-members M\n");
     return false;
@@ -118,12 +153,19 @@ bool read_cluster_options(FuzzRequest& request) {
     fmt::print(stderr, "lockstep fuzz: --exec-node names {{etcd}}: give --etcd-members M so that the fuzzer starts them\n");
     return false;
   }
-  if (!f.nemesis.empty() && c.nemesis_every_s > request.fuzz.duration_s) {
+  if (!c.fuzz.nemesis.empty() && c.nemesis_every_s > request.fuzz.duration_s) {
     fmt::print(stderr, "lockstep fuzz: --nemesis-every-s {} is longer than the run (--duration-s {}): the nemesis would never act\n",
                c.nemesis_every_s, request.fuzz.duration_s);
     return false;
   }
   return true;
+}
+
+// The nodes, the nemesis and the etcd members checked against each other;
+// false after one line on stderr.
+bool read_cluster_options(FuzzRequest& request) {
+  return refuse_simple_options(request) && read_nodes(request) && read_nemesis(request) &&
+         check_fault_needs(request) && check_clocks(request.cluster) && check_etcd_and_period(request);
 }
 
 // The options of both modes carried over to the cluster's run.

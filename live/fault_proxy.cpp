@@ -276,96 +276,126 @@ bool FaultProxy::write_from(Connection& c, bool upward, Clock::time_point now) {
   return true;
 }
 
+// What one poll() watches: the wake-up pipe first, then every listener,
+// then each connection's two sockets; and when it wakes at the latest.
+struct FaultProxy::PollSet {
+  struct Watched {
+    std::uint64_t connection;  // 0: a listener (link in `link`) or the pipe (link -1)
+    int link;
+    bool client;
+  };
+  std::vector<pollfd> fds;
+  std::vector<Watched> what;
+  Clock::time_point now;
+  Clock::time_point wake_at;
+
+  void watch(int fd, short events, Watched watched) {
+    fds.push_back({fd, events, 0});
+    what.push_back(watched);
+  }
+  // Whether the destination of `flow` has something due now (bytes, or its
+  // end); brings wake_at forward to the release of its next bytes.
+  bool due(const Flow& flow) {
+    if (flow.queue.empty()) return flow.eof && !flow.shut;
+    wake_at = std::min(wake_at, flow.queue.front().release);
+    return flow.queue.front().release <= now;
+  }
+  int wait_ms() const {
+    return static_cast<int>(
+        std::max<std::int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count()));
+  }
+};
+
 void FaultProxy::loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    // What to wait for: the wake-up pipe, every listener, and per connection
-    // each source with room in its queue and each destination with bytes due.
-    struct Watched {
-      std::uint64_t connection;  // 0: a listener (link in `link`) or the pipe (link -1)
-      int link;
-      bool client;
-    };
-    std::vector<pollfd> fds;
-    std::vector<Watched> what;
-    fds.push_back({wake_read_, POLLIN, 0});
-    what.push_back({0, -1, false});
-    for (std::size_t i = 0; i < links_.size(); ++i) {
-      fds.push_back({links_[i].listener, POLLIN, 0});
-      what.push_back({0, static_cast<int>(i), false});
-    }
-    const auto now = Clock::now();
-    auto wake_at = now + std::chrono::milliseconds{poll_ms_max};
-    const auto due = [&](const Flow& flow) {
-      if (flow.queue.empty()) return flow.eof && !flow.shut;
-      wake_at = std::min(wake_at, flow.queue.front().release);
-      return flow.queue.front().release <= now;
-    };
-    for (const auto& [id, c] : connections_) {
-      short client_events = 0, server_events = 0;
-      if (!c.up.eof && c.up.queued_bytes < queued_bytes_max) client_events |= POLLIN;
-      if (!c.connecting && !c.down.eof && c.down.queued_bytes < queued_bytes_max) server_events |= POLLIN;
-      if (due(c.down)) client_events |= POLLOUT;
-      if (c.connecting || due(c.up)) server_events |= POLLOUT;
-      fds.push_back({c.client, client_events, 0});
-      what.push_back({id, c.link, true});
-      fds.push_back({c.server, server_events, 0});
-      what.push_back({id, c.link, false});
-    }
-    const auto wait_ms = std::max<std::int64_t>(
-        0, std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count());
+    auto set = watch_list();
     lock.unlock();
-    poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+    poll(set.fds.data(), set.fds.size(), set.wait_ms());
     lock.lock();
     if (stopping_) break;
-    if (fds[0].revents != 0) {
-      char drain[256];
-      while (read(wake_read_, drain, sizeof drain) > 0) {
-      }
-    }
-    const auto then = Clock::now();
-    std::vector<std::uint64_t> broken;
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      const auto& w = what[i];
-      if (w.connection == 0) {
-        if (fds[i].revents != 0) accept_on(w.link);
-        continue;
-      }
-      const auto found = connections_.find(w.connection);
-      // Closed meanwhile (a reset, a heal): its descriptors are not ours any more.
-      if (found == connections_.end()) continue;
-      auto& c = found->second;
-      const auto events = fds[i].revents;
-      bool keep = true;
-      if (!w.client && c.connecting && (events & (POLLOUT | POLLERR | POLLHUP)) != 0) {
-        int error = 0;
-        socklen_t size = sizeof error;
-        getsockopt(c.server, SOL_SOCKET, SO_ERROR, &error, &size);
-        if (error != 0) {
-          keep = false;
-        } else {
-          c.connecting = false;
-        }
-      } else if (!c.connecting || w.client) {
-        if ((events & POLLIN) != 0) keep = read_into(c, w.client);
-        if (keep && (events & (POLLERR | POLLNVAL)) != 0) keep = false;
-        if (keep && (events & POLLHUP) != 0 && (events & POLLIN) == 0) (w.client ? c.up : c.down).eof = true;
-      }
-      if (keep && !c.connecting) keep = write_from(c, true, then) && write_from(c, false, then);
-      // Both ways ended and delivered: the connection is over.
-      if (keep && c.up.shut && c.down.shut) {
-        close_connection(w.connection, false);
-        continue;
-      }
-      if (!keep) broken.push_back(w.connection);
-    }
-    // Held bytes whose delay ended since the poll began.
-    for (auto& [id, c] : connections_) {
-      if (c.connecting) continue;
-      if (!write_from(c, true, then) || !write_from(c, false, then)) broken.push_back(id);
-    }
-    for (const auto id : broken) close_connection(id, true);
+    if (set.fds[0].revents != 0) drain_wake_pipe();
+    serve_ready(set);
   }
+}
+
+// What to wait for: the wake-up pipe, every listener, and per connection
+// each source with room in its queue and each destination with bytes due.
+FaultProxy::PollSet FaultProxy::watch_list() const {
+  PollSet set;
+  set.watch(wake_read_, POLLIN, {0, -1, false});
+  for (std::size_t i = 0; i < links_.size(); ++i) set.watch(links_[i].listener, POLLIN, {0, static_cast<int>(i), false});
+  set.now = Clock::now();
+  set.wake_at = set.now + std::chrono::milliseconds{poll_ms_max};
+  for (const auto& [id, c] : connections_) {
+    short client_events = 0, server_events = 0;
+    if (!c.up.eof && c.up.queued_bytes < queued_bytes_max) client_events |= POLLIN;
+    if (!c.connecting && !c.down.eof && c.down.queued_bytes < queued_bytes_max) server_events |= POLLIN;
+    if (set.due(c.down)) client_events |= POLLOUT;
+    if (c.connecting || set.due(c.up)) server_events |= POLLOUT;
+    set.watch(c.client, client_events, {id, c.link, true});
+    set.watch(c.server, server_events, {id, c.link, false});
+  }
+  return set;
+}
+
+void FaultProxy::drain_wake_pipe() {
+  char drain[256];
+  while (read(wake_read_, drain, sizeof drain) > 0) {
+  }
+}
+
+// Acts on what poll() found: new connections accepted, every socket read
+// from and written to, and the connections that ended or broke closed.
+void FaultProxy::serve_ready(const PollSet& set) {
+  const auto then = Clock::now();
+  std::vector<std::uint64_t> broken;
+  for (std::size_t i = 1; i < set.fds.size(); ++i) {
+    const auto& w = set.what[i];
+    if (w.connection == 0) {
+      if (set.fds[i].revents != 0) accept_on(w.link);
+      continue;
+    }
+    const auto found = connections_.find(w.connection);
+    // Closed meanwhile (a reset, a heal): its descriptors are not ours any more.
+    if (found == connections_.end()) continue;
+    auto& c = found->second;
+    const bool keep = serve_socket(c, w.client, set.fds[i].revents, then);
+    // Both ways ended and delivered: the connection is over.
+    if (keep && c.up.shut && c.down.shut) {
+      close_connection(w.connection, false);
+      continue;
+    }
+    if (!keep) broken.push_back(w.connection);
+  }
+  // Held bytes whose delay ended since the poll began.
+  for (auto& [id, c] : connections_) {
+    if (c.connecting) continue;
+    if (!write_from(c, true, then) || !write_from(c, false, then)) broken.push_back(id);
+  }
+  for (const auto id : broken) close_connection(id, true);
+}
+
+bool FaultProxy::serve_socket(Connection& c, bool client, short events, Clock::time_point now) {
+  bool keep = true;
+  if (!client && c.connecting && (events & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+    keep = finish_connect(c);
+  } else if (!c.connecting || client) {
+    if ((events & POLLIN) != 0) keep = read_into(c, client);
+    if (keep && (events & (POLLERR | POLLNVAL)) != 0) keep = false;
+    if (keep && (events & POLLHUP) != 0 && (events & POLLIN) == 0) (client ? c.up : c.down).eof = true;
+  }
+  if (keep && !c.connecting) keep = write_from(c, true, now) && write_from(c, false, now);
+  return keep;
+}
+
+bool FaultProxy::finish_connect(Connection& c) {
+  int error = 0;
+  socklen_t size = sizeof error;
+  getsockopt(c.server, SOL_SOCKET, SO_ERROR, &error, &size);
+  if (error != 0) return false;
+  c.connecting = false;
+  return true;
 }
 
 }  // namespace lockstep::live

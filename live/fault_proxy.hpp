@@ -89,8 +89,17 @@ class FaultProxy {
     LinkStats stats;
   };
 
+  struct PollSet;  // what one poll() of the loop watches (fault_proxy.cpp)
+
   FaultProxy() = default;
   void loop();
+  PollSet watch_list() const;
+  void drain_wake_pipe();
+  void serve_ready(const PollSet& set);
+  // One socket of a connection after poll(); false when it must close.
+  bool serve_socket(Connection& c, bool client, short events, Clock::time_point now);
+  // The server side's connect() has ended: false if it failed.
+  static bool finish_connect(Connection& c);
   void wake();
   void accept_on(int link_id);
   void close_connection(std::uint64_t id, bool abort);

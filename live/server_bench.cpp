@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -43,75 +45,103 @@ bool wait_until_listening(ServerProcess& server, std::uint16_t port, std::chrono
   return false;
 }
 
-}  // namespace
+// Where each server's output goes while it runs.
+std::string log_path(const char* name) { return fmt::format("/tmp/lockstep-bench-{}-{}.log", name, getpid()); }
 
-// Every path out of here stops both servers: the ServerProcess destructors
-// on a return, the signal handler of live/process.cpp on SIGINT or SIGTERM.
-int run_server_bench(const ServerBenchOptions& options) {
+// The loopback ports the two servers listen on.
+struct Ports {
+  std::uint16_t lockstep = 0;
+  std::uint16_t redis = 0;
+};
+
+// Two free ports, or nothing after one line on stderr.
+std::optional<Ports> pick_ports() {
   const auto lockstep_port = client::pick_free_port();
   const auto redis_port = client::pick_free_port();
   if (!lockstep_port || !redis_port || *lockstep_port == *redis_port) {
     fmt::print(stderr, "lockstep bench server: no free ports\n");
-    return 2;
+    return std::nullopt;
   }
-  const auto log = [&](const char* name) { return fmt::format("/tmp/lockstep-bench-{}-{}.log", name, getpid()); };
-  auto lockstep = ServerProcess::start(
-      fmt::format("exec {} serve --quiet --port {} --max-connections 4096", options.lockstep_binary, *lockstep_port),
-      log("lockstep"));
-  auto redis = ServerProcess::start(
-      fmt::format("exec {} --port {} --bind 127.0.0.1 --save '' --appendonly no --protected-mode no",
-                  options.redis_binary, *redis_port),
-      log("redis"));
-  if (!lockstep || !redis) {
+  return Ports{*lockstep_port, *redis_port};
+}
+
+// Both servers, each started whether or not the other could be.
+struct Servers {
+  std::optional<ServerProcess> lockstep;
+  std::optional<ServerProcess> redis;
+};
+
+Servers start_servers(const ServerBenchOptions& options, Ports ports) {
+  return {ServerProcess::start(fmt::format("exec {} serve --quiet --port {} --max-connections 4096",
+                                           options.lockstep_binary, ports.lockstep),
+                               log_path("lockstep")),
+          ServerProcess::start(fmt::format("exec {} --port {} --bind 127.0.0.1 --save '' --appendonly no --protected-mode no",
+                                           options.redis_binary, ports.redis),
+                               log_path("redis"))};
+}
+
+// Whether both servers started and listen; false after a line on stderr.
+bool servers_ready(Servers& servers, Ports ports) {
+  if (!servers.lockstep || !servers.redis) {
     fmt::print(stderr, "lockstep bench server: cannot start the servers\n");
-    return 2;
+    return false;
   }
-  // Wait for both, and load the release script into Redis.
-  if (!wait_until_listening(*lockstep, *lockstep_port, std::chrono::seconds(10)) ||
-      !wait_until_listening(*redis, *redis_port, std::chrono::seconds(10))) {
-    fmt::print(stderr, "lockstep bench server: a server did not start:\n{}\n{}\n", lockstep->log_tail(), redis->log_tail());
-    return 2;
+  if (!wait_until_listening(*servers.lockstep, ports.lockstep, std::chrono::seconds(10)) ||
+      !wait_until_listening(*servers.redis, ports.redis, std::chrono::seconds(10))) {
+    fmt::print(stderr, "lockstep bench server: a server did not start:\n{}\n{}\n", servers.lockstep->log_tail(),
+               servers.redis->log_tail());
+    return false;
   }
-  redisContext* setup = redisConnect("127.0.0.1", *redis_port);
+  return true;
+}
+
+// The SHA of the release script loaded into Redis, or nothing after a line
+// on stderr.
+std::optional<std::string> load_release_script(std::uint16_t redis_port) {
+  redisContext* setup = redisConnect("127.0.0.1", redis_port);
   auto* loaded = setup == nullptr ? nullptr
                                   : static_cast<redisReply*>(redisCommand(setup, "SCRIPT LOAD %s", release_script));
   if (loaded == nullptr || loaded->type != REDIS_REPLY_STRING) {
     fmt::print(stderr, "lockstep bench server: cannot load the release script into Redis\n");
     if (loaded != nullptr) freeReplyObject(loaded);
     if (setup != nullptr) redisFree(setup);
-    return 2;
+    return std::nullopt;
   }
-  const std::string sha(loaded->str, loaded->len);
+  std::string sha(loaded->str, loaded->len);
   freeReplyObject(loaded);
   redisFree(setup);
+  return sha;
+}
 
-  fmt::print("bench server: {} connections, {} keys, {} s per run, try-lock (lease 10 s, wait 0) then release\n",
-             options.connections, options.keys, options.seconds);
-  fmt::print("  load average before: {}\n", load_average());
-  for (const int depth : {1, 16}) {
-    LoadConfig config;
-    config.connections = options.connections;
-    config.depth = depth;
-    config.keys = options.keys;
-    config.duration = std::chrono::seconds(options.seconds);
-    config.seed = options.seed;
-    config.port = *lockstep_port;
-    auto ours = lockstep_protocol();
-    const auto a = run_load(config, *ours);
-    config.port = *redis_port;
-    auto theirs = redis_protocol(sha);
-    const auto b = run_load(config, *theirs);
-    if (!a.error.empty() || !b.error.empty()) {
-      fmt::print(stderr, "lockstep bench server: the load failed: {} {}\n", a.error, b.error);
-      return 2;
-    }
-    fmt::print("pipeline depth {}:\n", depth);
-    print_result("lockstep", a);
-    print_result("redis", b);
-    fmt::print("ratio: {:.2f}  (depth {}: lockstep ops/s / redis ops/s; p99 {:.0f} us vs {:.0f} us)\n",
-               a.ops_per_second() / b.ops_per_second(), depth, a.p99_us, b.p99_us);
+// The same try-lock/release mix on both servers at pipeline depth `depth`,
+// and their ratio; false after a line on stderr if a load failed.
+bool compare_at_depth(const ServerBenchOptions& options, Ports ports, const std::string& sha, int depth) {
+  LoadConfig config;
+  config.connections = options.connections;
+  config.depth = depth;
+  config.keys = options.keys;
+  config.duration = std::chrono::seconds(options.seconds);
+  config.seed = options.seed;
+  config.port = ports.lockstep;
+  auto ours = lockstep_protocol();
+  const auto a = run_load(config, *ours);
+  config.port = ports.redis;
+  auto theirs = redis_protocol(sha);
+  const auto b = run_load(config, *theirs);
+  if (!a.error.empty() || !b.error.empty()) {
+    fmt::print(stderr, "lockstep bench server: the load failed: {} {}\n", a.error, b.error);
+    return false;
   }
-  // Contention with waiters: 100 hot keys, short leases, waits.
+  fmt::print("pipeline depth {}:\n", depth);
+  print_result("lockstep", a);
+  print_result("redis", b);
+  fmt::print("ratio: {:.2f}  (depth {}: lockstep ops/s / redis ops/s; p99 {:.0f} us vs {:.0f} us)\n",
+             a.ops_per_second() / b.ops_per_second(), depth, a.p99_us, b.p99_us);
+  return true;
+}
+
+// Contention with waiters: 100 hot keys, short leases, waits.
+LoadResult run_contention(const ServerBenchOptions& options, std::uint16_t lockstep_port) {
   LoadConfig contention;
   contention.connections = options.connections;
   contention.depth = 4;
@@ -119,16 +149,43 @@ int run_server_bench(const ServerBenchOptions& options) {
   contention.lease_ms = 5;
   contention.wait_ms = 50;
   contention.duration = std::chrono::seconds(options.seconds);
-  contention.port = *lockstep_port;
+  contention.port = lockstep_port;
   auto ours = lockstep_protocol();
   const auto c = run_load(contention, *ours);
   fmt::print("contention (lockstep only: 100 hot keys, lease 5 ms, wait 50 ms, depth 4):\n");
   print_result("lockstep", c);
+  return c;
+}
+
+void stop_servers(Servers& servers) {
+  servers.lockstep->stop();
+  servers.redis->stop();
+  ::unlink(log_path("lockstep").c_str());
+  ::unlink(log_path("redis").c_str());
+}
+
+}  // namespace
+
+// Every path out of here stops both servers: the ServerProcess destructors
+// on a return, the signal handler of live/process.cpp on SIGINT or SIGTERM.
+int run_server_bench(const ServerBenchOptions& options) {
+  const auto ports = pick_ports();
+  if (!ports) return 2;
+  auto servers = start_servers(options, *ports);
+  // Wait for both, and load the release script into Redis.
+  if (!servers_ready(servers, *ports)) return 2;
+  const auto sha = load_release_script(ports->redis);
+  if (!sha) return 2;
+
+  fmt::print("bench server: {} connections, {} keys, {} s per run, try-lock (lease 10 s, wait 0) then release\n",
+             options.connections, options.keys, options.seconds);
+  fmt::print("  load average before: {}\n", load_average());
+  for (const int depth : {1, 16}) {
+    if (!compare_at_depth(options, *ports, *sha, depth)) return 2;
+  }
+  const auto c = run_contention(options, ports->lockstep);
   fmt::print("  load average after: {}\n", load_average());
-  lockstep->stop();
-  redis->stop();
-  ::unlink(log("lockstep").c_str());
-  ::unlink(log("redis").c_str());
+  stop_servers(servers);
   if (!c.error.empty()) {
     fmt::print(stderr, "lockstep bench server: the contention load failed: {}\n", c.error);
     return 2;

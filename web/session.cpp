@@ -58,6 +58,105 @@ std::string limit_value(const Limits& limits, std::string_view name) {
   return std::to_string(limits.max_line_bytes);
 }
 
+// A vector's config line: the mode and the limits that are not the
+// defaults; empty when there is nothing to say.
+std::string config_line(VectorMode mode, const Limits& limits) {
+  std::string config;
+  if (mode == VectorMode::cluster) config += " mode=cluster";
+  const Limits defaults;
+  for (const auto name : limit_names) {
+    if (limit_value(limits, name) != limit_value(defaults, name)) {
+      config += fmt::format(" {}={}", name, limit_value(limits, name));
+    }
+  }
+  return config.empty() ? std::string() : "config" + config + "\n";
+}
+
+// A token is named where the reference granted it; a request may use the
+// name from the next instant on (a vector binds names when an instant is
+// judged), and the literal before.
+class TokenNames {
+ public:
+  TokenNames(const std::vector<Entry>& entries, Source reference) {
+    for (const auto& entry : entries) {
+      if (entry.kind == Entry::Kind::response && entry.source == reference &&
+          entry.response.kind == ResponseKind::granted && !granted_at_.contains(entry.response.token.value)) {
+        granted_at_.emplace(entry.response.token.value, entry.at);
+      }
+    }
+  }
+
+  // The name or the literal of a token, in a request and in an expect line
+  // at `at`.
+  std::string in_request(Token token, TimeMs at) const {
+    return spelled(token, [&](TimeMs granted) { return granted < at; });
+  }
+  std::string in_expect(Token token, TimeMs at) const {
+    return spelled(token, [&](TimeMs granted) { return granted <= at; });
+  }
+
+  // Tokens granted at one instant come out in the order issued (one
+  // sweep's hand-offs among them): an `order` line says so.
+  std::string order_lines() const {
+    std::map<TimeMs, std::vector<std::uint64_t>> by_instant;
+    for (const auto& [token, at] : granted_at_) by_instant[at].push_back(token);
+    std::string text;
+    for (const auto& [at, tokens] : by_instant) {
+      if (tokens.size() < 2) continue;
+      text += "order";
+      for (const auto token : tokens) text += fmt::format(" $t{}", token);
+      text += fmt::format("  # granted at {}\n", at.value);
+    }
+    return text;
+  }
+
+ private:
+  // `usable` says whether a name bound at the instant of the grant may be
+  // used: in a request, only from the next instant; in an expect line, from
+  // that instant (a name bound later would break the rule that tokens bound
+  // at later instants are greater).
+  template <typename Usable>
+  std::string spelled(Token token, Usable usable) const {
+    const auto found = granted_at_.find(token.value);
+    if (found == granted_at_.end() || !usable(found->second)) return std::to_string(token.value);
+    return fmt::format("$t{}", token.value);
+  }
+
+  std::map<std::uint64_t, TimeMs> granted_at_;
+};
+
+// An input as a vector's `at` or `close` line; nothing for a clock move.
+std::string input_line(const Input& input, const TokenNames& names) {
+  if (input.kind == Input::Kind::request) {
+    std::string line = input.line;
+    if (const auto token = released_token(line)) {
+      line = line.substr(0, line.rfind(' ') + 1) + names.in_request(*token, input.at);
+    }
+    return fmt::format("at {} {} {}\n", input.at.value, input.connection, line);
+  }
+  if (input.kind == Input::Kind::close) return fmt::format("close {} {}\n", input.at.value, input.connection);
+  return {};
+}
+
+// What an expect line says a response is.
+std::string expected_response(const Entry& entry, const TokenNames& names) {
+  const auto& r = entry.response;
+  switch (r.kind) {
+    case ResponseKind::granted:
+      return fmt::format("A {} {} {}", names.in_expect(r.token, entry.at), r.owner, r.key);
+    case ResponseKind::released:
+      return fmt::format("R {} {}", names.in_expect(r.token, entry.at), r.key);
+    case ResponseKind::not_held:
+      return fmt::format("N {} {}", names.in_expect(r.token, entry.at), r.key);
+    case ResponseKind::error:
+      return std::string("E");  // the reason is each implementation's own
+    case ResponseKind::timed_out:
+    case ResponseKind::busy:
+      break;
+  }
+  return entry.line;
+}
+
 }  // namespace
 
 const char* source_name(Source source) {
@@ -376,82 +475,17 @@ std::string Session::export_vector(VectorMode mode) const {
   std::string text =
       "# A session of the lockstep playground: what was sent on each connection, and\n"
       "# what the reference model answered, as expect lines. Tokens are named $tN.\n";
-  std::string config;
-  if (mode == VectorMode::cluster) config += " mode=cluster";
-  const Limits defaults;
-  for (const auto name : limit_names) {
-    if (limit_value(limits_, name) != limit_value(defaults, name)) {
-      config += fmt::format(" {}={}", name, limit_value(limits_, name));
-    }
-  }
-  if (!config.empty()) text += "config" + config + "\n";
-
-  // A token is named where the reference granted it; a request may use the
-  // name from the next instant on (a vector binds names when an instant is
-  // judged), and the literal before.
-  std::map<std::uint64_t, TimeMs> granted_at;
-  for (const auto& entry : entries_) {
-    if (entry.kind == Entry::Kind::response && entry.source == reference &&
-        entry.response.kind == ResponseKind::granted && !granted_at.contains(entry.response.token.value)) {
-      granted_at.emplace(entry.response.token.value, entry.at);
-    }
-  }
-  // `usable` says whether a name bound at the instant of the grant may be
-  // used: in a request, only from the next instant; in an expect line, from
-  // that instant (a name bound later would break the rule that tokens bound
-  // at later instants are greater).
-  const auto token_text = [&](Token token, auto usable) {
-    const auto found = granted_at.find(token.value);
-    if (found == granted_at.end() || !usable(found->second)) return std::to_string(token.value);
-    return fmt::format("$t{}", token.value);
-  };
-  const auto expect_line = [&](const Entry& entry) {
-    const auto& r = entry.response;
-    const auto usable = [&](TimeMs granted) { return granted <= entry.at; };
-    switch (r.kind) {
-      case ResponseKind::granted:
-        return fmt::format("A {} {} {}", token_text(r.token, usable), r.owner, r.key);
-      case ResponseKind::released:
-        return fmt::format("R {} {}", token_text(r.token, usable), r.key);
-      case ResponseKind::not_held:
-        return fmt::format("N {} {}", token_text(r.token, usable), r.key);
-      case ResponseKind::error:
-        return std::string("E");  // the reason is each implementation's own
-      case ResponseKind::timed_out:
-      case ResponseKind::busy:
-        break;
-    }
-    return entry.line;
-  };
-
+  text += config_line(mode, limits_);
+  const TokenNames names(entries_, reference);
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    const auto& input = inputs_[i];
-    if (input.kind == Input::Kind::request) {
-      std::string line = input.line;
-      if (const auto token = released_token(line)) {
-        line = line.substr(0, line.rfind(' ') + 1) +
-               token_text(*token, [&](TimeMs granted) { return granted < input.at; });
-      }
-      text += fmt::format("at {} {} {}\n", input.at.value, input.connection, line);
-    } else if (input.kind == Input::Kind::close) {
-      text += fmt::format("close {} {}\n", input.at.value, input.connection);
-    }
+    text += input_line(inputs_[i], names);
     for (const auto& entry : entries_) {
       if (entry.kind == Entry::Kind::response && entry.source == reference && entry.input == i) {
-        text += fmt::format("expect {} {} {}\n", entry.at.value, entry.connection, expect_line(entry));
+        text += fmt::format("expect {} {} {}\n", entry.at.value, entry.connection, expected_response(entry, names));
       }
     }
   }
-  // Tokens granted at one instant come out in the order issued (one
-  // sweep's hand-offs among them): an `order` line says so.
-  std::map<TimeMs, std::vector<std::uint64_t>> by_instant;
-  for (const auto& [token, at] : granted_at) by_instant[at].push_back(token);
-  for (const auto& [at, tokens] : by_instant) {
-    if (tokens.size() < 2) continue;
-    text += "order";
-    for (const auto token : tokens) text += fmt::format(" $t{}", token);
-    text += fmt::format("  # granted at {}\n", at.value);
-  }
+  text += names.order_lines();
   text += fmt::format("end {}\n", now_.value);
   return text;
 }

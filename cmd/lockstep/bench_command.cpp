@@ -3,6 +3,7 @@
 // printing figures and a `ratio:` measured within one run.
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "cmd/lockstep/commands.hpp"
 #include "cli/validators.hpp"
@@ -13,11 +14,14 @@
 
 namespace lockstep::cli {
 
-void add_bench_command(CLI::App& app, std::function<int()>& run) {
-  auto* bench = app.add_subcommand("bench", "Benchmarks that print figures");
-  bench->require_subcommand(1);
+namespace {
+
+// The path of this lockstep binary, which the benchmarks start as servers.
+std::string this_binary() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+void add_engine_bench(CLI::App& bench, std::function<int()>& run) {
   auto options = std::make_shared<live::EngineBenchOptions>();
-  auto* engine = bench->add_subcommand(
+  auto* engine = bench.add_subcommand(
       "engine",
       "ns/op of the engine on a realistic mix over many keys, the floor of a bare\n"
       "std::unordered_map on the same keys, their ratio (`ratio: X`), and bytes per held key\n"
@@ -32,9 +36,11 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   engine->add_option("--seed", options->seed, "seed of the workload")->check(whole(0))->capture_default_str();
   engine->callback([options, &run] { run = [options] { return live::run_engine_bench(*options); }; });
+}
 
+void add_server_bench(CLI::App& bench, std::function<int()>& run) {
   auto server_options = std::make_shared<live::ServerBenchOptions>();
-  auto* server = bench->add_subcommand(
+  auto* server = bench.add_subcommand(
       "server",
       "lockstep serve and redis-server (SET NX PX + compare-and-delete by EVALSHA) side by side:\n"
       "the same load generator, connections, keys and try-lock/release mix in one run, unpipelined\n"
@@ -61,63 +67,89 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   server->callback([server_options, &run] {
     run = [server_options] {
-      server_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+      server_options->lockstep_binary = this_binary();
       return live::run_server_bench(*server_options);
     };
   });
+}
 
+// The cluster's load: its size, its length, and the table measured.
+void add_cluster_load_options(CLI::App& cluster, live::ClusterBenchOptions& options) {
+  cluster.add_option("--connections", options.connections, "client connections, and etcd callers")
+      ->check(CLI::Range(1, 1'000))
+      ->capture_default_str();
+  cluster.add_option("--keys", options.keys, "keys drawn from uniformly")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  cluster.add_option("--seconds", options.seconds, "length of each run")
+      ->check(CLI::Range(1, 3'600))
+      ->capture_default_str();
+  cluster.add_option("--leader-ttl-s", options.leader_ttl_s, "the nodes' leader TTL")
+      ->check(CLI::Range(1, 3'600))
+      ->capture_default_str();
+  cluster.add_option("--table-keys", options.table_keys, "keys held when the table's bytes are measured")
+      ->check(CLI::Range(1'000, 10'000'000))
+      ->capture_default_str();
+}
+
+// --failover measures something else on its own cluster: the time to the
+// next grant after a fault (live/cluster_failover.hpp).
+void add_failover_options(CLI::App& cluster, bool& failover, live::FailoverBenchOptions& options) {
+  auto* failover_flag = cluster.add_flag(
+      "--failover", failover,
+      "instead: the time to the next grant after a leader kill, a leader cut from etcd and an etcd\n"
+      "leader kill, --trials times each; p50 and max per fault");
+  // Twenty trials is the README's figure; a hundred of each fault is half
+  // an hour at the default leader TTL.
+  cluster.add_option("--trials", options.trials, "--failover: trials per fault")
+      ->check(whole(1, 100))
+      ->needs(failover_flag)
+      ->capture_default_str();
+  // serve --cluster's range.
+  cluster.add_option("--etcd-timeout-ms", options.etcd_timeout_ms, "--failover: the nodes' deadline of every etcd call")
+      ->check(whole_signed(100, 600'000))
+      ->needs(failover_flag)
+      ->capture_default_str();
+}
+
+// The cluster benchmark, or with --failover the failover one, which takes
+// the cluster's leader TTL and seed.
+int run_cluster_or_failover(live::ClusterBenchOptions& cluster, bool failover, live::FailoverBenchOptions& options) {
+  cluster.lockstep_binary = this_binary();
+  if (!failover) return live::run_cluster_bench(cluster);
+  options.lockstep_binary = cluster.lockstep_binary;
+  options.leader_ttl_s = cluster.leader_ttl_s;
+  options.seed = cluster.seed;
+  return live::run_failover_bench(options);
+}
+
+void add_cluster_bench(CLI::App& bench, std::function<int()>& run) {
   auto cluster_options = std::make_shared<live::ClusterBenchOptions>();
-  auto* cluster = bench->add_subcommand(
+  auto* cluster = bench.add_subcommand(
       "cluster",
       "three etcd members and three `serve --cluster` nodes on loopback: try-lock then release through\n"
       "the leader, unpipelined; beside it, in the same run, etcd's own rate of one lock transaction per\n"
       "operation through the same gRPC client at the same concurrency; ops/s, p50/p99/p99.9, commands\n"
       "per etcd write, `ratio: X` (lockstep ops/s / etcd txn/s), and bytes per held key of a node's table");
-  cluster->add_option("--connections", cluster_options->connections, "client connections, and etcd callers")
-      ->check(CLI::Range(1, 1'000))
-      ->capture_default_str();
-  cluster->add_option("--keys", cluster_options->keys, "keys drawn from uniformly")
-      ->check(CLI::Range(1, 10'000'000))
-      ->capture_default_str();
-  cluster->add_option("--seconds", cluster_options->seconds, "length of each run")
-      ->check(CLI::Range(1, 3'600))
-      ->capture_default_str();
-  cluster->add_option("--leader-ttl-s", cluster_options->leader_ttl_s, "the nodes' leader TTL")
-      ->check(CLI::Range(1, 3'600))
-      ->capture_default_str();
-  cluster->add_option("--table-keys", cluster_options->table_keys, "keys held when the table's bytes are measured")
-      ->check(CLI::Range(1'000, 10'000'000))
-      ->capture_default_str();
-  // --failover measures something else on its own cluster: the time to the
-  // next grant after a fault (live/cluster_failover.hpp).
+  add_cluster_load_options(*cluster, *cluster_options);
   auto failover = std::make_shared<bool>(false);
   auto failover_options = std::make_shared<live::FailoverBenchOptions>();
-  auto* failover_flag = cluster->add_flag(
-      "--failover", *failover,
-      "instead: the time to the next grant after a leader kill, a leader cut from etcd and an etcd\n"
-      "leader kill, --trials times each; p50 and max per fault");
-  // Twenty trials is the README's figure; a hundred of each fault is half
-  // an hour at the default leader TTL.
-  cluster->add_option("--trials", failover_options->trials, "--failover: trials per fault")
-      ->check(whole(1, 100))
-      ->needs(failover_flag)
-      ->capture_default_str();
-  // serve --cluster's range.
-  cluster->add_option("--etcd-timeout-ms", failover_options->etcd_timeout_ms,
-                      "--failover: the nodes' deadline of every etcd call")
-      ->check(whole_signed(100, 600'000))
-      ->needs(failover_flag)
-      ->capture_default_str();
+  add_failover_options(*cluster, *failover, *failover_options);
   cluster->callback([cluster_options, failover, failover_options, &run] {
     run = [cluster_options, failover, failover_options] {
-      cluster_options->lockstep_binary = std::filesystem::read_symlink("/proc/self/exe").string();
-      if (!*failover) return live::run_cluster_bench(*cluster_options);
-      failover_options->lockstep_binary = cluster_options->lockstep_binary;
-      failover_options->leader_ttl_s = cluster_options->leader_ttl_s;
-      failover_options->seed = cluster_options->seed;
-      return live::run_failover_bench(*failover_options);
+      return run_cluster_or_failover(*cluster_options, *failover, *failover_options);
     };
   });
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, std::function<int()>& run) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks that print figures");
+  bench->require_subcommand(1);
+  add_engine_bench(*bench, run);
+  add_server_bench(*bench, run);
+  add_cluster_bench(*bench, run);
 }
 
 }  // namespace lockstep::cli

@@ -73,6 +73,66 @@ void add_cluster_options(CLI::App& command, live::ClusterFuzzRequest& cluster) {
       ->check(whole_signed(0, 86'400'000));
 }
 
+// The target, as given or started: --exec, the limits it is assumed to
+// have, and the ranges its leases and waits are asked in.
+void add_server_options(CLI::App& fuzz, live::FuzzRequest& options) {
+  fuzz.add_option("--exec", options.fuzz.command,
+                  fmt::format("start the server with this shell command (`exec` it: docs/protocol.md, \"Running "
+                              "under the\ntools\"); filled in: {{port}}, {{state_file}} (where it keeps its token mark "
+                              "across restarts)\nand the limits\n{}",
+                              limit_placeholders));
+  add_limit_options(fuzz, options.fuzz.limits);
+  fuzz.add_option("--lease-ms", options.lease_range,
+                  "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"
+                  "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)")
+      ->check(ms_range(1));
+  fuzz.add_option("--wait-ms", options.wait_range,
+                  "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500")
+      ->check(ms_range(0));
+  fuzz.add_flag("--no-limits", options.fuzz.clear_of_limits,
+                "the target has no limit on keys and waiters: assume none (any B is a violation), and send no\n"
+                "over-long line and no lease past max_lease_ms");
+}
+
+// The workload: its clients, keys, length, seed and pace, and how late an
+// answer may be.
+void add_workload_options(CLI::App& fuzz, live::FuzzOptions& options) {
+  fuzz.add_option("--clients", options.clients, "connections open at once")
+      ->check(whole(1, 1'000))
+      ->capture_default_str();
+  fuzz.add_option("--keys", options.keys, "keys the workload uses")->check(whole(1, 1'000'000))->capture_default_str();
+  fuzz.add_option("--duration-s", options.duration_s, "how long to fuzz")
+      ->check(decimal(1, 86'400))
+      ->capture_default_str();
+  fuzz.add_option("--seed", options.seed, "seed of the workload")->check(whole(0))->capture_default_str();
+  fuzz.add_option("--tolerance-ms", options.tolerance_ms,
+                  "how late an answer caused by time or another request may arrive")
+      ->check(whole_signed(0, 60'000))
+      ->capture_default_str();
+  fuzz.add_option("--restart-every-s", options.restart_every_s,
+                  "kill and restart the target this often (with --exec): tokens must keep increasing")
+      ->check(decimal(0, 86'400))
+      ->capture_default_str();
+  fuzz.add_option("--mean-gap-ms", options.mean_gap_ms,
+                  "mean time between one client's requests (0: from --clients)")
+      ->check(decimal(0, 60'000))
+      ->capture_default_str();
+  fuzz.add_flag("--strict-syntax", options.strict_syntax,
+                "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
+}
+
+// Which options and which limits the command line gave, by flag and by name.
+void record_given(const CLI::App& fuzz, live::FuzzRequest& options) {
+  for (const auto* option : fuzz.get_options()) {
+    if (option->count() > 0) options.given.push_back(option->get_name());
+  }
+  for (const auto name : limit_names) {
+    std::string flag = "--" + std::string(name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (fuzz.get_option(flag)->count() > 0) options.limits_given.emplace_back(name);
+  }
+}
+
 }  // namespace
 
 void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
@@ -101,56 +161,13 @@ void add_fuzz_command(CLI::App& app, std::function<int()>& run) {
                    "HOST:PORT of a running server; with --mode cluster, its nodes: HOST:PORT,HOST:PORT,...")
       ->check(host_and_port_list());
   add_cluster_options(*fuzz, options->cluster);
-  fuzz->add_option("--exec", options->fuzz.command,
-                   fmt::format("start the server with this shell command (`exec` it: docs/protocol.md, \"Running "
-                               "under the\ntools\"); filled in: {{port}}, {{state_file}} (where it keeps its token mark "
-                               "across restarts)\nand the limits\n{}",
-                               limit_placeholders));
-  add_limit_options(*fuzz, options->fuzz.limits);
-  fuzz->add_option("--lease-ms", options->lease_range,
-                   "A..B: every lease asked is in this range, spread within it (short ones, ones near the sweep\n"
-                   "period, the rest log-uniform); default 1..max(400, 1.5 sweeps)")
-      ->check(ms_range(1));
-  fuzz->add_option("--wait-ms", options->wait_range,
-                   "A..B: every wait asked is in this range (0 is a try-lock); default 0..1500")
-      ->check(ms_range(0));
-  fuzz->add_flag("--no-limits", options->fuzz.clear_of_limits,
-                 "the target has no limit on keys and waiters: assume none (any B is a violation), and send no\n"
-                 "over-long line and no lease past max_lease_ms");
-  fuzz->add_option("--clients", options->fuzz.clients, "connections open at once")
-      ->check(whole(1, 1'000))
-      ->capture_default_str();
-  fuzz->add_option("--keys", options->fuzz.keys, "keys the workload uses")->check(whole(1, 1'000'000))->capture_default_str();
-  fuzz->add_option("--duration-s", options->fuzz.duration_s, "how long to fuzz")
-      ->check(decimal(1, 86'400))
-      ->capture_default_str();
-  fuzz->add_option("--seed", options->fuzz.seed, "seed of the workload")->check(whole(0))->capture_default_str();
-  fuzz->add_option("--tolerance-ms", options->fuzz.tolerance_ms,
-                   "how late an answer caused by time or another request may arrive")
-      ->check(whole_signed(0, 60'000))
-      ->capture_default_str();
-  fuzz->add_option("--restart-every-s", options->fuzz.restart_every_s,
-                   "kill and restart the target this often (with --exec): tokens must keep increasing")
-      ->check(decimal(0, 86'400))
-      ->capture_default_str();
-  fuzz->add_option("--mean-gap-ms", options->fuzz.mean_gap_ms,
-                   "mean time between one client's requests (0: from --clients)")
-      ->check(decimal(0, 60'000))
-      ->capture_default_str();
-  fuzz->add_flag("--strict-syntax", options->fuzz.strict_syntax,
-                 "also send lines only this project's strict wire syntax refuses (two spaces, token 0, an empty line)");
+  add_server_options(*fuzz, *options);
+  add_workload_options(*fuzz, options->fuzz);
   fuzz->add_option("--history", options->outputs.history_path, "write the recorded history (NDJSON) here")
       ->check(writable_file());
   add_output_options(*fuzz, options->outputs);
   fuzz->callback([options, fuzz, &run] {
-    for (const auto* option : fuzz->get_options()) {
-      if (option->count() > 0) options->given.push_back(option->get_name());
-    }
-    for (const auto name : limit_names) {
-      std::string flag = "--" + std::string(name);
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      if (fuzz->get_option(flag)->count() > 0) options->limits_given.emplace_back(name);
-    }
+    record_given(*fuzz, *options);
     run = [options] {
       return options->mode == "cluster" ? live::run_cluster_fuzz_request(*options) : live::run_fuzz_request(*options);
     };

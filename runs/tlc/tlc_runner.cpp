@@ -128,91 +128,144 @@ static std::optional<std::uint64_t> number_after(const std::string& text, std::s
   return any ? std::optional{value} : std::nullopt;
 }
 
-TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir) {
-  TraceVerdict verdict;
-  write_tla_files(trace, work_dir);
-  // One worker: the trace spec has one path, so more workers only contend.
+namespace {
+
+// One validation of a trace: TLC run on it in `work_dir` (a second time to
+// locate the event, when the first pass ends early) and its output judged.
+class TraceValidation {
+ public:
+  TraceValidation(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir)
+      : trace_(trace), jar_(jar), work_dir_(work_dir) {}
+
+  TraceVerdict run() {
+    write_tla_files(trace_, work_dir_);
+    run_passes();
+    judge();
+    return verdict_;
+  }
+
+ private:
   // The first pass has no Stuck action and does not check deadlock; only a
   // path that ends early is run again to name the event (TraceLocateNext).
-  const auto run_tlc = [&](const std::string& config, const std::string& log) {
+  void run_passes() {
+    log_ = work_dir_ + "/tlc.log";
+    const auto started = std::chrono::steady_clock::now();
+    status_ = run_tlc(trace_.module_name + ".cfg");
+    output_ = read_file(log_);
+    ended_early_ = status_ == 0 && output_.find("<<\"trace-done\", ") == std::string::npos &&
+                   output_.find("No error has been found") != std::string::npos;
+    if (ended_early_) {
+      log_ = work_dir_ + "/tlc-locate.log";
+      status_ = run_tlc(trace_.module_name + "Locate.cfg");
+      output_ = read_file(log_);
+    }
+    verdict_.tlc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (const auto n = number_after(output_, "states generated, ")) verdict_.tlc_states = *n;
+  }
+
+  // TLC on the trace module with `config`, its output into log_.
+  int run_tlc(const std::string& config) {
+    // One worker: the trace spec has one path, so more workers only contend.
     // The serial collector: one TLC worker walks one path, and parallel
     // collection threads cost a loaded 2-core machine more than they save.
     // TLC copies the standard modules into java.io.tmpdir: a directory of
     // its own, so that TLC runs at the same time do not read each other's
     // half-written copies.
-    const std::vector<std::string> argv{"java", "-XX:+UseSerialGC", "-Xss64m", "-Djava.io.tmpdir=" + work_dir,
-                                        "-cp", jar, "tlc2.TLC",
-                                        "-nowarning", "-workers", "1", "-deadlock", "-metadir", work_dir + "/states",
-                                        "-config", config, trace.module_name + ".tla"};
-    return run_in(work_dir, argv, log, verdict.tlc_cpu_seconds);
-  };
-  std::string log = work_dir + "/tlc.log";
-  const auto started = std::chrono::steady_clock::now();
-  int status = run_tlc(trace.module_name + ".cfg", log);
-  std::string output = read_file(log);
-  const bool ended_early = status == 0 && output.find("<<\"trace-done\", ") == std::string::npos &&
-                           output.find("No error has been found") != std::string::npos;
-  if (ended_early) {
-    log = work_dir + "/tlc-locate.log";
-    status = run_tlc(trace.module_name + "Locate.cfg", log);
-    output = read_file(log);
+    const std::vector<std::string> argv{"java", "-XX:+UseSerialGC", "-Xss64m", "-Djava.io.tmpdir=" + work_dir_,
+                                        "-cp", jar_, "tlc2.TLC",
+                                        "-nowarning", "-workers", "1", "-deadlock", "-metadir", work_dir_ + "/states",
+                                        "-config", config, trace_.module_name + ".tla"};
+    return run_in(work_dir_, argv, log_, verdict_.tlc_cpu_seconds);
   }
-  verdict.tlc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (const auto n = number_after(output, "states generated, ")) verdict.tlc_states = *n;
 
-  const auto stuck = output.find("<<\"trace-stuck\", ");
-  const auto done = output.find("<<\"trace-done\", ");
-  // The cluster trace spec's locating pass prints each event it explains.
-  constexpr std::string_view explained_marker = "<<\"trace-explained\", ";
-  const auto last_explained = output.rfind(explained_marker);
-  if (status == 127 || status < 0) {
-    verdict.message = fmt::format("could not run java (status {}); is a JDK on PATH?", status);
-  } else if (ended_early && status == 0 && done == std::string::npos && stuck == std::string::npos &&
-             output.find("No error has been found") != std::string::npos) {
+  void judge() {
+    const auto stuck = output_.find("<<\"trace-stuck\", ");
+    const auto done = output_.find("<<\"trace-done\", ");
+    if (status_ == 127 || status_ < 0) {
+      verdict_.message = fmt::format("could not run java (status {}); is a JDK on PATH?", status_);
+    } else if (ended_early_ && status_ == 0 && done == std::string::npos && stuck == std::string::npos &&
+               output_.find("No error has been found") != std::string::npos) {
+      judge_unexplained();
+    } else if (stuck != std::string::npos) {
+      judge_stuck(stuck);
+    } else if (output_.find("Invariant TraceInvariant is violated") != std::string::npos) {
+      judge_invariant();
+    } else if (status_ == 0 && done != std::string::npos) {
+      judge_done(done);
+    } else {
+      const auto error = tlc_error(output_);
+      verdict_.message = fmt::format("TLC exited with status {}{}{} (log: {})", status_, error.empty() ? "" : ": ",
+                                     error, log_);
+    }
+  }
+
+  // The locating pass ended short of the trace's end without naming the
+  // event it stuck at.
+  void judge_unexplained() {
+    // The cluster trace spec's locating pass prints each event it explains.
+    constexpr std::string_view explained_marker = "<<\"trace-explained\", ";
+    const auto last_explained = output_.rfind(explained_marker);
     // <<"trace-explained", event, time>>: the event after the last one.
     const auto event = last_explained == std::string::npos ? std::optional<std::uint64_t>{0}
-                                                           : number_after(output, explained_marker, last_explained);
+                                                           : number_after(output_, explained_marker, last_explained);
     const auto comma = last_explained == std::string::npos
                            ? std::string::npos
-                           : output.find(", ", last_explained + explained_marker.size());
-    const auto time = comma == std::string::npos ? std::nullopt : number_after(output, ", ", comma);
-    verdict.kind = TraceVerdict::Kind::invalid;
-    verdict.event = event.value_or(0) + 1;
-    verdict.message = fmt::format("no step of the spec explains it (spec {} at {} ms)",
-                                  trace.mode == sim::TraceMode::cluster ? "time" : "clock",
-                                  time ? std::to_string(*time) : "?");
-  } else if (stuck != std::string::npos) {
+                           : output_.find(", ", last_explained + explained_marker.size());
+    const auto time = comma == std::string::npos ? std::nullopt : number_after(output_, ", ", comma);
+    verdict_.kind = TraceVerdict::Kind::invalid;
+    verdict_.event = event.value_or(0) + 1;
+    verdict_.message = fmt::format("no step of the spec explains it (spec {} at {} ms)", clock_name(),
+                                   time ? std::to_string(*time) : "?");
+  }
+
+  void judge_stuck(std::size_t stuck) {
     // <<"trace-stuck", event, clock>>
     constexpr std::string_view marker = "<<\"trace-stuck\", ";
-    const auto event = number_after(output, marker, stuck);
-    const auto comma = output.find(", ", stuck + marker.size());
-    const auto clock = comma == std::string::npos ? std::nullopt : number_after(output, ", ", comma);
-    verdict.kind = TraceVerdict::Kind::invalid;
-    verdict.event = event.value_or(0);
-    verdict.message = fmt::format("no step of the spec explains it (spec {} at {} ms)",
-                                  trace.mode == sim::TraceMode::cluster ? "time" : "clock",
-                                  clock ? std::to_string(*clock) : "?");
-  } else if (output.find("Invariant TraceInvariant is violated") != std::string::npos) {
-    // The error trace's last state says how many events it had explained.
-    const auto last_index = output.rfind("/\\ i = ");
-    const auto last = last_index == std::string::npos ? std::nullopt : number_after(output, "/\\ i = ", last_index);
-    verdict.kind = TraceVerdict::Kind::invalid;
-    verdict.event = std::max<std::uint64_t>(last.value_or(0), 1);
-    verdict.message = fmt::format("a state invariant of {} (TraceInvariant) is violated after it",
-                                  trace.mode == sim::TraceMode::cluster ? "LockCluster" : "LockServer");
-  } else if (status == 0 && done != std::string::npos) {
-    const auto explained = number_after(output, "<<\"trace-done\", ", done).value_or(0);
-    if (explained == trace.steps.size()) {
-      verdict.kind = TraceVerdict::Kind::valid;
-    } else {
-      verdict.message = fmt::format("TLC explained {} events of {}", explained, trace.steps.size());
-    }
-  } else {
-    const auto error = tlc_error(output);
-    verdict.message = fmt::format("TLC exited with status {}{}{} (log: {})", status, error.empty() ? "" : ": ",
-                                  error, log);
+    const auto event = number_after(output_, marker, stuck);
+    const auto comma = output_.find(", ", stuck + marker.size());
+    const auto clock = comma == std::string::npos ? std::nullopt : number_after(output_, ", ", comma);
+    verdict_.kind = TraceVerdict::Kind::invalid;
+    verdict_.event = event.value_or(0);
+    verdict_.message = fmt::format("no step of the spec explains it (spec {} at {} ms)", clock_name(),
+                                   clock ? std::to_string(*clock) : "?");
   }
-  return verdict;
+
+  void judge_invariant() {
+    // The error trace's last state says how many events it had explained.
+    const auto last_index = output_.rfind("/\\ i = ");
+    const auto last = last_index == std::string::npos ? std::nullopt : number_after(output_, "/\\ i = ", last_index);
+    verdict_.kind = TraceVerdict::Kind::invalid;
+    verdict_.event = std::max<std::uint64_t>(last.value_or(0), 1);
+    verdict_.message = fmt::format("a state invariant of {} (TraceInvariant) is violated after it",
+                                   trace_.mode == sim::TraceMode::cluster ? "LockCluster" : "LockServer");
+  }
+
+  void judge_done(std::size_t done) {
+    const auto explained = number_after(output_, "<<\"trace-done\", ", done).value_or(0);
+    if (explained == trace_.steps.size()) {
+      verdict_.kind = TraceVerdict::Kind::valid;
+    } else {
+      verdict_.message = fmt::format("TLC explained {} events of {}", explained, trace_.steps.size());
+    }
+  }
+
+  // What the trace spec of the mode calls its clock.
+  const char* clock_name() const { return trace_.mode == sim::TraceMode::cluster ? "time" : "clock"; }
+
+  const sim::TlaTrace& trace_;
+  const std::string& jar_;
+  const std::string& work_dir_;
+  TraceVerdict verdict_;
+  std::string log_;  // the last pass's
+  int status_ = 0;
+  std::string output_;
+  bool ended_early_ = false;
+};
+
+}  // namespace
+
+TraceVerdict validate_trace(const sim::TlaTrace& trace, const std::string& jar, const std::string& work_dir) {
+  return TraceValidation(trace, jar, work_dir).run();
 }
 
 std::string format_verdict(const sim::TlaTrace& trace, const TraceVerdict& verdict) {
