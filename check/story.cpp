@@ -65,100 +65,127 @@ std::string response_text(const KeyInput& input, const KeyFailure& failure) {
   return "E";
 }
 
+// An instant of the explanation, in ms, as the story writes times.
+std::string instant_text(std::int64_t ms, std::int64_t origin_us) { return at_text(ms * 1000, origin_us); }
+
+// A connection's number in the history, from its slot (0: no such slot).
+std::uint32_t conn_id_of(const KeyInput& input, std::uint32_t slot) {
+  return slot < input.conns.size() ? input.conns[slot].id : 0;
+}
+
+std::string request_line(const KeyInput& input, std::int32_t index) {
+  return index >= 0 ? std::string(input.requests[static_cast<std::size_t>(index)].line) : std::string("?");
+}
+
+// When a missing answer was owed, and because of what.
+std::string missing_when(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  // Cluster mode owes a caused answer by no instant unless a maximum
+  // lateness is stated: there it is simply the answer of its cause.
+  const auto by = failure.due_by_us >= 0 ? fmt::format("by {}", at_text(failure.due_by_us, origin_us))
+                                         : std::string("as the answer");
+  switch (failure.cause) {
+    case KeyFailure::Cause::request:
+      return fmt::format("at once to `{}` sent at {} (handled by {} in the furthest explanation)",
+                         request_line(input, failure.request),
+                         at_text(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
+                         instant_text(failure.at_ms + 1, origin_us));
+    case KeyFailure::Cause::release:
+      return fmt::format("{} (the release `{}` at {} handed the key to its head waiter)", by,
+                         request_line(input, failure.cause_request), instant_text(failure.at_ms, origin_us));
+    case KeyFailure::Cause::sweep:
+      return fmt::format("by {} (the sweep at {} handed the expired key to its head waiter)",
+                         at_text(failure.due_by_us, origin_us), instant_text(failure.at_ms, origin_us));
+    case KeyFailure::Cause::deadline:
+      return fmt::format("{} (the wait of `{}` ended at {})", by, request_line(input, failure.request),
+                         instant_text(failure.at_ms, origin_us));
+    case KeyFailure::Cause::expire:
+      return fmt::format("{} (the Expire at {} of the grant to `{}` handed the key to its head waiter)", by,
+                         instant_text(failure.at_ms, origin_us), request_line(input, failure.cause_request));
+  }
+  return {};
+}
+
+// What is wrong with the timing of `seen`, the answer that came instead of
+// the missing one, if it is of the same kind; empty when nothing is.
+std::string got_timing(const KeyObservation& seen, const KeyFailure& failure) {
+  const bool same = seen.kind == failure.response;
+  std::string timing = !same ? ""
+                       : seen.received_us < failure.at_ms * 1000 - 1000 ? " (too early)"
+                       : failure.due_by_us >= 0 && seen.arrived_from_us > failure.due_by_us ? " (too late)"
+                                                                                            : "";
+  if (same && timing.empty() && seen.kind == ResponseKind::granted && seen.token != failure.next_token) {
+    timing = failure.next_token == 0
+                 ? " (no token of the key is left for it: tokens increase in the order issued)"
+                 : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
+                               failure.next_token);
+  }
+  return timing;
+}
+
+// What came instead of a missing answer.
+std::string missing_got(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  if (failure.got >= 0) {
+    const auto& seen = input.observations[static_cast<std::size_t>(failure.got)];
+    return fmt::format("got `{}` at {}{}", seen.line, at_text(seen.received_us, origin_us), got_timing(seen, failure));
+  }
+  const auto& conn = input.conns[failure.conn];
+  return fmt::format("nothing of the kind arrived (the connection was watched until {})",
+                     at_text(conn.end_us, origin_us));
+}
+
+std::string missing_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  const std::string when = missing_when(input, failure, origin_us);
+  const std::string got = missing_got(input, failure, origin_us);
+  return fmt::format("expected `{}` on connection {} {}, {}", response_text(input, failure),
+                     conn_id_of(input, failure.conn), when, got);
+}
+
+std::string unexplained_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
+  if (!failure.instead.empty()) {
+    // A cluster's reason is said outright (ClusterFrontier::early_timeout).
+    return fmt::format("`{}` on connection {} at {} has no explanation: {}{}", seen.line, conn_id_of(input, seen.conn),
+                       at_text(seen.received_us, origin_us), input.cluster.on ? "" : "in the furthest explanation ",
+                       failure.instead);
+  }
+  return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
+                     seen.line, conn_id_of(input, seen.conn), at_text(seen.received_us, origin_us));
+}
+
+std::string late_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  if (failure.request < 0) {
+    return "it has an explanation only with more lateness than the maximum lateness allows (an Expire, a Timeout or "
+           "a caused answer later than that past its deadline)";
+  }
+  const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
+                     : failure.cause == KeyFailure::Cause::deadline ? "the Timeout of"
+                                                                    : "an answer caused by time or by another request, to";
+  return fmt::format("{} `{}` is later than the maximum lateness allows: it was due by {} at the latest, and the "
+                     "explanation that needs the least lateness has it at {}",
+                     what, request_line(input, failure.request), at_text(failure.due_by_us, origin_us),
+                     instant_text(failure.at_ms, origin_us));
+}
+
+std::string unhandled_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
+  const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
+  return fmt::format("`{}` sent on connection {} at {} cannot be handled by {} with an answer that matches what "
+                     "arrived",
+                     request.line, conn_id_of(input, request.conn), at_text(request.sent_us, origin_us),
+                     instant_text(failure.at_ms, origin_us));
+}
+
 }  // namespace
 
 // The culprit and what the contract would have answered there, in the
 // furthest explanation: "expected `A <token> bob k` on connection 2 by
 // +195.000 ms (...), got `T bob k` at +174.000 ms".
 std::string failure_sentence(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
-  const auto instant = [&](std::int64_t ms) { return at_text(ms * 1000, origin_us); };
-  const auto conn_id = [&](std::uint32_t slot) { return slot < input.conns.size() ? input.conns[slot].id : 0; };
-  const auto request_line = [&](std::int32_t index) {
-    return index >= 0 ? std::string(input.requests[static_cast<std::size_t>(index)].line) : std::string("?");
-  };
   switch (failure.kind) {
     case KeyFailure::Kind::none: return {};
-    case KeyFailure::Kind::missing: {
-      // Cluster mode owes a caused answer by no instant unless a maximum
-      // lateness is stated: there it is simply the answer of its cause.
-      const auto by = failure.due_by_us >= 0 ? fmt::format("by {}", at_text(failure.due_by_us, origin_us))
-                                             : std::string("as the answer");
-      std::string when;
-      switch (failure.cause) {
-        case KeyFailure::Cause::request:
-          when = fmt::format("at once to `{}` sent at {} (handled by {} in the furthest explanation)",
-                             request_line(failure.request),
-                             at_text(input.requests[static_cast<std::size_t>(failure.request)].sent_us, origin_us),
-                             instant(failure.at_ms + 1));
-          break;
-        case KeyFailure::Cause::release:
-          when = fmt::format("{} (the release `{}` at {} handed the key to its head waiter)", by,
-                             request_line(failure.cause_request), instant(failure.at_ms));
-          break;
-        case KeyFailure::Cause::sweep:
-          when = fmt::format("by {} (the sweep at {} handed the expired key to its head waiter)",
-                             at_text(failure.due_by_us, origin_us), instant(failure.at_ms));
-          break;
-        case KeyFailure::Cause::deadline:
-          when = fmt::format("{} (the wait of `{}` ended at {})", by, request_line(failure.request),
-                             instant(failure.at_ms));
-          break;
-        case KeyFailure::Cause::expire:
-          when = fmt::format("{} (the Expire at {} of the grant to `{}` handed the key to its head waiter)", by,
-                             instant(failure.at_ms), request_line(failure.cause_request));
-          break;
-      }
-      std::string got;
-      if (failure.got >= 0) {
-        const auto& seen = input.observations[static_cast<std::size_t>(failure.got)];
-        const bool same = seen.kind == failure.response;
-        std::string timing = !same ? ""
-                             : seen.received_us < failure.at_ms * 1000 - 1000 ? " (too early)"
-                             : failure.due_by_us >= 0 && seen.arrived_from_us > failure.due_by_us ? " (too late)"
-                                                                                                  : "";
-        if (same && timing.empty() && seen.kind == ResponseKind::granted && seen.token != failure.next_token) {
-          timing = failure.next_token == 0
-                       ? " (no token of the key is left for it: tokens increase in the order issued)"
-                       : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
-                                     failure.next_token);
-        }
-        got = fmt::format("got `{}` at {}{}", seen.line, at_text(seen.received_us, origin_us), timing);
-      } else {
-        const auto& conn = input.conns[failure.conn];
-        got = fmt::format("nothing of the kind arrived (the connection was watched until {})", at_text(conn.end_us, origin_us));
-      }
-      return fmt::format("expected `{}` on connection {} {}, {}", response_text(input, failure), conn_id(failure.conn),
-                         when, got);
-    }
-    case KeyFailure::Kind::unexplained: {
-      const auto& seen = input.observations[static_cast<std::size_t>(failure.observation)];
-      if (!failure.instead.empty()) {
-        // A cluster's reason is said outright (ClusterFrontier::early_timeout).
-        return fmt::format("`{}` on connection {} at {} has no explanation: {}{}", seen.line, conn_id(seen.conn),
-                           at_text(seen.received_us, origin_us), input.cluster.on ? "" : "in the furthest explanation ",
-                           failure.instead);
-      }
-      return fmt::format("`{}` on connection {} at {} has no explanation: no answer of the contract gives it then",
-                         seen.line, conn_id(seen.conn), at_text(seen.received_us, origin_us));
-    }
-    case KeyFailure::Kind::late: {
-      if (failure.request < 0) {
-        return "it has an explanation only with more lateness than the maximum lateness allows (an Expire, a Timeout or "
-               "a caused answer later than that past its deadline)";
-      }
-      const char* what = failure.cause == KeyFailure::Cause::expire     ? "the Expire of the grant to"
-                         : failure.cause == KeyFailure::Cause::deadline ? "the Timeout of"
-                                                                        : "an answer caused by time or by another request, to";
-      return fmt::format("{} `{}` is later than the maximum lateness allows: it was due by {} at the latest, and the "
-                         "explanation that needs the least lateness has it at {}",
-                         what, request_line(failure.request), at_text(failure.due_by_us, origin_us), instant(failure.at_ms));
-    }
-    case KeyFailure::Kind::unhandled: {
-      const auto& request = input.requests[static_cast<std::size_t>(failure.request)];
-      return fmt::format("`{}` sent on connection {} at {} cannot be handled by {} with an answer that matches what "
-                         "arrived",
-                         request.line, conn_id(request.conn), at_text(request.sent_us, origin_us), instant(failure.at_ms));
-    }
+    case KeyFailure::Kind::missing: return missing_sentence(input, failure, origin_us);
+    case KeyFailure::Kind::unexplained: return unexplained_sentence(input, failure, origin_us);
+    case KeyFailure::Kind::late: return late_sentence(input, failure, origin_us);
+    case KeyFailure::Kind::unhandled: return unhandled_sentence(input, failure, origin_us);
   }
   return {};
 }

@@ -67,6 +67,13 @@ std::string action_text(const ExplorerAction& a, const SpecBounds& b, TimeMs at)
   return fmt::format("time moves to {}", at.value);
 }
 
+// Ends the search at a property that fails, with the behaviour reaching it.
+void stop_search(ExploreResult& result, PropertyFailure failure, std::vector<std::uint32_t> behaviour) {
+  result.failure = std::move(failure);
+  result.counterexample = std::move(behaviour);
+  result.complete = false;
+}
+
 }  // namespace
 
 Explorer::Explorer(SpecBounds bounds, std::optional<InjectedBug> bug)
@@ -123,90 +130,110 @@ bool Explorer::apply(const ExplorerAction& a, Model& model, std::uint32_t& open,
   return false;
 }
 
-ExploreResult Explorer::run(std::optional<int> steps_max) {
-  ExploreResult result;
-  parents_.clear();
+struct Explorer::Search {
+  Search(ExploreResult& into, Model base_model, Model scratch_model)
+      : result(into), base(std::move(base_model)), scratch(std::move(scratch_model)) {}
+
+  ExploreResult& result;
   // Every distinct state as its encoded view, numbered in the order found:
   // the seen-set, and (breadth-first) the frontier too, expanded in number
   // order. A state's model is rebuilt from its view when it is expanded.
   StateStore states;
   std::string bytes;
-
-  const auto stop = [&](PropertyFailure failure, std::vector<std::uint32_t> behaviour) {
-    result.failure = std::move(failure);
-    result.counterexample = std::move(behaviour);
-    result.complete = false;
-  };
-
   StateView before;
-  {
-    const Model init = initial_model();
-    view_of(init, all_open(bounds_), {}, names_, before);
-    encode(before, bytes);
-    states.insert(bytes);
-    parents_.push_back({0, 0});
-    result.states_generated = 1;
-    result.depth = 1;
-    if (auto failure = check_state(before, bounds_)) {
-      stop(*failure, {});
-      result.distinct_states = 1;
-      return result;
-    }
-  }
-
   // Reused for every successor: assigning a model to it reuses its storage.
-  Model base = initial_model();
-  Model scratch = initial_model();
+  Model base;
+  Model scratch;
   StateView after;
   Outputs out;
+};
+
+ExploreResult Explorer::run(std::optional<int> steps_max) {
+  ExploreResult result;
+  parents_.clear();
+  Search search(result, initial_model(), initial_model());
+  if (!start_search(search)) return result;
+
   int steps = 0;                  // of the states numbered below level_end
   std::uint32_t level_end = 1;    // the first state one step further
-  for (std::uint32_t index = 0; index < states.size() && !result.failure; ++index) {
+  for (std::uint32_t index = 0; index < search.states.size() && !result.failure; ++index) {
     if (index == level_end) {
       ++steps;
-      level_end = states.size();
+      level_end = search.states.size();
     }
     if (steps_max && steps >= *steps_max) {
       result.complete = false;
       break;
     }
-    decode(states.at(index), bounds_.sweep_ms, before);
-    base = model_of(before, bounds_, bug_);
-    bool scratch_is_base = false;
-    for (std::uint32_t a = 0; a < actions_.size(); ++a) {
-      const auto& action = actions_[a];
-      if (!enabled(action, before)) continue;
-      if (!scratch_is_base) scratch = base;
-      scratch_is_base = false;
-      std::uint32_t open = before.open;
-      out.clear();
-      if (!apply(action, scratch, open, out)) continue;
-      ++result.states_generated;
-      view_of(scratch, open, out, names_, after);
-      // A step that changed nothing of the model's view (an N, a B, a T at
-      // once) left a model that behaves as the state's does: the next
-      // action starts from it without a copy.
-      scratch_is_base = after.same_model_as(before);
-      count_step(before, after, action.kind, bounds_, result.coverage);
-      if (auto failure = check_step(before, after, action.kind, bounds_)) {
-        auto behaviour = behaviour_to(index);
-        behaviour.push_back(a);
-        stop(*failure, std::move(behaviour));
-        break;
-      }
-      encode(after, bytes);
-      const auto [found, fresh] = states.insert(bytes);
-      if (!fresh) continue;
-      parents_.push_back({index, a});
-      result.depth = std::max(result.depth, steps + 2);
-      if (auto failure = check_state(after, bounds_)) {
-        stop(*failure, behaviour_to(found));
-        break;
-      }
-    }
+    expand(index, steps, search);
   }
   result.distinct_states = parents_.size();
   return result;
+}
+
+// Numbers the initial state; false when it fails a property (the result
+// then says which).
+bool Explorer::start_search(Search& search) {
+  const Model init = initial_model();
+  view_of(init, all_open(bounds_), {}, names_, search.before);
+  encode(search.before, search.bytes);
+  search.states.insert(search.bytes);
+  parents_.push_back({0, 0});
+  search.result.states_generated = 1;
+  search.result.depth = 1;
+  if (auto failure = check_state(search.before, bounds_)) {
+    stop_search(search.result, *failure, {});
+    search.result.distinct_states = 1;
+    return false;
+  }
+  return true;
+}
+
+// Tries every action enabled in state `index` (`steps` steps from the
+// initial state), until a property fails.
+void Explorer::expand(std::uint32_t index, int steps, Search& search) {
+  decode(search.states.at(index), bounds_.sweep_ms, search.before);
+  search.base = model_of(search.before, bounds_, bug_);
+  bool scratch_is_base = false;
+  for (std::uint32_t a = 0; a < actions_.size(); ++a) {
+    const auto& action = actions_[a];
+    if (!enabled(action, search.before)) continue;
+    if (!scratch_is_base) search.scratch = search.base;
+    scratch_is_base = false;
+    std::uint32_t open = search.before.open;
+    search.out.clear();
+    if (!apply(action, search.scratch, open, search.out)) continue;
+    ++search.result.states_generated;
+    view_of(search.scratch, open, search.out, names_, search.after);
+    // A step that changed nothing of the model's view (an N, a B, a T at
+    // once) left a model that behaves as the state's does: the next
+    // action starts from it without a copy.
+    scratch_is_base = search.after.same_model_as(search.before);
+    if (!add_successor(index, a, steps, search)) break;
+  }
+}
+
+// Checks the step of action `a` from state `index` to search.after, and
+// numbers search.after if it was not seen; false when a property fails.
+bool Explorer::add_successor(std::uint32_t index, std::uint32_t a, int steps, Search& search) {
+  const StepKind kind = actions_[a].kind;
+  count_step(search.before, search.after, kind, bounds_, search.result.coverage);
+  if (auto failure = check_step(search.before, search.after, kind, bounds_)) {
+    auto behaviour = behaviour_to(index);
+    behaviour.push_back(a);
+    stop_search(search.result, *failure, std::move(behaviour));
+    return false;
+  }
+  encode(search.after, search.bytes);
+  const auto [found, fresh] = search.states.insert(search.bytes);
+  if (!fresh) return true;
+  parents_.push_back({index, a});
+  search.result.depth = std::max(search.result.depth, steps + 2);
+  if (auto failure = check_state(search.after, bounds_)) {
+    stop_search(search.result, *failure, behaviour_to(found));
+    return false;
+  }
+  return true;
 }
 
 std::vector<std::uint32_t> Explorer::behaviour_to(std::uint32_t state) const {

@@ -87,6 +87,13 @@ class Explorer {
   bool apply(const ExplorerAction& action, Model& model, std::uint32_t& open, Outputs& out) const;
   Model initial_model() const;
 
+  // One run's search (explorer.cpp): its states, and the buffers reused for
+  // every successor.
+  struct Search;
+  bool start_search(Search& search);
+  void expand(std::uint32_t index, int steps, Search& search);
+  bool add_successor(std::uint32_t index, std::uint32_t action, int steps, Search& search);
+
   struct Parent {
     std::uint32_t state;
     std::uint32_t action;

@@ -119,48 +119,71 @@ std::optional<std::int64_t> EtcdLog::sync(std::string& error, SyncError& kind) {
   etcdserverpb::RangeRequest request;
   request.set_key(keys_.snapshot());
   etcdserverpb::RangeResponse pointer_response;
-  auto status = client_.range(request, pointer_response, config_.call_timeout);
+  const auto status = client_.range(request, pointer_response, config_.call_timeout);
   if (!status.ok()) {
     error = describe(status);
     return std::nullopt;
   }
   const std::int64_t revision = pointer_response.header().revision();
-  if (pointer_response.kvs_size() > 0) {
-    const auto pointer = decode_pointer(pointer_response.kvs(0).value(), error);
-    if (!pointer) {
-      kind = SyncError::corrupt;
+  if (pointer_response.kvs_size() > 0 && !sync_snapshot(pointer_response.kvs(0).value(), revision, error, kind)) {
+    return std::nullopt;
+  }
+  if (!sync_log(revision, error, kind) || !sync_leader(revision, error)) return std::nullopt;
+  kind = SyncError::none;
+  return revision;
+}
+
+// Delivers the snapshot the pointer names if it is ahead of what was
+// delivered.
+bool EtcdLog::sync_snapshot(std::string_view pointer_bytes, std::int64_t revision, std::string& error,
+                            SyncError& kind) {
+  const auto pointer = decode_pointer(pointer_bytes, error);
+  if (!pointer) {
+    kind = SyncError::corrupt;
+    return false;
+  }
+  if (pointer->index <= delivered_) return true;
+  auto state = read_snapshot(*pointer, revision, error, kind);
+  if (!state) return false;
+  const auto bytes = state->size();
+  post(log_event::Restored{pointer->index, std::move(*state)}, bytes);
+  delivered_ = pointer->index;
+  return true;
+}
+
+// The snapshot's state, its chunks read at `revision` and checked against
+// its pointer.
+std::optional<std::string> EtcdLog::read_snapshot(const SnapshotPointer& pointer, std::int64_t revision,
+                                                  std::string& error, SyncError& kind) {
+  std::string state;
+  state.reserve(pointer.bytes);
+  for (std::uint32_t chunk = 0; chunk < pointer.chunks; ++chunk) {
+    etcdserverpb::RangeRequest chunk_request;
+    chunk_request.set_key(keys_.chunk_key(pointer.index, chunk));
+    chunk_request.set_revision(revision);
+    etcdserverpb::RangeResponse chunk_response;
+    const auto status = client_.range(chunk_request, chunk_response, config_.call_timeout);
+    if (!status.ok()) {
+      error = describe(status);
       return std::nullopt;
     }
-    if (pointer->index > delivered_) {
-      std::string state;
-      state.reserve(pointer->bytes);
-      for (std::uint32_t chunk = 0; chunk < pointer->chunks; ++chunk) {
-        etcdserverpb::RangeRequest chunk_request;
-        chunk_request.set_key(keys_.chunk_key(pointer->index, chunk));
-        chunk_request.set_revision(revision);
-        etcdserverpb::RangeResponse chunk_response;
-        status = client_.range(chunk_request, chunk_response, config_.call_timeout);
-        if (!status.ok()) {
-          error = describe(status);
-          return std::nullopt;
-        }
-        if (chunk_response.kvs_size() == 0) {
-          kind = SyncError::corrupt;
-          error = fmt::format("chunk {} of the snapshot of index {} is missing", chunk, pointer->index);
-          return std::nullopt;
-        }
-        state += chunk_response.kvs(0).value();
-      }
-      if (state.size() != pointer->bytes || fnv1a_64(state) != pointer->hash) {
-        kind = SyncError::corrupt;
-        error = fmt::format("the snapshot of index {} does not match its pointer", pointer->index);
-        return std::nullopt;
-      }
-      const auto bytes = state.size();
-      post(log_event::Restored{pointer->index, std::move(state)}, bytes);
-      delivered_ = pointer->index;
+    if (chunk_response.kvs_size() == 0) {
+      kind = SyncError::corrupt;
+      error = fmt::format("chunk {} of the snapshot of index {} is missing", chunk, pointer.index);
+      return std::nullopt;
     }
+    state += chunk_response.kvs(0).value();
   }
+  if (state.size() != pointer.bytes || fnv1a_64(state) != pointer.hash) {
+    kind = SyncError::corrupt;
+    error = fmt::format("the snapshot of index {} does not match its pointer", pointer.index);
+    return std::nullopt;
+  }
+  return state;
+}
+
+// Delivers the log entries at `revision` after what was delivered.
+bool EtcdLog::sync_log(std::int64_t revision, std::string& error, SyncError& kind) {
   // The log, in key order (which is log order), a page at a time.
   std::string from = keys_.log_prefix();
   while (true) {
@@ -170,10 +193,10 @@ std::optional<std::int64_t> EtcdLog::sync(std::string& error, SyncError& kind) {
     page_request.set_revision(revision);
     page_request.set_limit(log_page_keys);
     etcdserverpb::RangeResponse page;
-    status = client_.range(page_request, page, config_.call_timeout);
+    const auto status = client_.range(page_request, page, config_.call_timeout);
     if (!status.ok()) {
       error = describe(status);
-      return std::nullopt;
+      return false;
     }
     std::uint64_t previous = 0;
     for (const auto& kv : page.kvs()) {
@@ -181,26 +204,29 @@ std::optional<std::int64_t> EtcdLog::sync(std::string& error, SyncError& kind) {
       if (index <= previous) {
         kind = SyncError::corrupt;
         error = fmt::format("log key {} was written before the key ahead of it", kv.key());
-        return std::nullopt;
+        return false;
       }
       previous = index;
       deliver_entry(kv);
     }
-    if (!page.more() || page.kvs_size() == 0) break;
+    if (!page.more() || page.kvs_size() == 0) return true;
     from = page.kvs(page.kvs_size() - 1).key() + '\0';
   }
+}
+
+// Delivers the election key as it was at `revision`.
+bool EtcdLog::sync_leader(std::int64_t revision, std::string& error) {
   etcdserverpb::RangeRequest leader_request;
   leader_request.set_key(keys_.leader());
   leader_request.set_revision(revision);
   etcdserverpb::RangeResponse leader_response;
-  status = client_.range(leader_request, leader_response, config_.call_timeout);
+  const auto status = client_.range(leader_request, leader_response, config_.call_timeout);
   if (!status.ok()) {
     error = describe(status);
-    return std::nullopt;
+    return false;
   }
   deliver_leader(leader_response.kvs_size() > 0 ? &leader_response.kvs(0) : nullptr);
-  kind = SyncError::none;
-  return revision;
+  return true;
 }
 
 void EtcdLog::deliver_entry(const mvccpb::KeyValue& kv) {

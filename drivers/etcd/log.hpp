@@ -51,6 +51,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -158,6 +159,11 @@ class EtcdLog {
   void watch_loop();
   enum class SyncError { none, retry, corrupt };
   std::optional<std::int64_t> sync(std::string& error, SyncError& kind);
+  bool sync_snapshot(std::string_view pointer_bytes, std::int64_t revision, std::string& error, SyncError& kind);
+  std::optional<std::string> read_snapshot(const SnapshotPointer& pointer, std::int64_t revision, std::string& error,
+                                           SyncError& kind);
+  bool sync_log(std::int64_t revision, std::string& error, SyncError& kind);
+  bool sync_leader(std::int64_t revision, std::string& error);
   void deliver_entry(const mvccpb::KeyValue& kv);
   void deliver_leader(const mvccpb::KeyValue* kv);
   void follow(std::int64_t from_revision);

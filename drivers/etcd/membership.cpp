@@ -204,6 +204,77 @@ bool change_membership(Client& client, const Keys& keys, Timeout timeout, const 
 
 // ---- a node's claim ---------------------------------------------------------
 
+namespace {
+
+// Reads the cluster, trying again while etcd fails until `give_up`; false
+// and `error` on a cluster that cannot be read or an etcd that kept failing.
+bool read_cluster_until(Client& client, const Keys& keys, const JoinRequest& request, const std::string& endpoints,
+                        Clock::time_point give_up, ClusterState& state, std::string& error) {
+  milliseconds backoff{100};
+  while (true) {
+    std::string why;
+    if (read_cluster(client, keys, request.call_timeout, state, why)) return true;
+    if (why.starts_with("the cluster under")) {
+      error = why;
+      return false;
+    }
+    if (Clock::now() + backoff >= give_up) {
+      error = fmt::format("cannot read the cluster from etcd at {} within {} ms: {}", endpoints,
+                          request.start_timeout.count(), why);
+      return false;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, milliseconds{1'000});
+  }
+}
+
+// The cluster the node joins: the one `state` holds, or with init a new one
+// when there is none; false and `error` when there is none to join, or
+// init names other members than the cluster's.
+bool find_or_create_cluster(Client& client, const Keys& keys, const JoinRequest& request,
+                            const std::string& shown_prefix, const std::string& endpoints, ClusterState& state,
+                            bool& created, std::string& error) {
+  const std::vector<Member> wanted =
+      request.members.empty() ? std::vector<Member>{{request.node_id, request.advertise}} : request.members;
+  if (!state.membership && !request.init) {
+    error = fmt::format("--prefix '{}' holds no cluster in etcd at {}: create one with `lockstep cluster init` (or "
+                        "start its first node with --init)",
+                        shown_prefix, endpoints);
+    return false;
+  }
+  if (!state.membership) {
+    if (!create_cluster(client, keys, wanted, request.call_timeout, state, created, error)) {
+      error = "--init: cannot create the cluster: " + error;
+      return false;
+    }
+  } else if (request.init && sorted(state.membership->members) != sorted(wanted)) {
+    error = fmt::format("--init: --prefix '{}' holds a cluster already, whose members ({}) are not {}; start the node "
+                        "without --init, or change the members with `lockstep cluster add` and `remove`",
+                        shown_prefix, describe_members(state.membership->members), describe_members(wanted));
+    return false;
+  }
+  return true;
+}
+
+// Why the node cannot claim its id in `membership`: it is no member, or a
+// member at another address.
+std::optional<std::string> member_refusal(const Membership& membership, const JoinRequest& request,
+                                          const std::string& shown_prefix) {
+  const auto* member = find_member(membership, request.node_id);
+  if (member == nullptr) {
+    return fmt::format(
+        "--node-id {} is not a member of the cluster under --prefix '{}' ({}): add it with `lockstep cluster add`",
+        request.node_id, shown_prefix, describe_members(membership.members));
+  }
+  if (member->advertise != request.advertise) {
+    return fmt::format("--advertise {} is not {}'s address in the cluster under --prefix '{}', {}", request.advertise,
+                       request.node_id, shown_prefix, member->advertise);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 NodeClaim::NodeClaim(const Target& target, const std::string& prefix, const JoinRequest& request)
     : client_(target), keys_(prefix), request_(request) {}
 
@@ -212,97 +283,67 @@ NodeClaim::~NodeClaim() { release(); }
 std::unique_ptr<NodeClaim> NodeClaim::join(const Target& target, const std::string& prefix, const JoinRequest& request,
                                            std::string& error) {
   std::unique_ptr<NodeClaim> claim(new NodeClaim(target, prefix, request));
-  const auto& shown_prefix = prefix;
   const auto endpoints = fmt::format("{}", fmt::join(target.endpoints, ","));
   const auto give_up = Clock::now() + request.start_timeout;
   ClusterState state;
-  milliseconds backoff{100};
-  while (true) {
-    std::string why;
-    if (read_cluster(claim->client_, claim->keys_, request.call_timeout, state, why)) break;
-    if (why.starts_with("the cluster under")) {
-      error = why;
-      return nullptr;
-    }
-    if (Clock::now() + backoff >= give_up) {
-      error = fmt::format("cannot read the cluster from etcd at {} within {} ms: {}", endpoints,
-                          request.start_timeout.count(), why);
-      return nullptr;
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, milliseconds{1'000});
-  }
+  if (!read_cluster_until(claim->client_, claim->keys_, request, endpoints, give_up, state, error)) return nullptr;
   if (auto refusal = peer_port_refusal(claim->client_, target, request.call_timeout)) {
     error = *refusal;
     return nullptr;
   }
-  const std::vector<Member> wanted =
-      request.members.empty() ? std::vector<Member>{{request.node_id, request.advertise}} : request.members;
-  if (!state.membership && !request.init) {
-    error = fmt::format("--prefix '{}' holds no cluster in etcd at {}: create one with `lockstep cluster init` (or "
-                        "start its first node with --init)",
-                        shown_prefix, endpoints);
+  if (!find_or_create_cluster(claim->client_, claim->keys_, request, prefix, endpoints, state, claim->created_,
+                              error)) {
     return nullptr;
   }
-  if (!state.membership) {
-    if (!create_cluster(claim->client_, claim->keys_, wanted, request.call_timeout, state, claim->created_, error)) {
-      error = "--init: cannot create the cluster: " + error;
-      return nullptr;
-    }
-  } else if (request.init && sorted(state.membership->members) != sorted(wanted)) {
-    error = fmt::format("--init: --prefix '{}' holds a cluster already, whose members ({}) are not {}; start the node "
-                        "without --init, or change the members with `lockstep cluster add` and `remove`",
-                        shown_prefix, describe_members(state.membership->members), describe_members(wanted));
-    return nullptr;
-  }
-  const auto give_up_claim = [&](std::string why) {
-    error = std::move(why);
-    return nullptr;
-  };
+  if (!claim->claim_id(prefix, endpoints, give_up, state, error)) return nullptr;
+  claim->keeper_ = std::thread([raw = claim.get()] { raw->keep_loop(); });
+  return claim;
+}
+
+// Claims the node's id in the cluster `state` holds (read again whenever it
+// changes under the claim); false and `error` when the node must not start.
+bool NodeClaim::claim_id(const std::string& shown_prefix, const std::string& endpoints,
+                         std::chrono::steady_clock::time_point give_up, ClusterState& state, std::string& error) {
   std::optional<Clock::time_point> wait_until;
   while (true) {
-    claim->membership_ = *state.membership;
-    claim->cluster_revision_ = state.revision;
-    const auto* member = find_member(claim->membership_, request.node_id);
-    if (member == nullptr) {
-      return give_up_claim(fmt::format(
-          "--node-id {} is not a member of the cluster under --prefix '{}' ({}): add it with `lockstep cluster add`",
-          request.node_id, shown_prefix, describe_members(claim->membership_.members)));
-    }
-    if (member->advertise != request.advertise) {
-      return give_up_claim(fmt::format("--advertise {} is not {}'s address in the cluster under --prefix '{}', {}",
-                                       request.advertise, request.node_id, shown_prefix, member->advertise));
+    membership_ = *state.membership;
+    cluster_revision_ = state.revision;
+    if (auto refusal = member_refusal(membership_, request_, shown_prefix)) {
+      error = std::move(*refusal);
+      return false;
     }
     std::string holder, why;
     std::int64_t holder_ttl_s = 0;
     bool changed = false;
-    if (claim->claim_once(holder, holder_ttl_s, changed, why)) break;
+    if (claim_once(holder, holder_ttl_s, changed, why)) break;
     if (changed) {
-      if (!read_cluster(claim->client_, claim->keys_, request.call_timeout, state, why) || !state.membership) {
-        return give_up_claim(fmt::format("the cluster under --prefix '{}' changed and cannot be read: {}", shown_prefix,
-                                         why.empty() ? "it is gone" : why));
+      if (!read_cluster(client_, keys_, request_.call_timeout, state, why) || !state.membership) {
+        error = fmt::format("the cluster under --prefix '{}' changed and cannot be read: {}", shown_prefix,
+                            why.empty() ? "it is gone" : why);
+        return false;
       }
       continue;
     }
     if (holder.empty()) {
       if (Clock::now() >= give_up) {
-        return give_up_claim(fmt::format("cannot claim --node-id {} in etcd at {} within {} ms: {}", request.node_id,
-                                         endpoints, request.start_timeout.count(), why));
+        error = fmt::format("cannot claim --node-id {} in etcd at {} within {} ms: {}", request_.node_id, endpoints,
+                            request_.start_timeout.count(), why);
+        return false;
       }
     } else {
       // Held: by a process that died (its lease ends within its TTL) or by
       // one that runs.
       if (!wait_until) wait_until = Clock::now() + std::chrono::seconds(holder_ttl_s) + std::chrono::seconds(1);
       if (Clock::now() >= *wait_until) {
-        return give_up_claim(fmt::format("--node-id {} is held by a running process ({}): one process per node id "
-                                         "(a process that died lets it go within {} s)",
-                                         request.node_id, holder, holder_ttl_s));
+        error = fmt::format("--node-id {} is held by a running process ({}): one process per node id "
+                            "(a process that died lets it go within {} s)",
+                            request_.node_id, holder, holder_ttl_s);
+        return false;
       }
     }
     std::this_thread::sleep_for(milliseconds{200});
   }
-  claim->keeper_ = std::thread([raw = claim.get()] { raw->keep_loop(); });
-  return claim;
+  return true;
 }
 
 bool NodeClaim::claim_once(std::string& holder, std::int64_t& holder_ttl_s, bool& membership_changed,

@@ -14,6 +14,7 @@
 // its own and says so through fd() if it loses it to another process.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -111,6 +112,10 @@ class NodeClaim {
 
  private:
   NodeClaim(const Target& target, const std::string& prefix, const JoinRequest& request);
+  // join's last step: claims the id, waiting out a claim that may be a dead
+  // process's.
+  bool claim_id(const std::string& shown_prefix, const std::string& endpoints,
+                std::chrono::steady_clock::time_point give_up, ClusterState& state, std::string& error);
   bool claim_once(std::string& holder, std::int64_t& holder_ttl_s, bool& membership_changed, std::string& error);
   void keep_loop();
 

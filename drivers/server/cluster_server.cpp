@@ -50,6 +50,32 @@ std::int64_t wall_clock_ms() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+cluster::NodeConfig node_config_of(const ClusterServerConfig& config) {
+  cluster::NodeConfig node_config;
+  node_config.limits = config.limits;
+  node_config.sessions = config.sessions;
+  node_config.waiter_grace_ms = DurationMs{config.waiter_grace_ms};
+  node_config.bug = config.bug;
+  node_config.test_clock = config.test_clock;
+  node_config.in_flight_max = config.in_flight_max;
+  node_config.snapshot_every_entries = config.snapshot_every;
+  node_config.log_keep_entries = 0;  // a node behind a snapshot catches up from it
+  return node_config;
+}
+
+// `config` passed validate(): its members parse.
+etcd::JoinRequest join_request_of(const ClusterServerConfig& config, std::string& error) {
+  etcd::JoinRequest join;
+  join.node_id = config.node_id;
+  join.advertise = config.advertise;
+  join.init = config.init;
+  if (!config.members.empty()) join.members = *etcd::parse_members(config.members, error);
+  join.ttl_s = config.leader_ttl_s;
+  join.call_timeout = std::chrono::milliseconds{config.etcd_timeout_ms};
+  join.start_timeout = std::chrono::milliseconds{config.etcd_timeout_ms};
+  return join;
+}
+
 struct Connection : SocketConnection {
   bool node_knows = true;  // false once the node forgot it (its close, or on_close called)
 
@@ -67,6 +93,10 @@ class ClusterServer : LineLoop<Connection> {
 
  private:
   int start();
+  bool join_cluster(const etcd::Target& target, std::string& error);
+  void start_log(const etcd::Target& target);
+  void catch_up();
+  void print_started();
   bool listen_now();
   void accept_all();
   void handle_lines(Connection& c);
@@ -141,16 +171,7 @@ int ClusterServer::start() {
   }
   std::string error;
   const auto target = etcd::parse_endpoints(config_.etcd_endpoints, error);
-  cluster::NodeConfig node_config;
-  node_config.limits = config_.limits;
-  node_config.sessions = config_.sessions;
-  node_config.waiter_grace_ms = DurationMs{config_.waiter_grace_ms};
-  node_config.bug = config_.bug;
-  node_config.test_clock = config_.test_clock;
-  node_config.in_flight_max = config_.in_flight_max;
-  node_config.snapshot_every_entries = config_.snapshot_every;
-  node_config.log_keep_entries = 0;  // a node behind a snapshot catches up from it
-  node_ = std::make_unique<cluster::Node>(node_config);
+  node_ = std::make_unique<cluster::Node>(node_config_of(config_));
 
   sockets_.open({SIGUSR1});  // SIGUSR1: the status line
   // Bound now, so that the port is known (and taken) before the node joins;
@@ -160,45 +181,11 @@ int ClusterServer::start() {
     return 2;
   }
 
-  // The cluster first: a node starts only as a member of the cluster under
-  // its prefix, at its address, and as the only process with its id.
-  etcd::JoinRequest join;
-  join.node_id = config_.node_id;
-  join.advertise = config_.advertise;
-  join.init = config_.init;
-  if (!config_.members.empty()) join.members = *etcd::parse_members(config_.members, error);
-  join.ttl_s = config_.leader_ttl_s;
-  join.call_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
-  join.start_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
-  claim_ = etcd::NodeClaim::join(*target, config_.prefix, join, error);
-  if (!claim_) {
-    fmt::print(stderr, "lockstep serve: {}\n", error);
-    return 2;
-  }
-  sockets_.watch(claim_->fd(), claim_key);
-
-  etcd::LogConfig log_config;
-  log_config.target = *target;
-  log_config.prefix = config_.prefix;
-  log_config.self = etcd::LeaderRecord{config_.node_id, config_.advertise};
-  log_config.leader_ttl_s = config_.leader_ttl_s;
-  log_config.call_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
-  log_config.start_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
-  log_ = std::make_unique<etcd::EtcdLog>(log_config);
-  sockets_.watch(log_->fd(), log_key);
-  log_->start();
+  if (!join_cluster(*target, error)) return 2;
+  start_log(*target);
 
   // Catch up with what etcd holds before serving anyone.
-  bool ready = false;
-  while (!ready && exit_code_ == 0) {
-    pollfd descriptor{log_->fd(), POLLIN, 0};
-    ::poll(&descriptor, 1, 1'000);
-    for (auto& log_event : log_->take_events()) {
-      if (std::holds_alternative<Ready>(log_event)) ready = true;
-      on_log_event(log_event);
-      if (exit_code_ != 0) break;
-    }
-  }
+  catch_up();
   if (exit_code_ != 0) return exit_code_;
   const auto incarnation = log_->new_incarnation(error);
   if (!incarnation) {
@@ -211,26 +198,68 @@ int ClusterServer::start() {
   // clients come once it leads, so that none is told `E not-leader`.
   if (!config_.test_clock && !listen_now()) return 2;
 
-  if (!config_.quiet) {
-    const auto& l = config_.limits;
-    fmt::print(stderr,
-               "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}' (cluster {}{}, members "
-               "{}), leader TTL {} s "
-               "(max_keys={} max_waiters_per_key={} max_waiters={} max_lease_ms={} max_wait_ms={} "
-               "max_line_bytes={} max_connections={} session_window={} session_clients_max={} waiter_grace_ms={}{}{}), "
-               "applied {}{}\n",
-               config_.node_id, config_.host, config_.port, config_.advertise, config_.etcd_endpoints, config_.prefix,
-               claim_->membership().cluster_id, claim_->created() ? " created now" : "",
-               member_ids(claim_->membership()), config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
-               l.max_wait_ms.value, l.max_line_bytes, config_.max_connections, config_.sessions.window,
-               config_.sessions.clients_max, config_.waiter_grace_ms, config_.test_clock ? ", test clock" : "",
-               config_.bug == cluster::ClusterBug::none
-                   ? ""
-                   : fmt::format(", injected bug {}", cluster::cluster_bug_name(config_.bug)),
-               node_->applied(),
-               restored_index_ == 0 ? "" : fmt::format(" (from the snapshot of index {})", restored_index_));
-  }
+  if (!config_.quiet) print_started();
   return 0;
+}
+
+// The cluster first: a node starts only as a member of the cluster under
+// its prefix, at its address, and as the only process with its id.
+bool ClusterServer::join_cluster(const etcd::Target& target, std::string& error) {
+  claim_ = etcd::NodeClaim::join(target, config_.prefix, join_request_of(config_, error), error);
+  if (!claim_) {
+    fmt::print(stderr, "lockstep serve: {}\n", error);
+    return false;
+  }
+  sockets_.watch(claim_->fd(), claim_key);
+  return true;
+}
+
+void ClusterServer::start_log(const etcd::Target& target) {
+  etcd::LogConfig log_config;
+  log_config.target = target;
+  log_config.prefix = config_.prefix;
+  log_config.self = etcd::LeaderRecord{config_.node_id, config_.advertise};
+  log_config.leader_ttl_s = config_.leader_ttl_s;
+  log_config.call_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
+  log_config.start_timeout = std::chrono::milliseconds{config_.etcd_timeout_ms};
+  log_ = std::make_unique<etcd::EtcdLog>(log_config);
+  sockets_.watch(log_->fd(), log_key);
+  log_->start();
+}
+
+// Handles etcd's events until the log says it is ready (or something
+// failed: exit_code_ then says so).
+void ClusterServer::catch_up() {
+  bool ready = false;
+  while (!ready && exit_code_ == 0) {
+    pollfd descriptor{log_->fd(), POLLIN, 0};
+    ::poll(&descriptor, 1, 1'000);
+    for (auto& log_event : log_->take_events()) {
+      if (std::holds_alternative<Ready>(log_event)) ready = true;
+      on_log_event(log_event);
+      if (exit_code_ != 0) break;
+    }
+  }
+}
+
+void ClusterServer::print_started() {
+  const auto& l = config_.limits;
+  fmt::print(stderr,
+             "lockstep serve: cluster node {} on {}:{} (advertised {}), etcd {} prefix '{}' (cluster {}{}, members "
+             "{}), leader TTL {} s "
+             "(max_keys={} max_waiters_per_key={} max_waiters={} max_lease_ms={} max_wait_ms={} "
+             "max_line_bytes={} max_connections={} session_window={} session_clients_max={} waiter_grace_ms={}{}{}), "
+             "applied {}{}\n",
+             config_.node_id, config_.host, config_.port, config_.advertise, config_.etcd_endpoints, config_.prefix,
+             claim_->membership().cluster_id, claim_->created() ? " created now" : "",
+             member_ids(claim_->membership()), config_.leader_ttl_s, l.max_keys, l.max_waiters_per_key, l.max_waiters, l.max_lease_ms.value,
+             l.max_wait_ms.value, l.max_line_bytes, config_.max_connections, config_.sessions.window,
+             config_.sessions.clients_max, config_.waiter_grace_ms, config_.test_clock ? ", test clock" : "",
+             config_.bug == cluster::ClusterBug::none
+                 ? ""
+                 : fmt::format(", injected bug {}", cluster::cluster_bug_name(config_.bug)),
+             node_->applied(),
+             restored_index_ == 0 ? "" : fmt::format(" (from the snapshot of index {})", restored_index_));
 }
 
 bool ClusterServer::listen_now() {

@@ -158,91 +158,109 @@ class Interpreter {
     const auto& name = words[0];
     if (name == "add-nodes") return add_nodes(words);
     if (!cluster_) throw std::runtime_error("add-nodes first");
-    if (name == "campaign") {
-      const auto id = node_arg(words, 1);
-      return act(id, [&] { return cluster_->campaign(id, now_[id]); });
-    }
-    if (name == "propose") {
-      const auto id = node_arg(words, 1);
-      if (words.size() < 3) throw std::runtime_error("propose I DATA");
-      return act(id, [&] {
-        auto r = cluster_->propose(id, words[2], now_[id]);
-        switch (r.kind) {
-          case raft::ProposeResult::Kind::accepted:
-            line(fmt::format("{}: accepted {}@{}", id, r.index, r.term));
-            break;
-          case raft::ProposeResult::Kind::not_leader:
-            line(fmt::format("{}: not leader, leader hint {}", id, r.leader_hint));
-            break;
-          case raft::ProposeResult::Kind::too_many_uncommitted:
-            line(fmt::format("{}: refused, too many uncommitted entries", id));
-            break;
-        }
-        return std::move(r.messages);
-      });
-    }
-    if (name == "tick") {
-      const auto id = node_arg(words, 1);
-      const auto n = std::stoul(option(words, "n").value_or("1"));
-      for (unsigned long i = 0; i < n; ++i) {
-        now_[id] = now_[id] + scenario_tick_ms;
-        act(id, [&] { return cluster_->tick(id, now_[id]); });
-      }
-      return;
-    }
-    if (name == "deliver") {
-      const auto n = std::stoul(option(words, "n").value_or("1"));
-      for (unsigned long i = 0; i < n && !in_flight_.empty(); ++i) deliver_round();
-      return;
-    }
-    if (name == "stabilize") {
-      for (std::uint64_t round = 0; !in_flight_.empty(); ++round) {
-        if (round == stabilize_rounds_max) throw std::runtime_error("no quiescence");
-        deliver_round();
-      }
-      return;
-    }
-    if (name == "drop") {
-      line(fmt::format("dropped {} message(s)", in_flight_.size()));
-      in_flight_.clear();
-      return;
-    }
+    if (name == "campaign") return campaign(words);
+    if (name == "propose") return propose(words);
+    if (name == "tick") return tick(words);
+    if (name == "deliver") return deliver(words);
+    if (name == "stabilize") return stabilize();
+    if (name == "drop") return drop();
     if (name == "partition") return partition(words);
-    if (name == "cut") {
-      if (words.size() < 2) throw std::runtime_error("cut I>J");
-      const auto parts = split(words[1], '>');
-      if (parts.size() != 2) throw std::runtime_error("cut I>J");
-      blocked_[std::stoul(parts[0])][std::stoul(parts[1])] = true;
-      return;
-    }
-    if (name == "heal") {
-      for (auto& row : blocked_) row.assign(row.size(), false);
-      return;
-    }
-    if (name == "crash") {
-      const auto id = node_arg(words, 1);
-      cluster_->crash(id);
-      line(fmt::format("{}: crashed", id));
-      return;
-    }
-    if (name == "restart") {
-      const auto id = node_arg(words, 1);
-      cluster_->restart(id, now_[id]);
-      line(state_line(id));
-      return;
-    }
-    if (name == "compact") {
-      const auto id = node_arg(words, 1);
-      if (words.size() < 3) throw std::runtime_error("compact I INDEX");
-      const auto index = std::stoull(words[2]);
-      act(id, [&] { return cluster_->compact(id, index); });
-      return;
-    }
-    if (name == "status") {
-      for (NodeId id = 1; id <= cluster_->size(); ++id) line(state_line(id));
-      return;
-    }
+    if (name == "cut") return cut(words);
+    if (name == "heal") return heal();
+    if (name == "crash") return crash(words);
+    if (name == "restart") return restart(words);
+    if (name == "compact") return compact(words);
+    if (name == "status") return status();
     throw std::runtime_error("unknown command " + name);
+  }
+
+  void campaign(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    act(id, [&] { return cluster_->campaign(id, now_[id]); });
+  }
+
+  void propose(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    if (words.size() < 3) throw std::runtime_error("propose I DATA");
+    act(id, [&] { return propose_to(id, words[2]); });
+  }
+
+  // Proposes `data` at node `id`, prints how the node took it, and returns
+  // what the node sent.
+  std::vector<Message> propose_to(NodeId id, const std::string& data) {
+    auto r = cluster_->propose(id, data, now_[id]);
+    switch (r.kind) {
+      case raft::ProposeResult::Kind::accepted:
+        line(fmt::format("{}: accepted {}@{}", id, r.index, r.term));
+        break;
+      case raft::ProposeResult::Kind::not_leader:
+        line(fmt::format("{}: not leader, leader hint {}", id, r.leader_hint));
+        break;
+      case raft::ProposeResult::Kind::too_many_uncommitted:
+        line(fmt::format("{}: refused, too many uncommitted entries", id));
+        break;
+    }
+    return std::move(r.messages);
+  }
+
+  void tick(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    const auto n = std::stoul(option(words, "n").value_or("1"));
+    for (unsigned long i = 0; i < n; ++i) {
+      now_[id] = now_[id] + scenario_tick_ms;
+      act(id, [&] { return cluster_->tick(id, now_[id]); });
+    }
+  }
+
+  void deliver(const std::vector<std::string>& words) {
+    const auto n = std::stoul(option(words, "n").value_or("1"));
+    for (unsigned long i = 0; i < n && !in_flight_.empty(); ++i) deliver_round();
+  }
+
+  void stabilize() {
+    for (std::uint64_t round = 0; !in_flight_.empty(); ++round) {
+      if (round == stabilize_rounds_max) throw std::runtime_error("no quiescence");
+      deliver_round();
+    }
+  }
+
+  void drop() {
+    line(fmt::format("dropped {} message(s)", in_flight_.size()));
+    in_flight_.clear();
+  }
+
+  void cut(const std::vector<std::string>& words) {
+    if (words.size() < 2) throw std::runtime_error("cut I>J");
+    const auto parts = split(words[1], '>');
+    if (parts.size() != 2) throw std::runtime_error("cut I>J");
+    blocked_[std::stoul(parts[0])][std::stoul(parts[1])] = true;
+  }
+
+  void heal() {
+    for (auto& row : blocked_) row.assign(row.size(), false);
+  }
+
+  void crash(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    cluster_->crash(id);
+    line(fmt::format("{}: crashed", id));
+  }
+
+  void restart(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    cluster_->restart(id, now_[id]);
+    line(state_line(id));
+  }
+
+  void compact(const std::vector<std::string>& words) {
+    const auto id = node_arg(words, 1);
+    if (words.size() < 3) throw std::runtime_error("compact I INDEX");
+    const auto index = std::stoull(words[2]);
+    act(id, [&] { return cluster_->compact(id, index); });
+  }
+
+  void status() {
+    for (NodeId id = 1; id <= cluster_->size(); ++id) line(state_line(id));
   }
 
   void add_nodes(const std::vector<std::string>& words) {

@@ -175,13 +175,17 @@ bool vector_fails(const std::string& vector_text, InjectedBug bug) {
   return run_vector(std::get<Vector>(parsed), ServiceKind::engine, bug).status == VectorVerdict::Status::fail;
 }
 
-ShrinkResult shrink_failure(const RunResult& failed, const Violation& violation, std::uint64_t evaluations_max) {
-  ShrinkResult result;
-  const Limits& limits = failed.params.limits;
-  const InjectedBug bug = failed.params.bug;
-  // The inputs of the failing incarnation, up to the failure; if the
-  // engine's answers to those are still right (the first symptom was one a
-  // vector cannot show), the whole incarnation.
+namespace {
+
+// What a vector is tried from: the inputs of the failing incarnation up to
+// the failure, that whole incarnation, and the instant a vector ends at.
+struct FailingSlice {
+  std::vector<InputRecord> inputs;
+  std::vector<InputRecord> incarnation;
+  TimeMs end{0};
+};
+
+FailingSlice failing_slice(const RunResult& failed, const Violation& violation) {
   std::size_t begin = 0, cut = failed.inputs.size(), stop = failed.inputs.size();
   for (std::size_t i = 0; i < failed.inputs.size(); ++i) {
     const auto& input = failed.inputs[i];
@@ -195,46 +199,41 @@ ShrinkResult shrink_failure(const RunResult& failed, const Violation& violation,
     }
   }
   cut = std::min(cut, stop);
-  std::vector<InputRecord> inputs(failed.inputs.begin() + static_cast<std::ptrdiff_t>(begin),
-                                  failed.inputs.begin() + static_cast<std::ptrdiff_t>(cut));
-  const std::vector<InputRecord> incarnation(failed.inputs.begin() + static_cast<std::ptrdiff_t>(begin),
-                                             failed.inputs.begin() + static_cast<std::ptrdiff_t>(stop));
-  TimeMs end = std::max(violation.at, inputs.empty() ? TimeMs{0} : inputs.back().at);
-  const auto fails = [&](const std::vector<InputRecord>& candidate) {
-    ++result.evaluations;
-    return vector_fails(vector_for_inputs(candidate, limits, end, ""), bug);
-  };
-  if ((inputs.empty() || !fails(inputs)) && incarnation.size() > inputs.size()) {
-    inputs = incarnation;
-    end = std::max(end, inputs.back().at + failed.params.limits.max_lease_ms + failed.params.limits.sweep_ms);
-  }
-  result.inputs_before = inputs.size();
-  if (inputs.empty() || !fails(inputs)) {
-    result.note = "the failure needs more than a vector can say (a restart, a server fault, or the "
-                  "clients' view across the network); the sim command reproduces it";
-    return result;
-  }
-  // First cut: only what touches the key the violation is about.
-  if (!violation.key.empty()) {
-    std::vector<InputRecord> focused;
-    std::set<std::uint64_t> connections;
-    for (const auto& input : inputs) {
-      if (input.kind == InputRecord::Kind::line && line_key(input.line) == violation.key) {
-        focused.push_back(input);
-        connections.insert(input.connection.value);
-      } else if (input.kind == InputRecord::Kind::close && connections.contains(input.connection.value)) {
-        focused.push_back(input);
-      }
+  FailingSlice slice;
+  slice.inputs.assign(failed.inputs.begin() + static_cast<std::ptrdiff_t>(begin),
+                      failed.inputs.begin() + static_cast<std::ptrdiff_t>(cut));
+  slice.incarnation.assign(failed.inputs.begin() + static_cast<std::ptrdiff_t>(begin),
+                           failed.inputs.begin() + static_cast<std::ptrdiff_t>(stop));
+  slice.end = std::max(violation.at, slice.inputs.empty() ? TimeMs{0} : slice.inputs.back().at);
+  return slice;
+}
+
+// The lines on `key`, and the closes of the connections that sent them.
+std::vector<InputRecord> inputs_on_key(const std::vector<InputRecord>& inputs, const std::string& key) {
+  std::vector<InputRecord> focused;
+  std::set<std::uint64_t> connections;
+  for (const auto& input : inputs) {
+    if (input.kind == InputRecord::Kind::line && line_key(input.line) == key) {
+      focused.push_back(input);
+      connections.insert(input.connection.value);
+    } else if (input.kind == InputRecord::Kind::close && connections.contains(input.connection.value)) {
+      focused.push_back(input);
     }
-    if (!focused.empty() && focused.size() < inputs.size() && fails(focused)) inputs = std::move(focused);
   }
-  // ddmin: try removing each of n chunks; on success keep the rest, else
-  // cut finer, until single inputs cannot be removed.
+  return focused;
+}
+
+// ddmin: try removing each of n chunks; on success keep the rest, else
+// cut finer, until single inputs cannot be removed. `evaluations` is what
+// `fails` counts.
+template <class Fails>
+void ddmin(std::vector<InputRecord>& inputs, const Fails& fails, const std::uint64_t& evaluations,
+           std::uint64_t evaluations_max) {
   std::size_t n = 2;
-  while (inputs.size() >= 2 && result.evaluations < evaluations_max) {
+  while (inputs.size() >= 2 && evaluations < evaluations_max) {
     const std::size_t chunk = (inputs.size() + n - 1) / n;
     bool removed = false;
-    for (std::size_t start = 0; start < inputs.size() && result.evaluations < evaluations_max; start += chunk) {
+    for (std::size_t start = 0; start < inputs.size() && evaluations < evaluations_max; start += chunk) {
       std::vector<InputRecord> rest(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(start));
       rest.insert(rest.end(), inputs.begin() + static_cast<std::ptrdiff_t>(std::min(start + chunk, inputs.size())), inputs.end());
       if (fails(rest)) {
@@ -248,13 +247,52 @@ ShrinkResult shrink_failure(const RunResult& failed, const Violation& violation,
     if (n >= inputs.size()) break;
     n = std::min(inputs.size(), n * 2);
   }
-  result.inputs_after = inputs.size();
-  const std::string comment = fmt::format(
+}
+
+std::string shrunk_comment(const RunResult& failed, const Violation& violation, std::size_t kept,
+                           std::size_t before) {
+  return fmt::format(
       "Shrunk by `lockstep sim` from seed {} ({} of {} inputs kept).\n"
       "The engine with bug {} fails it; a correct engine passes it.\n"
       "The simulation's first violation ({}) at {} ms: {}",
-      failed.params.seed, inputs.size(), result.inputs_before, bug_name(bug), violation.checker,
-      violation.at.value, violation.what);
+      failed.params.seed, kept, before, bug_name(failed.params.bug), violation.checker, violation.at.value,
+      violation.what);
+}
+
+}  // namespace
+
+ShrinkResult shrink_failure(const RunResult& failed, const Violation& violation, std::uint64_t evaluations_max) {
+  ShrinkResult result;
+  const Limits& limits = failed.params.limits;
+  const InjectedBug bug = failed.params.bug;
+  // The inputs of the failing incarnation, up to the failure; if the
+  // engine's answers to those are still right (the first symptom was one a
+  // vector cannot show), the whole incarnation.
+  FailingSlice slice = failing_slice(failed, violation);
+  std::vector<InputRecord>& inputs = slice.inputs;
+  TimeMs& end = slice.end;
+  const auto fails = [&](const std::vector<InputRecord>& candidate) {
+    ++result.evaluations;
+    return vector_fails(vector_for_inputs(candidate, limits, end, ""), bug);
+  };
+  if ((inputs.empty() || !fails(inputs)) && slice.incarnation.size() > inputs.size()) {
+    inputs = slice.incarnation;
+    end = std::max(end, inputs.back().at + failed.params.limits.max_lease_ms + failed.params.limits.sweep_ms);
+  }
+  result.inputs_before = inputs.size();
+  if (inputs.empty() || !fails(inputs)) {
+    result.note = "the failure needs more than a vector can say (a restart, a server fault, or the "
+                  "clients' view across the network); the sim command reproduces it";
+    return result;
+  }
+  // First cut: only what touches the key the violation is about.
+  if (!violation.key.empty()) {
+    auto focused = inputs_on_key(inputs, violation.key);
+    if (!focused.empty() && focused.size() < inputs.size() && fails(focused)) inputs = std::move(focused);
+  }
+  ddmin(inputs, fails, result.evaluations, evaluations_max);
+  result.inputs_after = inputs.size();
+  const std::string comment = shrunk_comment(failed, violation, inputs.size(), result.inputs_before);
   result.vector_text = vector_for_inputs(inputs, limits, end, comment);
   result.note = fmt::format("{} of {} inputs kept after {} runs", inputs.size(), result.inputs_before, result.evaluations);
   return result;

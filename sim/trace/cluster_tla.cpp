@@ -275,99 +275,170 @@ class Converter {
                        number(v, "expiry", line), waiters + ">>");
   }
 
+  // An event's tuple of Trace, and its line of the readable steps.
+  struct Written {
+    std::string record, summary;
+  };
+
   std::string event(const Line& line, TlaTrace& result) {
     const auto& o = line.object;
     const auto n = line.number;
     const auto& event = line.event;
-    std::string record, summary;
+    Written written;
     if (event == "Elect") {
-      const auto& adopted = member(o, "adopted", n);
-      record = fmt::format("<<\"Elect\", {}, {}>>", node_name(number(o, "node", n)), entries(adopted, n));
-      summary = fmt::format("n{} elected in term {}, with {} uncommitted entries {}", number(o, "node", n),
-                            number(o, "term", n), adopted.size(), show_commands(adopted));
-      count(result, "Elect");
+      written = elect_event(o, n, result);
     } else if (event == "Send") {
-      const auto& command = member(o, "command", n);
-      const auto client = client_id(o, "client", n);
-      if (!client.empty()) clients_seen_.insert(client);
-      record = fmt::format("<<\"Send\", {}, {}>>", client_name(client), entry(command, n));
-      summary = fmt::format("c{} sends {}", client, show_command(command));
-      count(result, "Send");
+      written = send_event(o, n, result);
     } else if (event == "GiveUp") {
-      const auto client = client_id(o, "client", n);
-      if (!client.empty()) clients_seen_.insert(client);
-      record = fmt::format("<<\"GiveUp\", {}>>", client_name(client));
-      summary = fmt::format("c{} gives its request up", client);
-      count(result, "GiveUp");
+      written = give_up_event(o, n, result);
     } else if (event == "HeapDue") {
-      const auto& due = member(o, "due", n);
-      record = fmt::format("<<\"HeapDue\", {}, {}, {}, {}>>", node_name(number(o, "node", n)),
-                           number(o, "t", n) + skew_, number(o, "clock", n), entries(due, n));
-      summary = fmt::format("n{}'s heap at its clock {} yields {}", number(o, "node", n), number(o, "clock", n),
-                            show_commands(due));
-      count(result, "HeapDue");
+      written = heap_due_event(o, n, result);
     } else if (event == "Propose") {
-      const auto& command = member(o, "command", n);
-      record = fmt::format("<<\"Propose\", {}, {}, {}, {}>>", node_name(number(o, "node", n)),
-                           number(o, "t", n) + skew_, number(o, "clock", n), entry(command, n));
-      summary = fmt::format("n{} proposes {} at index {}", number(o, "node", n), show_command(command),
-                            number(o, "index", n));
-      const auto type = text(command, "type", n);
-      count(result, type == "Expire" || type == "Timeout" ? "ProposeDue: " + type : "ProposeRequest");
+      written = propose_event(o, n, result);
     } else if (event == "Commit") {
-      const auto& command = member(o, "command", n);
-      ++commits_;
-      record = fmt::format("<<\"Commit\", {}, {}>>", entry(command, n), kept_.contains(commits_) ? "TRUE" : "FALSE");
-      const auto type = text(command, "type", n);
-      if (type == "Acquire" || type == "Release") {
-        asked_.emplace(std::pair{client_id(command, "client", n), number(command, "seq", n)},
-                       fmt::format("<<\"{}\", {}, {}, {}, {}>>", type, tla_string(text(command, "key", n)),
-                                   number(command, "lease_ms", n), number(command, "wait_ms", n),
-                                   number(command, "token", n)));
-      }
-      summary = fmt::format("index {} (position {}) committed: {}", number(o, "index", n), commits_, show_command(command));
-      commit_ = command;
+      written = commit_event(o, n);
     } else if (event == "Apply") {
-      const auto& out = member(o, "out", n);
-      if (!out.is_array()) fail(n, "'out' is not a list");
-      std::string outs = "<<";
-      for (const auto& r : out) outs += (outs.size() > 2 ? ", " : "") + response(r, n);
-      outs += ">>";
-      const auto& key = member(o, "key", n);
-      record = fmt::format("<<\"Apply\", {}, {}, {}>>", node_name(number(o, "node", n)), outs, view(key, n));
-      summary = fmt::format("n{} applies index {}: sends {}; the key is {}", number(o, "node", n),
-                            number(o, "index", n), show_responses(out), show_view(key));
-      count(result, "ApplyNext");
-      for (const auto& r : out) {
-        const auto kind = text(r, "kind", n);
-        const auto client = client_id(r, "client", n);
-        if (kind == "E" || client.empty()) continue;
-        answers_.emplace(std::pair{client, number(r, "seq", n)}, response(r, n));
-      }
-      if (commit_) {
-        classify_commit(*commit_, out, key, result, n);
-        commit_.reset();
-      }
+      written = apply_event(o, n, result);
     } else if (event == "Restore" || event == "Restart") {
-      if (restores_seen_ >= positions_.size()) fail(n, "internal: restore positions out of step");
-      const auto position = positions_[restores_seen_++];
-      record = fmt::format("<<\"{}\", {}, {}>>", event, node_name(number(o, "node", n)), position);
-      summary = event == "Restore"
-                    ? fmt::format("n{} installs a snapshot of index {} (position {})", number(o, "node", n),
-                                  number(o, "index", n), position)
-                    : fmt::format("n{} starts again from its snapshot of index {} (position {})", number(o, "node", n),
-                                  number(o, "index", n), position);
-      count(result, event);
+      written = restore_event(line, result);
     } else if (event == "Reply") {
-      const auto& r = member(o, "response", n);
-      record = fmt::format("<<\"Reply\", {}, {}>>", node_name(number(o, "node", n)), response(r, n));
-      summary = fmt::format("n{} sends {}", number(o, "node", n), show_response(r));
-      count(result, "Reply");
+      written = reply_event(o, n, result);
     } else {
       fail(n, fmt::format("'{}' is not an event of a cluster trace", event));
     }
-    result.steps.push_back({n, number(o, "t", n), event, summary});
-    return record;
+    result.steps.push_back({n, number(o, "t", n), event, written.summary});
+    return written.record;
+  }
+
+  Written elect_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& adopted = member(o, "adopted", n);
+    written.record = fmt::format("<<\"Elect\", {}, {}>>", node_name(number(o, "node", n)), entries(adopted, n));
+    written.summary = fmt::format("n{} elected in term {}, with {} uncommitted entries {}", number(o, "node", n),
+                                  number(o, "term", n), adopted.size(), show_commands(adopted));
+    count(result, "Elect");
+    return written;
+  }
+
+  Written send_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& command = member(o, "command", n);
+    const auto client = client_id(o, "client", n);
+    if (!client.empty()) clients_seen_.insert(client);
+    written.record = fmt::format("<<\"Send\", {}, {}>>", client_name(client), entry(command, n));
+    written.summary = fmt::format("c{} sends {}", client, show_command(command));
+    count(result, "Send");
+    return written;
+  }
+
+  Written give_up_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto client = client_id(o, "client", n);
+    if (!client.empty()) clients_seen_.insert(client);
+    written.record = fmt::format("<<\"GiveUp\", {}>>", client_name(client));
+    written.summary = fmt::format("c{} gives its request up", client);
+    count(result, "GiveUp");
+    return written;
+  }
+
+  Written heap_due_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& due = member(o, "due", n);
+    written.record = fmt::format("<<\"HeapDue\", {}, {}, {}, {}>>", node_name(number(o, "node", n)),
+                                 number(o, "t", n) + skew_, number(o, "clock", n), entries(due, n));
+    written.summary = fmt::format("n{}'s heap at its clock {} yields {}", number(o, "node", n), number(o, "clock", n),
+                                  show_commands(due));
+    count(result, "HeapDue");
+    return written;
+  }
+
+  Written propose_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& command = member(o, "command", n);
+    written.record = fmt::format("<<\"Propose\", {}, {}, {}, {}>>", node_name(number(o, "node", n)),
+                                 number(o, "t", n) + skew_, number(o, "clock", n), entry(command, n));
+    written.summary = fmt::format("n{} proposes {} at index {}", number(o, "node", n), show_command(command),
+                                  number(o, "index", n));
+    const auto type = text(command, "type", n);
+    count(result, type == "Expire" || type == "Timeout" ? "ProposeDue: " + type : "ProposeRequest");
+    return written;
+  }
+
+  Written commit_event(const Json& o, std::uint64_t n) {
+    Written written;
+    const auto& command = member(o, "command", n);
+    ++commits_;
+    written.record =
+        fmt::format("<<\"Commit\", {}, {}>>", entry(command, n), kept_.contains(commits_) ? "TRUE" : "FALSE");
+    const auto type = text(command, "type", n);
+    if (type == "Acquire" || type == "Release") {
+      asked_.emplace(std::pair{client_id(command, "client", n), number(command, "seq", n)},
+                     fmt::format("<<\"{}\", {}, {}, {}, {}>>", type, tla_string(text(command, "key", n)),
+                                 number(command, "lease_ms", n), number(command, "wait_ms", n),
+                                 number(command, "token", n)));
+    }
+    written.summary =
+        fmt::format("index {} (position {}) committed: {}", number(o, "index", n), commits_, show_command(command));
+    commit_ = command;
+    return written;
+  }
+
+  Written apply_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& out = member(o, "out", n);
+    if (!out.is_array()) fail(n, "'out' is not a list");
+    std::string outs = "<<";
+    for (const auto& r : out) outs += (outs.size() > 2 ? ", " : "") + response(r, n);
+    outs += ">>";
+    const auto& key = member(o, "key", n);
+    written.record = fmt::format("<<\"Apply\", {}, {}, {}>>", node_name(number(o, "node", n)), outs, view(key, n));
+    written.summary = fmt::format("n{} applies index {}: sends {}; the key is {}", number(o, "node", n),
+                                  number(o, "index", n), show_responses(out), show_view(key));
+    count(result, "ApplyNext");
+    record_answers(out, n);
+    if (commit_) {
+      classify_commit(*commit_, out, key, result, n);
+      commit_.reset();
+    }
+    return written;
+  }
+
+  // Outcomes: the answers an Apply sent, but for errors and answers to no
+  // client; the first one to each request is kept.
+  void record_answers(const Json& out, std::uint64_t n) {
+    for (const auto& r : out) {
+      const auto kind = text(r, "kind", n);
+      const auto client = client_id(r, "client", n);
+      if (kind == "E" || client.empty()) continue;
+      answers_.emplace(std::pair{client, number(r, "seq", n)}, response(r, n));
+    }
+  }
+
+  // Restore and Restart.
+  Written restore_event(const Line& line, TlaTrace& result) {
+    const auto& o = line.object;
+    const auto n = line.number;
+    const auto& event = line.event;
+    Written written;
+    if (restores_seen_ >= positions_.size()) fail(n, "internal: restore positions out of step");
+    const auto position = positions_[restores_seen_++];
+    written.record = fmt::format("<<\"{}\", {}, {}>>", event, node_name(number(o, "node", n)), position);
+    written.summary = event == "Restore"
+                          ? fmt::format("n{} installs a snapshot of index {} (position {})", number(o, "node", n),
+                                        number(o, "index", n), position)
+                          : fmt::format("n{} starts again from its snapshot of index {} (position {})",
+                                        number(o, "node", n), number(o, "index", n), position);
+    count(result, event);
+    return written;
+  }
+
+  Written reply_event(const Json& o, std::uint64_t n, TlaTrace& result) {
+    Written written;
+    const auto& r = member(o, "response", n);
+    written.record = fmt::format("<<\"Reply\", {}, {}>>", node_name(number(o, "node", n)), response(r, n));
+    written.summary = fmt::format("n{} sends {}", number(o, "node", n), show_response(r));
+    count(result, "Reply");
+    return written;
   }
 
   static void count(TlaTrace& result, const std::string& action) { ++result.coverage.actions[action]; }
