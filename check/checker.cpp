@@ -338,15 +338,15 @@ class HistoryCheck {
   }
 
   // A key with no explanation: a violation of its own, or (simple mode)
-  // one of the sweep phase the keys share (ModeRules::narrowed). False when
-  // the verdict kept is another search's (it is kept there).
+  // one of the sweep phase the keys share (ModeRules::search_unnarrowed).
+  // False when the verdict kept is another search's (it is kept there).
   bool unexplained(const Where& where, const KeyInput& input, const KeyOracles& oracles_of_key, KeyVerdict& verdict,
                    KeyCheckOptions key_options) {
     // Searched within the phases the keys before it allow: with every
     // phase it may have an explanation, and then the keys disagree.
-    if (rules_->narrowed(where.first)) {
-      key_options.work_max = budget_;
-      auto alone = rules_->search_alone(input, oracles_of_key, key_options);
+    key_options.work_max = budget_;
+    if (auto searched = rules_->search_unnarrowed(input, oracles_of_key, where.first, key_options)) {
+      auto alone = std::move(*searched);
       spend(alone);
       if (alone.outcome == KeyOutcome::explained) {
         result_.violations.push_back(Finding{

@@ -9,16 +9,17 @@ namespace {
 
 class SimpleRules final : public ModeRules {
  public:
-  explicit SimpleRules(const History& history, const Built& built)
+  SimpleRules(const History& history, const Built& built)
       : every_(history.header.limits.sweep_ms.value), shared_(built.incarnation_start_us.size(), every_) {}
 
   KeyVerdict search(const KeyInput& input, const KeyOracles& oracles, std::uint32_t incarnation,
                     const KeyCheckOptions& options) const override {
     return check_simple_key(input, oracles, shared_[incarnation], options);
   }
-  bool narrowed(std::uint32_t incarnation) const override { return shared_[incarnation] != every_; }
-  KeyVerdict search_alone(const KeyInput& input, const KeyOracles& oracles,
-                          const KeyCheckOptions& options) const override {
+  std::optional<KeyVerdict> search_unnarrowed(const KeyInput& input, const KeyOracles& oracles,
+                                              std::uint32_t incarnation,
+                                              const KeyCheckOptions& options) const override {
+    if (shared_[incarnation] == every_) return std::nullopt;
     return check_simple_key(input, oracles, every_, options);
   }
   // Its explanations narrow the phases exactly: the keys after it are
@@ -45,10 +46,9 @@ class ClusterRules final : public ModeRules {
                     const KeyCheckOptions& options) const override {
     return check_cluster_key(input, oracles, options);
   }
-  bool narrowed(std::uint32_t) const override { return false; }
-  KeyVerdict search_alone(const KeyInput& input, const KeyOracles& oracles,
-                          const KeyCheckOptions& options) const override {
-    return check_cluster_key(input, oracles, options);
+  std::optional<KeyVerdict> search_unnarrowed(const KeyInput&, const KeyOracles&, std::uint32_t,
+                                              const KeyCheckOptions&) const override {
+    return std::nullopt;  // no key narrows another's search
   }
   // The worst lateness among the keys' own explanations, so far.
   void explained(std::uint32_t incarnation, const KeyInput& input, const KeyVerdict& verdict,

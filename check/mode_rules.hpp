@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "check/build.hpp"
@@ -33,11 +34,12 @@ class ModeRules {
   // before it allow.
   virtual KeyVerdict search(const KeyInput& input, const KeyOracles& oracles, std::uint32_t incarnation,
                             const KeyCheckOptions& options) const = 0;
-  // Whether that search was narrowed by the keys before it; a key it left
-  // unexplained is then searched again without them.
-  virtual bool narrowed(std::uint32_t incarnation) const = 0;
-  virtual KeyVerdict search_alone(const KeyInput& input, const KeyOracles& oracles,
-                                  const KeyCheckOptions& options) const = 0;
+  // A key that search left unexplained, searched again without what the
+  // keys before it narrowed (simple mode: every sweep phase); nothing when
+  // they narrowed nothing (always, in cluster mode).
+  virtual std::optional<KeyVerdict> search_unnarrowed(const KeyInput& input, const KeyOracles& oracles,
+                                                      std::uint32_t incarnation,
+                                                      const KeyCheckOptions& options) const = 0;
   // A key explained: what it tells the keys after it, and the result.
   virtual void explained(std::uint32_t incarnation, const KeyInput& input, const KeyVerdict& verdict,
                          CheckResult& result) = 0;
