@@ -199,7 +199,8 @@ class FuzzRun {
     watch_.emplace(std::chrono::seconds(static_cast<std::int64_t>(options_.duration_s)));
     if (cluster_) watch_all(*cluster_, *watch_);
     recorder_.emplace(run_.history);
-    workload_.emplace(nodes, workload_options());
+    workload_options_ = workload_options();
+    workload_.emplace(nodes, workload_options_);
     plan_ = make_plan();
     done_.assign(plan_.size(), NemesisStep{});
     run_until_end();
@@ -275,7 +276,6 @@ class FuzzRun {
     // Expire the leader owes, on time, after a new leader too.
     workload.let_expire = 0.3;
     workload.wire = [this](int client) { return recorder_->for_client(client); };
-    workload_patience_ = workload.patience + workload.answer_timeout;
     return workload;
   }
 
@@ -319,7 +319,8 @@ class FuzzRun {
   void finish() {
     // A request may be tried for its client's patience after its wait, and
     // an attempt on the wire then still runs to its answer timeout.
-    const auto patience = milliseconds{options_.wait_max_ms} + workload_patience_ + milliseconds{5'000};
+    const auto patience = milliseconds{options_.wait_max_ms} + workload_options_.patience +
+                          workload_options_.answer_timeout + milliseconds{5'000};
     if (!workload_->drain(patience)) {
       run_.error = fmt::format("requests still pending {} ms after the run", patience.count());
     }
@@ -399,7 +400,7 @@ class FuzzRun {
   std::optional<ResourceWatch> watch_;
   std::optional<Recorder> recorder_;
   std::optional<ClusterWorkload> workload_;
-  std::chrono::milliseconds workload_patience_{0};
+  ClusterWorkloadOptions workload_options_;  // what the workload was made with
   std::vector<NemesisStep> plan_;
   std::vector<NemesisStep> done_;  // each plan step as carried out
 };
