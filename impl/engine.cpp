@@ -18,7 +18,7 @@ Engine::Engine(Config config)
     : config_(std::move(config)),
       next_token_(config_.first_token),
       token_mark_(Token{config_.first_token.value - 1}),
-      index_([this](Slot slot) -> std::string_view { return keys_[slot].key.view(); }) {
+      index_(KeyOfRecord{&keys_}) {
   if (auto error = validate(config_.limits)) throw std::invalid_argument(*error);
   if (config_.first_token.value == 0) throw std::invalid_argument("first_token must be positive");
   if (config_.token_block == 0) throw std::invalid_argument("token_block must be positive");
@@ -214,27 +214,31 @@ void Engine::fire_timeouts(TimeMs instant, Outputs& out) {
 void Engine::sweep(TimeMs instant, Outputs& out) {
   const auto found = sweep_buckets_.find(instant);
   if (found == sweep_buckets_.end()) return;
-  const Slot bucket = found->second;
   ++counters_.sweeps;
+  // Every key of this bucket expired in (instant - sweep_ms, instant]. Keys
+  // entered the bucket when granted, so its live entries are in token order:
+  // the order in which the contract's sweep visits expired keys. A hand-off
+  // links its key into a later bucket (its new expiry is past `instant`), so
+  // the bucket is taken out whole before the first key is visited.
+  std::vector<Slot> order = detach_sweep_bucket(found);
   if (bug(InjectedBug::sweep_reverse_token_order) || bug(InjectedBug::sweep_by_key_name) ||
       bug(InjectedBug::sweep_by_expiry)) {
-    sweep_out_of_order(buckets_[bucket].list, instant, out);
+    sweep_out_of_order(std::move(order), instant, out);
     return;
   }
-  // Every key of this bucket expired in (instant - sweep_ms, instant]. Keys
-  // entered the bucket when granted, so the list is in token order: the
-  // order in which the contract's sweep visits expired keys.
-  while (true) {
-    const Slot key = buckets_[bucket].list.head;
-    const bool last = key == buckets_[bucket].list.tail;
-    sweep_key(key, instant, out);
-    if (last) return;
-  }
+  for (const Slot key : order) sweep_key(key, instant, out);
 }
 
-void Engine::sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out) {
-  std::vector<Slot> order;
-  for (Slot key = bucket.head; key != no_slot; key = keys_[key].bucket_links.next) order.push_back(key);
+std::vector<Slot> Engine::detach_sweep_bucket(SweepBuckets::iterator bucket) {
+  std::vector<Slot> order = std::move(bucket->second.keys);
+  std::erase(order, no_slot);
+  LOCKSTEP_ASSERT(order.size() == bucket->second.live);
+  for (const Slot key : order) keys_[key].bucket_pos = not_in_bucket;
+  sweep_buckets_.erase(bucket);
+  return order;
+}
+
+void Engine::sweep_out_of_order(std::vector<Slot> order, TimeMs instant, Outputs& out) {
   if (bug(InjectedBug::sweep_reverse_token_order)) {
     std::reverse(order.begin(), order.end());
   } else if (bug(InjectedBug::sweep_by_key_name)) {
@@ -248,7 +252,7 @@ void Engine::sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs&
 void Engine::sweep_key(Slot key, TimeMs instant, Outputs& out) {
   KeyRecord& record = keys_[key];
   LOCKSTEP_ASSERT(record.expiry <= instant);
-  unlink_sweep_bucket(key);
+  LOCKSTEP_ASSERT(record.bucket_pos == not_in_bucket);
   if (!record.queue.empty() && bug(InjectedBug::sweep_drops_waiters)) {
     while (!record.queue.empty()) {
       const WaiterRecord& waiter = waiters_[record.queue.head];
@@ -279,7 +283,7 @@ Slot Engine::register_key(std::string_view key) {
 void Engine::delete_key(Slot key) {
   KeyRecord& record = keys_[key];
   LOCKSTEP_ASSERT(record.queue.empty());
-  LOCKSTEP_ASSERT(record.bucket_links.prev == no_slot && record.bucket_links.next == no_slot);
+  LOCKSTEP_ASSERT(record.bucket_pos == not_in_bucket);
   index_.erase(record.key);
   if (config_.bug != InjectedBug::none) {
     bug_state_.holder_owner.erase(key);
@@ -399,15 +403,33 @@ TimeMs Engine::sweep_instant_for(TimeMs expiry) const {
 
 void Engine::link_sweep_bucket(Slot key) {
   KeyRecord& record = keys_[key];
-  record.bucket = bucket_at(sweep_buckets_, sweep_instant_for(record.expiry));
-  list_push_back<&KeyRecord::bucket_links>(keys_, buckets_[record.bucket].list, key);
+  LOCKSTEP_ASSERT(record.bucket_pos == not_in_bucket);
+  SweepBucket& bucket = sweep_buckets_[sweep_instant_for(record.expiry)];
+  LOCKSTEP_ASSERT(bucket.keys.size() < not_in_bucket);
+  record.bucket_pos = static_cast<std::uint32_t>(bucket.keys.size());
+  bucket.keys.push_back(key);
+  ++bucket.live;
 }
 
 void Engine::unlink_sweep_bucket(Slot key) {
   KeyRecord& record = keys_[key];
-  list_unlink<&KeyRecord::bucket_links>(keys_, buckets_[record.bucket].list, key);
-  drop_bucket_if_empty(sweep_buckets_, record.bucket);
-  record.bucket = no_slot;
+  const auto found = sweep_buckets_.find(sweep_instant_for(record.expiry));
+  LOCKSTEP_ASSERT(found != sweep_buckets_.end());
+  SweepBucket& bucket = found->second;
+  LOCKSTEP_ASSERT(record.bucket_pos < bucket.keys.size() && bucket.keys[record.bucket_pos] == key);
+  bucket.keys[record.bucket_pos] = no_slot;
+  record.bucket_pos = not_in_bucket;
+  if (--bucket.live == 0) {
+    sweep_buckets_.erase(found);
+  } else if (bucket.keys.size() - bucket.live > bucket.live + compact_slack) {
+    compact_sweep_bucket(bucket);
+  }
+}
+
+void Engine::compact_sweep_bucket(SweepBucket& bucket) {
+  std::erase(bucket.keys, no_slot);
+  LOCKSTEP_ASSERT(bucket.keys.size() == bucket.live);
+  for (std::uint32_t pos = 0; pos < bucket.keys.size(); ++pos) keys_[bucket.keys[pos]].bucket_pos = pos;
 }
 
 Slot Engine::bucket_at(Buckets& index, TimeMs instant) {
@@ -448,17 +470,21 @@ void Engine::check_invariants() const {
   LOCKSTEP_ASSERT(waiters_.live() <= config_.limits.max_waiters);
   std::size_t keys_in_buckets = 0;
   for (const auto& [instant, bucket] : sweep_buckets_) {
-    LOCKSTEP_ASSERT(buckets_[bucket].instant == instant);
-    const ListHead& list = buckets_[bucket].list;
-    LOCKSTEP_ASSERT(!list.empty());
+    LOCKSTEP_ASSERT(bucket.live > 0);
+    LOCKSTEP_ASSERT(bucket.keys.size() - bucket.live <= bucket.live + compact_slack);
     LOCKSTEP_ASSERT(instant > now_ || lagging);
     LOCKSTEP_ASSERT(instant.value % config_.limits.sweep_ms.value == 0);
     std::optional<Token> previous;
-    for (Slot key = list.head; key != no_slot; key = keys_[key].bucket_links.next) {
+    std::uint32_t live = 0;
+    for (std::uint32_t pos = 0; pos < bucket.keys.size(); ++pos) {
+      const Slot key = bucket.keys[pos];
+      if (key == no_slot) continue;
+      ++live;
       const KeyRecord& record = keys_[key];
+      LOCKSTEP_ASSERT(record.bucket_pos == pos);
       LOCKSTEP_ASSERT(index_.find(record.key) == key);
       LOCKSTEP_ASSERT(sweep_instant_for(record.expiry) == instant);
-      // Bucket lists are in token order; the sweep relies on it.
+      // Live entries are in token order; the sweep relies on it.
       if (previous && !bug(InjectedBug::token_per_key)) LOCKSTEP_ASSERT(*previous < record.token);
       LOCKSTEP_ASSERT(record.token < next_token_ || (tokens_exhausted_ && record.token == next_token_) ||
                       bug(InjectedBug::token_per_key));
@@ -472,6 +498,7 @@ void Engine::check_invariants() const {
       LOCKSTEP_ASSERT(queued <= config_.limits.max_waiters_per_key);
       ++keys_in_buckets;
     }
+    LOCKSTEP_ASSERT(live == bucket.live);
   }
   // Every registered key is in exactly one sweep bucket.
   LOCKSTEP_ASSERT(keys_in_buckets == keys_.live());
@@ -487,7 +514,7 @@ void Engine::check_invariants() const {
     }
   }
   LOCKSTEP_ASSERT(waiters_in_buckets == waiters_.live());
-  LOCKSTEP_ASSERT(buckets_.live() == sweep_buckets_.size() + deadline_buckets_.size());
+  LOCKSTEP_ASSERT(buckets_.live() == deadline_buckets_.size());
   std::size_t waiters_by_connection = 0;
   for (const auto& [connection, list] : connection_waiters_) {
     LOCKSTEP_ASSERT(!list.empty());

@@ -144,24 +144,47 @@ class Engine {
   void check_invariants() const;
 
  private:
-  // Keys wait in sweep buckets and waiters in deadline buckets, one per
-  // instant; an index maps each instant to its bucket's slot, in time order.
-  // Records name their bucket by a 4-byte slot rather than an 8-byte map
-  // iterator: with a 16-byte name, a held key's record is 56 bytes.
+  // Waiters wait in deadline buckets, one per instant; an index maps each
+  // instant to its bucket's slot, in time order. Records name their bucket by
+  // a 4-byte slot rather than an 8-byte map iterator.
   struct Bucket {
     TimeMs instant;
     ListHead list;
   };
   using Buckets = std::map<TimeMs, Slot>;
 
+  // Keys wait in sweep buckets, one per sweep instant, each a vector of key
+  // slots in grant order (token order: the order in which the contract's
+  // sweep visits expired keys). A key that leaves its bucket early (a
+  // release, a takeover) has its entry marked dead in place, so leaving
+  // touches no other key's record: a doubly linked list touched two, each a
+  // likely cache miss among a million keys. A record finds its bucket from
+  // its own expiry. When dead entries outnumber the live ones by more than
+  // compact_slack, the vector is compacted, so a bucket holds at most about
+  // twice its live keys.
+  static constexpr std::uint32_t compact_slack = 64;
+  static constexpr std::uint32_t not_in_bucket = UINT32_MAX;
+  struct SweepBucket {
+    std::vector<Slot> keys;  // no_slot marks a dead entry
+    std::uint32_t live = 0;
+  };
+  using SweepBuckets = std::map<TimeMs, SweepBucket>;
+
+  // With a 16-byte name, a held key's record is 48 bytes.
   struct KeyRecord {
     CompactString key;
     Token token;
     TimeMs expiry;
-    Links bucket_links;  // in the sweep bucket of its expiry
-    ListHead queue;      // its waiters, oldest first
+    ListHead queue;  // its waiters, oldest first
     std::uint32_t waiter_count = 0;
-    Slot bucket = no_slot;  // its sweep bucket
+    std::uint32_t bucket_pos = not_in_bucket;  // its entry in the sweep bucket of its expiry
+  };
+  static_assert(sizeof(KeyRecord) == 48, "a held key's record grew: bench engine's bytes per key moves with it");
+
+  // The key text of a record, for the index (a type, so that lookups inline).
+  struct KeyOfRecord {
+    const Slab<KeyRecord>* keys;
+    std::string_view operator()(Slot slot) const { return (*keys)[slot].key.view(); }
   };
 
   struct WaiterRecord {
@@ -186,7 +209,9 @@ class Engine {
   void sweep_key(Slot key, TimeMs instant, Outputs& out);
   // The injected bugs that visit a sweep's keys in another order than
   // their holders' tokens.
-  void sweep_out_of_order(const ListHead& bucket, TimeMs instant, Outputs& out);
+  void sweep_out_of_order(std::vector<Slot> order, TimeMs instant, Outputs& out);
+  // Takes the bucket at `instant` out of the index; its live keys, in order.
+  std::vector<Slot> detach_sweep_bucket(SweepBuckets::iterator bucket);
 
   Slot register_key(std::string_view key);
   void delete_key(Slot key);
@@ -203,6 +228,7 @@ class Engine {
   void drop_bucket_if_empty(Buckets& index, Slot bucket);
   void link_sweep_bucket(Slot key);
   void unlink_sweep_bucket(Slot key);
+  void compact_sweep_bucket(SweepBucket& bucket);
 
   bool bug(InjectedBug which) const { return config_.bug == which; }
 
@@ -214,10 +240,10 @@ class Engine {
 
   Slab<KeyRecord> keys_;
   Slab<WaiterRecord> waiters_;
-  Slab<Bucket> buckets_;  // sweep and deadline buckets both
-  KeyIndex index_;
-  Buckets sweep_buckets_;     // sweep instant -> keys that expire at it, in token order
-  Buckets deadline_buckets_;  // deadline -> waiters due then, in queue order
+  Slab<Bucket> buckets_;  // deadline buckets
+  KeyIndex<KeyOfRecord> index_;
+  SweepBuckets sweep_buckets_;  // sweep instant -> keys that expire at it, in token order
+  Buckets deadline_buckets_;    // deadline -> waiters due then, in queue order
   std::unordered_map<ConnectionId, ListHead> connection_waiters_;
   EngineCounters counters_;
 
