@@ -378,10 +378,10 @@ class InputBuilder {
     sent.sent_us = event.t_us;
     sent.line = event.line;
     const auto fill = [&sent](const Request& request) {
-      std::visit([&](const auto& r) { sent.key = std::string(r.key); }, request);
+      std::visit([&](const auto& r) { sent.key = r.key; }, request);
       if (const auto* acquire = std::get_if<AcquireRequest>(&request)) {
         sent.acquire = true;
-        sent.owner = std::string(acquire->owner);
+        sent.owner = acquire->owner;
         sent.lease_ms = acquire->lease_ms.value;
         sent.queued_kind = acquire->wait_ms.value > 0;
         sent.wait_ms = acquire->wait_ms.value;

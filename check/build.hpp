@@ -21,7 +21,9 @@ namespace lockstep::history {
 struct SentLine {
   std::int64_t sent_us = 0;
   bool malformed = false;
-  std::string key;  // empty when malformed
+  // The key and the owner are views into `line`, as the line is, so that a
+  // minute's history does not hold a second copy of each in the builder.
+  std::string_view key;  // empty when malformed
   std::string_view line;  // in the History built from
   std::int64_t latest_ms = unbounded_ms;
   bool queued_kind = false;  // an acquire with a wait: may be queued
@@ -31,7 +33,7 @@ struct SentLine {
   std::int64_t answered_by_ms = unbounded_ms;
   // The request's fields, parsed once (valid when not malformed).
   bool acquire = false;
-  std::string owner;
+  std::string_view owner;
   std::int64_t lease_ms = 0, wait_ms = 0;
   std::uint64_t token = 0;
   // Cluster mode: the session fields, when the request carries them.
