@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string_view>
 
+#include <fmt/format.h>
+
 namespace lockstep {
 
 class CompactString {
@@ -60,6 +62,10 @@ class CompactString {
   }
   operator std::string_view() const { return view(); }  // NOLINT: reads as the text it holds
 
+  // Compares as its text does, with another CompactString or any text.
+  friend bool operator==(const CompactString& a, const CompactString& b) { return a.view() == b.view(); }
+  friend bool operator==(const CompactString& a, std::string_view b) { return a.view() == b; }
+
  private:
   static constexpr std::size_t inline_max = 15;
   static constexpr std::size_t tag_at = 15;  // the inline size, or on_heap
@@ -80,4 +86,20 @@ class CompactString {
 
 static_assert(sizeof(CompactString) == 16);
 
+// Orders keys of a map by their text, and finds them by any text (a
+// std::string, a std::string_view or a CompactString) without a copy.
+struct TextLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return a < b; }
+};
+
 }  // namespace lockstep
+
+// Formats as its text.
+template <>
+struct fmt::formatter<lockstep::CompactString> : fmt::formatter<std::string_view> {
+  template <class FormatContext>
+  auto format(const lockstep::CompactString& text, FormatContext& context) const {
+    return fmt::formatter<std::string_view>::format(text.view(), context);
+  }
+};

@@ -136,7 +136,7 @@ Outcome LockMachine::try_acquire(const Acquire& command, Applied& applied) {
   if (found == keys_.end()) {
     // simple mode points 1 and 5: register a new key unless max_keys are registered.
     if (keys_.size() >= config_.limits.max_keys) return refuse(Response::busy(command.owner, command.key));
-    KeyState& state = keys_[command.key];
+    KeyState& state = keys_.try_emplace(CompactString(command.key)).first->second;
     grant(state, command.key, command.owner, command.lease_ms, command.connection, applied);
     return answered(applied.responses.back().response);
   }
@@ -202,7 +202,7 @@ void LockMachine::expire(const Expire& command, Applied& applied) {
 void LockMachine::timeout(const Timeout& command, Applied& applied) {
   applied.settled.push_back({DeadlineTarget::Kind::timeout, command.waiter.value, command.key});
   if (!is_queued(command.key, command.waiter)) return;  // granted, timed out or dropped since
-  KeyState& state = keys_.at(command.key);
+  KeyState& state = key_state(command.key);
   const Waiter& waiter = state.queue.at(command.waiter);
   // Detached by a leader change and not attached again by a retry within
   // the grace: it leaves, unheard (its connection was closed).
@@ -226,14 +226,20 @@ void LockMachine::close(const Close& command) {
   const std::set<WaiterId> waiters = found->second;
   for (const WaiterId id : waiters) {
     const std::string& key = waiter_keys_.at(id);
-    drop_detached(keys_.at(key), key, id);
+    drop_detached(key_state(key), key, id);
   }
   LOCKSTEP_ASSERT(!connection_waiters_.contains(command.connection));
 }
 
 // ---- records ------------------------------------------------------------------
 
-void LockMachine::grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
+LockMachine::KeyState& LockMachine::key_state(std::string_view key) {
+  const auto found = keys_.find(key);
+  LOCKSTEP_ASSERT(found != keys_.end());
+  return found->second;
+}
+
+void LockMachine::grant(KeyState& state, std::string_view key, std::string_view owner, DurationMs lease_ms,
                         ConnectionId connection, Applied& applied) {
   state.owner.assign(owner);
   // The token-per-key bug counts from the key's last token (0 for a new key).
@@ -241,11 +247,11 @@ void LockMachine::grant(KeyState& state, const std::string& key, std::string_vie
   state.granted_at = clock_;
   state.expiry = clock_ + lease_ms;
   applied.responses.push_back({connection, Response::granted(state.token, owner, key)});
-  applied.deadlines.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
+  applied.deadlines.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, std::string(key)}});
 }
 
-void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_first) {
-  KeyState& state = keys_.at(key);
+void LockMachine::hand_on(std::string_view key, Applied& applied, bool newest_first) {
+  KeyState& state = key_state(key);
   while (!state.queue.empty()) {
     const Waiter& head = newest_first ? state.queue.rbegin()->second : state.queue.begin()->second;
     const WaiterId id = head.id;
@@ -272,7 +278,7 @@ void LockMachine::hand_on(const std::string& key, Applied& applied, bool newest_
     sessions_.settle_waiter(waiter.session, id, answered(applied.responses.back().response));
     return;
   }
-  keys_.erase(key);
+  keys_.erase(keys_.find(key));
 }
 
 void LockMachine::remove_waiter(KeyState& state, WaiterId id) {
@@ -288,7 +294,7 @@ void LockMachine::remove_waiter(KeyState& state, WaiterId id) {
 
 void LockMachine::move_waiter(WaiterId id, ConnectionId connection, std::uint64_t epoch, Applied& applied) {
   const std::string& key = waiter_keys_.at(id);
-  Waiter& waiter = keys_.at(key).queue.at(id);
+  Waiter& waiter = key_state(key).queue.at(id);
   attach(waiter, epoch, key, applied);
   if (waiter.connection == connection) return;
   auto& old_set = connection_waiters_.at(waiter.connection);
@@ -307,12 +313,12 @@ void LockMachine::note_epoch(std::uint64_t epoch, Applied& applied) {
     for (auto& [id, waiter] : state.queue) {
       if (waiter.detached_at) continue;
       waiter.detached_at = clock_;
-      if (due_at(waiter) < waiter.deadline) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, key}});
+      if (due_at(waiter) < waiter.deadline) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, std::string(key)}});
     }
   }
 }
 
-void LockMachine::attach(Waiter& waiter, std::uint64_t epoch, const std::string& key, Applied& applied) {
+void LockMachine::attach(Waiter& waiter, std::uint64_t epoch, std::string_view key, Applied& applied) {
   const TimeMs was_due = due_at(waiter);
   waiter.epoch = epoch;
   if (epoch >= epoch_) {
@@ -320,10 +326,10 @@ void LockMachine::attach(Waiter& waiter, std::uint64_t epoch, const std::string&
   } else if (!waiter.detached_at) {
     waiter.detached_at = clock_;  // a stale leadership's retry: its connection is gone too
   }
-  if (due_at(waiter) != was_due) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, waiter.id.value, key}});
+  if (due_at(waiter) != was_due) applied.deadlines.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, waiter.id.value, std::string(key)}});
 }
 
-void LockMachine::drop_detached(KeyState& state, const std::string& key, WaiterId id) {
+void LockMachine::drop_detached(KeyState& state, std::string_view key, WaiterId id) {
   const Waiter& waiter = state.queue.at(id);
   // Never answered; a retry of it hears T (it can no longer be granted).
   sessions_.settle_waiter(waiter.session, id, Outcome{Outcome::Kind::dropped, Response::timed_out(waiter.owner, key), {}, 0});
@@ -364,9 +370,9 @@ std::vector<Deadline> LockMachine::deadlines() const {
   std::vector<Deadline> all;
   all.reserve(keys_.size() + waiter_keys_.size());
   for (const auto& [key, state] : keys_) {
-    all.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, key}});
+    all.push_back({state.expiry, {DeadlineTarget::Kind::expire, state.token.value, std::string(key)}});
     for (const auto& [id, waiter] : state.queue) {
-      all.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, key}});
+      all.push_back({due_at(waiter), {DeadlineTarget::Kind::timeout, id.value, std::string(key)}});
     }
   }
   return all;
@@ -423,7 +429,7 @@ void LockMachine::restore(raft::Index index, std::string_view bytes) {
   for (std::uint64_t k = 0; k < key_count && !r.failed(); ++k) {
     std::string key = r.text(name_bytes_max);
     KeyState state;
-    state.owner = r.text(name_bytes_max);
+    state.owner.assign(r.text(name_bytes_max));
     state.token = Token{r.u64()};
     state.granted_at = TimeMs{r.i64()};
     state.expiry = TimeMs{r.i64()};

@@ -53,8 +53,10 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +64,7 @@
 #include "impl/cluster/bugs.hpp"
 #include "impl/cluster/commands.hpp"
 #include "impl/cluster/sessions.hpp"
+#include "impl/compact_string.hpp"
 #include "impl/limits.hpp"
 #include "impl/protocol.hpp"
 #include "impl/raft/types.hpp"
@@ -138,13 +141,81 @@ class LockMachine {
     std::optional<TimeMs> detached_at;    // when a newer leadership's first command was applied
     friend bool operator==(const Waiter&, const Waiter&) = default;
   };
+  // A key's waiters by id; ids grow in queueing order, so this is FIFO. Most
+  // held keys have no waiter: the map is allocated while one waits and freed
+  // with the last, so an idle key's queue is one pointer, not an empty
+  // std::map's 48 bytes. It reads as a std::map; an empty queue's iterators
+  // are those of one shared empty map, and nothing is ever inserted there.
+  class WaiterQueue {
+   public:
+    using Map = std::map<WaiterId, Waiter>;
+    WaiterQueue() = default;
+    WaiterQueue(const WaiterQueue& other) : map_(other.empty() ? nullptr : std::make_unique<Map>(*other.map_)) {}
+    WaiterQueue& operator=(const WaiterQueue& other) {
+      if (this != &other) map_ = other.empty() ? nullptr : std::make_unique<Map>(*other.map_);
+      return *this;
+    }
+    WaiterQueue(WaiterQueue&&) noexcept = default;
+    WaiterQueue& operator=(WaiterQueue&&) noexcept = default;
+
+    bool empty() const { return map_ == nullptr; }
+    std::size_t size() const { return map_ ? map_->size() : 0; }
+    bool contains(WaiterId id) const { return map_ && map_->contains(id); }
+    Map::iterator begin() { return map().begin(); }
+    Map::iterator end() { return map().end(); }
+    Map::const_iterator begin() const { return map().begin(); }
+    Map::const_iterator end() const { return map().end(); }
+    Map::reverse_iterator rbegin() { return map().rbegin(); }
+    Map::const_reverse_iterator rbegin() const { return map().rbegin(); }
+    Map::iterator find(WaiterId id) { return map().find(id); }
+    Map::const_iterator find(WaiterId id) const { return map().find(id); }
+    // Throws std::out_of_range when `id` is not queued, as std::map::at.
+    Waiter& at(WaiterId id) { return map().at(id); }
+    const Waiter& at(WaiterId id) const { return map().at(id); }
+    template <class... Args>
+    std::pair<Map::iterator, bool> emplace(Args&&... args) {
+      if (!map_) map_ = std::make_unique<Map>();
+      return map_->emplace(std::forward<Args>(args)...);
+    }
+    // Erases a queued waiter; the map goes with the last one.
+    void erase(Map::iterator at) {
+      map_->erase(at);
+      if (map_->empty()) map_.reset();
+    }
+    friend bool operator==(const WaiterQueue& a, const WaiterQueue& b) {
+      return a.empty() ? b.empty() : !b.empty() && *a.map_ == *b.map_;
+    }
+
+   private:
+    static Map& no_waiters() {
+      static Map empty;
+      return empty;
+    }
+    Map& map() { return map_ ? *map_ : no_waiters(); }
+    const Map& map() const { return map_ ? *map_ : no_waiters(); }
+
+    std::unique_ptr<Map> map_;  // null when no one waits, never empty
+  };
+
+  // A held key: 96 bytes with its map node when its name and its holder's
+  // are short (bench cluster's `bytes per held key`).
   struct KeyState {
-    std::string owner;
+    CompactString owner;
     Token token;
     TimeMs granted_at;
     TimeMs expiry;
-    std::map<WaiterId, Waiter> queue;  // ids grow in queueing order: this is FIFO
+    WaiterQueue queue;
     friend bool operator==(const KeyState&, const KeyState&) = default;
+  };
+  // Keys by name, found by any text without a copy; at() too (std::map's
+  // takes only the key type). Throws std::out_of_range as std::map::at.
+  class Keys : public std::map<CompactString, KeyState, TextLess> {
+   public:
+    const KeyState& at(std::string_view key) const {
+      const auto found = find(key);
+      if (found == end()) throw std::out_of_range("no such key");
+      return found->second;
+    }
   };
 
   // Throws std::invalid_argument when the configuration is not valid.
@@ -191,7 +262,7 @@ class LockMachine {
   // issued: then acquires are E and waiters whose turn comes are T.
   Token next_token() const { return next_token_; }
   bool tokens_exhausted() const { return next_token_.value == 0; }
-  const std::map<std::string, KeyState, std::less<>>& keys() const { return keys_; }
+  const Keys& keys() const { return keys_; }
   std::size_t waiter_count() const { return waiter_keys_.size(); }
   std::uint64_t rejected_entries() const { return rejected_entries_; }
   const SessionTable& sessions() const { return sessions_; }
@@ -219,17 +290,19 @@ class LockMachine {
   void note_epoch(std::uint64_t epoch, Applied& applied);
   // The waiter is attached to `epoch` (detached if that is older than the
   // table's), and the heap told if that moves when it is due.
-  void attach(Waiter& waiter, std::uint64_t epoch, const std::string& key, Applied& applied);
+  void attach(Waiter& waiter, std::uint64_t epoch, std::string_view key, Applied& applied);
   // A detached waiter leaves silently, as a Close drops it.
-  void drop_detached(KeyState& state, const std::string& key, WaiterId waiter);
+  void drop_detached(KeyState& state, std::string_view key, WaiterId waiter);
   Outcome try_acquire(const Acquire& command, Applied& applied);
-  void grant(KeyState& state, const std::string& key, std::string_view owner, DurationMs lease_ms,
+  void grant(KeyState& state, std::string_view key, std::string_view owner, DurationMs lease_ms,
              ConnectionId connection, Applied& applied);
   // The holder's lock ends: the next waiter still within its deadline gets
   // the key, or the key is deleted. `newest_first` is the
   // lifo-expire-handoff bug's order.
-  void hand_on(const std::string& key, Applied& applied, bool newest_first = false);
+  void hand_on(std::string_view key, Applied& applied, bool newest_first = false);
   void remove_waiter(KeyState& state, WaiterId waiter);
+  // The state of a key known to be registered.
+  KeyState& key_state(std::string_view key);
   void move_waiter(WaiterId waiter, ConnectionId connection, std::uint64_t epoch, Applied& applied);
   Token issue_token();
 
@@ -242,7 +315,7 @@ class LockMachine {
   std::uint64_t epoch_ = 0;
   Token next_token_;
   WaiterId next_waiter_{1};
-  std::map<std::string, KeyState, std::less<>> keys_;
+  Keys keys_;
   std::map<WaiterId, std::string> waiter_keys_;                    // every waiter -> its key
   std::map<ConnectionId, std::set<WaiterId>> connection_waiters_;  // for Close
   SessionTable sessions_;

@@ -217,7 +217,7 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   if (ended && held_after) {
     // A hand-off: to a client that listens, and the oldest waiter not yet
     // due among those must get the key.
-    if (apply.first && !granted_to_listener(apply, after->second.owner)) return;
+    if (apply.first && !granted_to_listener(apply, std::string(after->second.owner.view()))) return;
     if (!b.head_owner || *b.head_owner != after->second.owner) {
       fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where(),
                                after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
@@ -268,7 +268,7 @@ void ClusterChecker::check_grant(const Apply& apply, const cluster::LockMachine:
                      last.counted_end.value, (last.counted_end - apply.now).value, two_s.value));
     return;
   }
-  last = Grant{granted.token, granted.owner, counted_end, false};
+  last = Grant{granted.token, std::string(granted.owner.view()), counted_end, false};
 }
 
 void ClusterChecker::first_application(const cluster::Command& command, raft::Index index,
