@@ -207,6 +207,7 @@ class LockMachine {
     WaiterQueue queue;
     friend bool operator==(const KeyState&, const KeyState&) = default;
   };
+  static_assert(sizeof(KeyState) == 48, "a held key grew: bench cluster's bytes per held key moves with it");
   // Keys by name, found by any text without a copy; at() too (std::map's
   // takes only the key type). Throws std::out_of_range as std::map::at.
   class Keys : public std::map<CompactString, KeyState, TextLess> {

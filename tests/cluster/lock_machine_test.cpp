@@ -27,6 +27,43 @@ TEST(LockMachine, GrantsQueuesAndHandsOffFifoOnRelease) {
   EXPECT_TRUE(d.machine.keys().empty());
 }
 
+// A key's queue reads as a std::map whether or not it holds its map: empty,
+// it finds nothing and iterates nothing; it keeps FIFO order by id; the
+// last waiter's removal leaves it empty again; copies are deep and compare
+// by content.
+TEST(LockMachine, WaiterQueueReadsAsAMapAndIsEmptyAgainAfterItsLastWaiter) {
+  using Queue = LockMachine::WaiterQueue;
+  const auto waiter = [](std::uint64_t id, std::string owner) {
+    LockMachine::Waiter w;
+    w.id = WaiterId{id};
+    w.owner = std::move(owner);
+    return w;
+  };
+  Queue queue;
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.begin(), queue.end());
+  EXPECT_EQ(queue.find(WaiterId{1}), queue.end());
+  EXPECT_FALSE(queue.contains(WaiterId{1}));
+  EXPECT_THROW(queue.at(WaiterId{1}), std::out_of_range);
+  queue.emplace(WaiterId{3}, waiter(3, "carol"));
+  queue.emplace(WaiterId{2}, waiter(2, "bob"));
+  EXPECT_FALSE(queue.emplace(WaiterId{2}, waiter(2, "again")).second);
+  ASSERT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue.begin()->second.owner, "bob");
+  EXPECT_EQ(queue.rbegin()->second.owner, "carol");
+  const Queue copy = queue;
+  EXPECT_EQ(copy, queue);
+  queue.erase(queue.find(WaiterId{2}));
+  EXPECT_NE(copy, queue);
+  EXPECT_EQ(copy.size(), 2u);
+  queue.erase(queue.find(WaiterId{3}));
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.begin(), queue.end());
+  EXPECT_EQ(queue, Queue{});
+  EXPECT_NE(copy, queue);
+}
+
 TEST(LockMachine, NeverTakesOverAnExpiredKeyInPlace) {
   Driven d;
   d.run(acquire(1, 1, 1, "k", "alice", 100, 0, 0));
