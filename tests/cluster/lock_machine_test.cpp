@@ -441,6 +441,25 @@ TEST(LockMachineSnapshot, RestoreGivesBackTheSameTableAndBehaviour) {
   }
 }
 
+// Names past the 15 bytes a key's record keeps in place (the table keeps
+// them in a buffer of their own) survive a snapshot, read back whole, and
+// find their key by any text.
+TEST(LockMachineSnapshot, LongKeyAndOwnerNamesComeBackWhole) {
+  const std::string key(250, 'k');
+  const std::string owner = std::string(200, 'o') + "!";
+  Driven d;
+  EXPECT_EQ(d.run(acquire(1, 1, 1, key, owner, 100, 0, 0)), "c1 A 1 " + owner + " " + key);
+  EXPECT_EQ(d.run(acquire(2, 1, 2, key, "bob", 100, 500, 5)), "");
+  Driven copy;
+  copy.machine.restore(d.index, d.machine.snapshot());
+  copy.index = d.index;
+  copy.machine.check_invariants();
+  EXPECT_EQ(copy.machine.keys(), d.machine.keys());
+  EXPECT_EQ(copy.machine.keys().at(key).owner, owner);
+  EXPECT_NE(canonical_table(copy.machine).find("key " + key + " holder " + owner + " token 1"), std::string::npos);
+  EXPECT_EQ(copy.run(release(1, 2, 1, key, 1, 10)), "c1 R 1 " + key + "; c2 A 2 bob " + key);
+}
+
 TEST(LockMachineSnapshot, RestoreRefusesBadBytesAndKeepsTheTable) {
   Driven original = busy_table();
   const std::string bytes = original.machine.snapshot();
