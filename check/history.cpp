@@ -3,7 +3,6 @@
 // checker that guessed at a damaged file could pass a broken server.
 #include "check/history.hpp"
 
-#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <optional>
@@ -295,12 +294,8 @@ std::string event_line(const Event& event) {
   return object.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::variant<History, ReadError> read_history(std::istream& in, std::size_t expected_bytes) {
+std::variant<History, ReadError> read_history(std::istream& in) {
   History history;
-  // The shortest event line is about 30 bytes: reserving for that many only
-  // takes address space, and spares a minute's history the copies and fresh
-  // pages of the vector doubling a dozen times.
-  history.events.reserve(expected_bytes / 30);
   std::string text;
   std::size_t number = 0;
   bool have_header = false;
@@ -340,9 +335,7 @@ std::variant<History, ReadError> read_history(std::istream& in, std::size_t expe
 std::variant<History, ReadError> read_history_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return ReadError{0, fmt::format("cannot open {}", path)};
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  return read_history(in, error ? 0 : static_cast<std::size_t>(size));
+  return read_history(in);
 }
 
 void write_history(std::ostream& out, const History& history) {

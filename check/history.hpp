@@ -90,8 +90,7 @@ struct ReadError {
 
 // Reads a whole history; any malformed line, a wrong schema, invalid
 // limits or times that go back is an error naming the line.
-// `expected_bytes`, the stream's size when known, only sizes the event vector.
-std::variant<History, ReadError> read_history(std::istream& in, std::size_t expected_bytes = 0);
+std::variant<History, ReadError> read_history(std::istream& in);
 std::variant<History, ReadError> read_history_file(const std::string& path);
 
 // Writes the header and every event, one line each.
