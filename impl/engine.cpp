@@ -374,7 +374,7 @@ void Engine::enqueue(Slot key, ConnectionId connection, const AcquireRequest& re
   KeyRecord& key_record = keys_[key];
   list_push_back<&WaiterRecord::queue_links>(waiters_, key_record.queue, waiter);
   ++key_record.waiter_count;
-  record.bucket = bucket_at(deadline_buckets_, record.deadline);
+  record.bucket = deadline_bucket_at(record.deadline);
   list_push_back<&WaiterRecord::deadline_links>(waiters_, buckets_[record.bucket].list, waiter);
   list_push_back<&WaiterRecord::connection_links>(waiters_, connection_waiters_[connection], waiter);
   ++counters_.queued;
@@ -386,7 +386,7 @@ void Engine::remove_waiter(Slot waiter) {
   list_unlink<&WaiterRecord::queue_links>(waiters_, key_record.queue, waiter);
   --key_record.waiter_count;
   list_unlink<&WaiterRecord::deadline_links>(waiters_, buckets_[record.bucket].list, waiter);
-  drop_bucket_if_empty(deadline_buckets_, record.bucket);
+  drop_deadline_bucket_if_empty(record.bucket);
   const auto connection = connection_waiters_.find(record.connection);
   LOCKSTEP_ASSERT(connection != connection_waiters_.end());
   list_unlink<&WaiterRecord::connection_links>(waiters_, connection->second, waiter);
@@ -432,8 +432,8 @@ void Engine::compact_sweep_bucket(SweepBucket& bucket) {
   for (std::uint32_t pos = 0; pos < bucket.keys.size(); ++pos) keys_[bucket.keys[pos]].bucket_pos = pos;
 }
 
-Slot Engine::bucket_at(Buckets& index, TimeMs instant) {
-  const auto [at, fresh] = index.try_emplace(instant, no_slot);
+Slot Engine::deadline_bucket_at(TimeMs instant) {
+  const auto [at, fresh] = deadline_buckets_.try_emplace(instant, no_slot);
   if (fresh) {
     at->second = buckets_.allocate();
     buckets_[at->second].instant = instant;
@@ -441,9 +441,9 @@ Slot Engine::bucket_at(Buckets& index, TimeMs instant) {
   return at->second;
 }
 
-void Engine::drop_bucket_if_empty(Buckets& index, Slot bucket) {
+void Engine::drop_deadline_bucket_if_empty(Slot bucket) {
   if (!buckets_[bucket].list.empty()) return;
-  index.erase(buckets_[bucket].instant);
+  deadline_buckets_.erase(buckets_[bucket].instant);
   buckets_.release(bucket);
 }
 

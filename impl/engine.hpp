@@ -224,8 +224,8 @@ class Engine {
   Token issue_token(Slot key);
 
   TimeMs sweep_instant_for(TimeMs expiry) const;
-  Slot bucket_at(Buckets& index, TimeMs instant);
-  void drop_bucket_if_empty(Buckets& index, Slot bucket);
+  Slot deadline_bucket_at(TimeMs instant);
+  void drop_deadline_bucket_if_empty(Slot bucket);
   void link_sweep_bucket(Slot key);
   void unlink_sweep_bucket(Slot key);
   void compact_sweep_bucket(SweepBucket& bucket);
