@@ -3,13 +3,13 @@
 #include <malloc.h>
 
 #include <chrono>
-#include <cstring>
 #include <string_view>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "impl/engine.hpp"
@@ -34,23 +34,12 @@ std::size_t heap_in_use() {
 // misses measured are the engine's and the hash map's own.
 class KeyName {
  public:
-  explicit KeyName(std::uint64_t id) {
-    char digits[20];
-    std::size_t count = 0;
-    do {
-      digits[count++] = static_cast<char>('0' + id % 10);
-      id /= 10;
-    } while (id != 0);
-    while (count < 7) digits[count++] = '0';
-    std::memcpy(text_, "key:", 4);
-    size_ = 4;
-    while (count > 0) text_[size_++] = digits[--count];
-  }
+  explicit KeyName(std::uint64_t id) : size_(static_cast<std::size_t>(fmt::format_to(text_, FMT_COMPILE("key:{:07}"), id) - text_)) {}
   std::string_view view() const { return {text_, size_}; }
 
  private:
-  char text_[24];
-  std::size_t size_ = 0;
+  char text_[24];  // "key:" and at most 20 digits
+  std::size_t size_;
 };
 
 // The key id back from a response's key text (the digits after "key:").
@@ -118,11 +107,6 @@ struct MixResult {
   EngineCounters counters;
 };
 
-// The mix: 45% acquire of a uniform key (lease 1-10 s, a third of them wait
-// up to 2 s), 45% release of a uniform key with the token last seen for it
-// (N when it changed hands), 10% acquire of one of 1,000 hot keys with a
-// wait (queues, hand-offs, timeouts). Time moves 1 ms every 200 requests,
-// so leases end, waits time out and sweeps run while requests arrive.
 // One request of the mix, drawn before it is sent, so that the generator can
 // prefetch the token it keeps for the key: the client's bookkeeping is not
 // the engine's cost.
@@ -136,6 +120,11 @@ MixStep draw_step(SplitMix64& prng, std::uint64_t keys, std::uint64_t hot_keys) 
   return {dice, prng.below(dice < 90 ? keys : hot_keys)};
 }
 
+// The mix: 45% acquire of a uniform key (lease 1-10 s, a third of them wait
+// up to 2 s), 45% release of a uniform key with the token last seen for it
+// (N when it changed hands), 10% acquire of one of 1,000 hot keys with a
+// wait (queues, hand-offs, timeouts). Time moves 1 ms every 200 requests,
+// so leases end, waits time out and sweeps run while requests arrive.
 MixResult run_mix(const EngineBenchOptions& options) {
   Engine engine({bench_limits(options.keys), Token{1}, std::uint64_t{1} << 20, InjectedBug::none});
   std::vector<std::uint64_t> token_of(options.keys, 0);
