@@ -217,7 +217,7 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   if (ended && held_after) {
     // A hand-off: to a client that listens, and the oldest waiter not yet
     // due among those must get the key.
-    if (apply.first && !granted_to_listener(apply, std::string(after->second.owner.view()))) return;
+    if (apply.first && !granted_to_listener(apply, after->second.owner)) return;
     if (!b.head_owner || *b.head_owner != after->second.owner) {
       fail("fifo", fmt::format("{}: the key went to `{}`, the oldest waiter not yet due is {}", where(),
                                after->second.owner, b.head_owner ? "`" + *b.head_owner + "`" : "nobody"));
@@ -230,7 +230,7 @@ void ClusterChecker::check_transition(const Apply& apply, const KeyBefore& b, co
   }
 }
 
-bool ClusterChecker::granted_to_listener(const Apply& apply, const std::string& owner) {
+bool ClusterChecker::granted_to_listener(const Apply& apply, std::string_view owner) {
   const auto session = owner_session(owner);
   const auto found = session ? sessions_.find(*session) : sessions_.end();
   if (found == sessions_.end()) return true;  // not one of the simulated clients' (or forgotten)

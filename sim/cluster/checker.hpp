@@ -42,6 +42,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impl/cluster/commands.hpp"
@@ -141,7 +142,7 @@ class ClusterChecker {
   SessionInfo& info(const cluster::Session& session) { return sessions_[session]; }
   void trim_sessions(const std::string& client, std::uint64_t sequence);
   // no-ghost-grant, on a hand-off's first application; false when it failed.
-  bool granted_to_listener(const Apply& apply, const std::string& owner);
+  bool granted_to_listener(const Apply& apply, std::string_view owner);
 
   RaftChecker& raft_;
   cluster::SessionLimits session_limits_;
