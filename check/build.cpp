@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "impl/assert.hpp"
+
 namespace lockstep::history {
 
 namespace {
@@ -21,19 +23,43 @@ std::int64_t floor_ms(std::int64_t us) { return us / 1000; }
 // class can only answer requests of that class, so the k-th answer of a
 // class to arrive bounds when the k-th request of it was handled, provided
 // every request of the class is answered at once (releases, waitless
-// acquires of an owner on a key, malformed lines).
-std::string request_class(const SentLine& sent) {
-  if (sent.malformed) return "E";
-  if (!sent.acquire) return fmt::format("R {} {}", sent.token, sent.key);
-  return fmt::format("A {} {}", sent.owner, sent.key);
+// acquires of an owner on a key, malformed lines). A class is `E`, a
+// release's token and key, or an acquire's owner and key; its names are
+// views into the lines and responses it was taken from (words of the
+// protocol, without spaces), so that pairing a minute's lines builds no
+// string.
+struct RequestClass {
+  char kind = 'E';  // 'E', 'R' (token, key) or 'A' (owner, key)
+  std::uint64_t token = 0;
+  std::string_view owner, key;
+  friend bool operator==(const RequestClass&, const RequestClass&) = default;
+};
+
+struct RequestClassHash {
+  std::size_t operator()(const RequestClass& c) const noexcept {
+    const std::hash<std::string_view> text;
+    std::size_t h = static_cast<std::size_t>(c.kind) * 0x9e3779b97f4a7c15ULL ^ c.token;
+    h = (h ^ text(c.owner)) * 0x100000001b3ULL;
+    return h ^ (text(c.key) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  }
+};
+
+// Looked into only, never iterated in an order that reaches an output.
+template <typename Value>
+using ClassMap = std::unordered_map<RequestClass, Value, RequestClassHash>;
+
+RequestClass request_class(const SentLine& sent) {
+  if (sent.malformed) return {};
+  if (!sent.acquire) return {'R', sent.token, {}, sent.key};
+  return {'A', 0, sent.owner, sent.key};
 }
 
-std::string response_class(const Response& response) {
+RequestClass response_class(const ResponseWords& response) {
   switch (response.kind) {
-    case ResponseKind::error: return "E";
+    case ResponseKind::error: return {};
     case ResponseKind::released:
-    case ResponseKind::not_held: return fmt::format("R {} {}", response.token.value, response.key);
-    default: return fmt::format("A {} {}", response.owner, response.key);
+    case ResponseKind::not_held: return {'R', response.token.value, {}, response.key};
+    default: return {'A', 0, response.owner, response.key};
   }
 }
 
@@ -48,7 +74,7 @@ void find_own_answers(ConnectionRecord& conn) {
     bool answer;
     std::size_t sent;  // index into conn.sent (sends)
   };
-  std::unordered_map<std::string, std::vector<Moment>> classes;  // looked into only
+  ClassMap<std::vector<Moment>> classes;
   for (std::size_t i = 0; i < conn.sent.size(); ++i) {
     const auto& sent = conn.sent[i];
     if (!sent.malformed && !sent.errored && sent.acquire) classes[request_class(sent)].push_back({sent.sent_us, false, i});
@@ -97,8 +123,7 @@ void assign_errors(ConnectionRecord& conn) {
     if (conn.received[i].parsed && conn.received[i].response.kind == ResponseKind::error) errors.push_back(i);
   }
   if (errors.empty()) return;
-  // Looked into only, never iterated in an order that reaches an output.
-  std::unordered_map<std::string, std::int64_t> answers;
+  ClassMap<std::int64_t> answers;
   for (const auto& received : conn.received) {
     if (received.parsed && received.response.kind != ResponseKind::error) ++answers[response_class(received.response)];
   }
@@ -135,16 +160,15 @@ void assign_errors(ConnectionRecord& conn) {
 }
 
 void bound_requests(ConnectionRecord& conn, std::int64_t handled_within_ms) {
-  // Looked into only, never iterated in an order that reaches an output.
-  std::unordered_map<std::string, std::vector<std::size_t>> requests;
-  std::unordered_set<std::string> waiting_classes;
+  ClassMap<std::vector<std::size_t>> requests;
+  std::unordered_set<RequestClass, RequestClassHash> waiting_classes;
   for (std::size_t i = 0; i < conn.sent.size(); ++i) {
     if (conn.sent[i].errored) continue;
     const auto name = request_class(conn.sent[i]);
     requests[name].push_back(i);
     if (conn.sent[i].queued_kind) waiting_classes.insert(name);
   }
-  std::unordered_map<std::string, std::vector<std::int64_t>> answers;
+  ClassMap<std::vector<std::int64_t>> answers;
   for (const auto& received : conn.received) {
     if (received.parsed && !received.answers_request) {
       answers[response_class(received.response)].push_back(received.received_us);
@@ -191,6 +215,7 @@ struct KeyBuilder {
   TextMap<std::uint32_t> sessions = {};
 
   std::uint32_t slot(const ConnectionRecord& conn) {
+    if (const auto found = slots.find(conn.id); found != slots.end()) return found->second;
     auto [it, added] = slots.emplace(conn.id, static_cast<std::uint32_t>(input.conns.size()));
     if (added) {
       KeyConnection made;
@@ -278,6 +303,7 @@ class InputBuilder {
 
   Built build() {
     find_ups();
+    count_lines();
     for (std::size_t number = 0; number < history_.events.size(); ++number) read(number);
     end_reading();
     bound_connections();
@@ -307,10 +333,28 @@ class InputBuilder {
       made.id = event.conn;
       made.incarnation = incarnation_;
       made.opened_us = event.t_us;
+      // Room for every line the history has on this connection number from
+      // here on (a number used again reserves for all its uses, once).
+      if (const auto left = lines_left_.find(event.conn); left != lines_left_.end()) {
+        made.sent.reserve(left->second.first);
+        made.received.reserve(left->second.second);
+        lines_left_.erase(left);
+      }
       built_.conns.push_back(std::move(made));
       it = open_.emplace(event.conn, built_.conns.size() - 1).first;
     }
     return built_.conns[it->second];
+  }
+
+  // How many lines each connection number sent and read, so that its
+  // lists are allocated once (a minute's history has a few hundred thousand
+  // lines on a few connections: growing by doubling copied each list and
+  // left behind twice its size in memory touched once).
+  void count_lines() {
+    for (const auto& event : history_.events) {
+      if (event.kind == EventKind::send) ++lines_left_[event.conn].first;
+      if (event.kind == EventKind::recv) ++lines_left_[event.conn].second;
+    }
   }
 
   // A `down` followed by an `up`: until that `up` the target accepts
@@ -425,12 +469,24 @@ class InputBuilder {
       received.arrived_from_us = std::max(received.arrived_from_us, conn.received.back().arrived_from_us);
     }
     received.line = event.line;
-    if (auto response = parse_response(event.line)) {
+    if (const auto response = parse_response(event.line)) {
       received.parsed = true;
-      received.response = std::move(*response);
+      received.response = words_of(*response, received.line);
     }
     placed_[number] = {static_cast<std::uint32_t>(open_[event.conn]), static_cast<std::uint32_t>(conn.received.size())};
     conn.received.push_back(std::move(received));
+  }
+
+  // The response's names as views into its line (the parser took them
+  // from it as they are, so each is found there).
+  static ResponseWords words_of(const Response& response, std::string_view line) {
+    const auto within = [line](const std::string& name) -> std::string_view {
+      if (name.empty()) return {};
+      const auto at = line.find(name);
+      LOCKSTEP_ASSERT(at != std::string_view::npos);
+      return line.substr(at, name.size());
+    };
+    return ResponseWords{response.kind, response.token, within(response.owner), within(response.key)};
   }
 
   void end_reading() {
@@ -478,14 +534,6 @@ class InputBuilder {
     return of_incarnation.emplace(std::string(key), KeyBuilder{input, {}, {}}).first->second;
   }
 
-  static std::string key_and_owner(std::string_view key, std::string_view owner) {
-    std::string joined;
-    joined.reserve(key.size() + owner.size() + 1);
-    joined.append(key).push_back(' ');
-    joined.append(owner);
-    return joined;
-  }
-
   // Per connection: when each owner first asked for each key.
   void note_first_asks() {
     builders_.resize(built_.incarnation_start_us.size());
@@ -493,8 +541,14 @@ class InputBuilder {
     for (std::size_t c = 0; c < built_.conns.size(); ++c) {
       for (const auto& sent : built_.conns[c].sent) {
         if (!sent.acquire) continue;
-        first_asked_[c].emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
-        auto [it, added] = first_asked_anywhere_.emplace(key_and_owner(sent.key, sent.owner), sent.sent_us);
+        // (Cluster mode reads the first anywhere, simple mode the first on
+        // the grant's connection: deal_recv.)
+        const auto asked = request_class(sent);  // its owner and key
+        if (!cluster_) {
+          first_asked_[c].emplace(asked, sent.sent_us);
+          continue;
+        }
+        auto [it, added] = first_asked_anywhere_.emplace(asked, sent.sent_us);
         if (!added) it->second = std::min(it->second, sent.sent_us);
       }
     }
@@ -564,17 +618,18 @@ class InputBuilder {
     // many times it is heard.
     if (received.response.kind == ResponseKind::granted &&
         (!cluster_ ||
-         replays_.emplace(received.response.token.value, received.response.key + ' ' + received.response.owner).second)) {
+         replays_.emplace(received.response.token.value, fmt::format("{} {}", received.response.key, received.response.owner))
+             .second)) {
       // Issued no earlier than the first request of that owner on that key
       // sent on this connection (the grant answers one of them).
       std::int64_t from_us = received.received_us;
       // (Cluster mode: on any connection, the operation's sends being spread
       // over several.)
       const auto& asked = cluster_ ? first_asked_anywhere_ : first_asked_[conn_index];
-      const auto first = asked.find(key_and_owner(received.response.key, received.response.owner));
+      const auto first = asked.find(response_class(received.response));  // a grant's owner and key
       if (first != asked.end()) from_us = std::min(from_us, first->second);
-      built_.grants.push_back(GrantSeen{received.response.token.value, received.response.key,
-                                        received.response.owner, conn.id, conn.incarnation, observation,
+      built_.grants.push_back(GrantSeen{received.response.token.value, std::string(received.response.key),
+                                        std::string(received.response.owner), conn.id, conn.incarnation, observation,
                                         received.received_us, from_us});
     }
   }
@@ -585,6 +640,9 @@ class InputBuilder {
   Built built_;
   // The first pass.
   std::map<std::uint32_t, std::size_t> open_;  // connection id -> index in built_.conns
+  // Connection number -> lines sent and read not yet reserved for (looked
+  // into only).
+  std::unordered_map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> lines_left_;
   std::uint32_t incarnation_ = 0;
   std::vector<bool> up_follows_;
   bool awaiting_up_ = false;
@@ -595,8 +653,8 @@ class InputBuilder {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> placed_;
   // The second pass.
   std::vector<TextMap<KeyBuilder>> builders_;
-  std::vector<TextMap<std::int64_t>> first_asked_;
-  TextMap<std::int64_t> first_asked_anywhere_;
+  std::vector<ClassMap<std::int64_t>> first_asked_;
+  ClassMap<std::int64_t> first_asked_anywhere_;
   std::set<std::pair<std::uint64_t, std::string>> replays_;  // cluster mode: grants heard so far
 };
 

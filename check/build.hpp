@@ -20,22 +20,22 @@ namespace lockstep::history {
 
 struct SentLine {
   std::int64_t sent_us = 0;
-  bool malformed = false;
   // The key and the owner are views into `line`, as the line is, so that a
   // minute's history does not hold a second copy of each in the builder.
-  std::string_view key;  // empty when malformed
+  std::string_view key;   // empty when malformed
   std::string_view line;  // in the History built from
   std::int64_t latest_ms = unbounded_ms;
-  bool queued_kind = false;  // an acquire with a wait: may be queued
   // When its own answer certainly arrived (the only request of its owner and
   // key on the connection not yet answered when that answer came): it was
   // no longer waiting then. unbounded_ms when it cannot be told.
   std::int64_t answered_by_ms = unbounded_ms;
   // The request's fields, parsed once (valid when not malformed).
-  bool acquire = false;
   std::string_view owner;
   std::int64_t lease_ms = 0, wait_ms = 0;
   std::uint64_t token = 0;
+  bool malformed = false;
+  bool acquire = false;
+  bool queued_kind = false;  // an acquire with a wait: may be queued
   // Cluster mode: the session fields, when the request carries them.
   bool has_session = false;
   // Cluster mode: an `E` answered it (not-leader, too many in flight, a
@@ -43,12 +43,20 @@ struct SentLine {
   bool errored = false;
 };
 
+// A response as read: what the builder needs of it, its names views into
+// the line (a minute's history holds a few hundred thousand of them).
+struct ResponseWords {
+  ResponseKind kind = ResponseKind::error;
+  Token token;                  // A, R, N
+  std::string_view owner, key;  // A, T, B: both; R, N: the key
+};
+
 struct ReceivedLine {
   std::int64_t received_us = 0;
   std::int64_t arrived_from_us = 0;  // it arrived in [arrived_from_us, received_us]
   std::string_view line;  // in the History built from
+  ResponseWords response;  // valid when parsed
   bool parsed = false;
-  Response response;
   // Cluster mode: an `E` that answers a well-formed request (SentLine::errored).
   bool answers_request = false;
 };

@@ -226,10 +226,9 @@ bool ClusterFrontier::floats(const Config& c, std::uint32_t request) const {
 }
 
 std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
-  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) + c.extras.capacity() * sizeof(Extra) + c.zone.bytes() +
-         (c.handled.extra.capacity() + c.handled.holes.capacity() + c.observed.extra.capacity() +
-          c.observed.holes.capacity()) *
-             sizeof(std::uint32_t);
+  return sizeof(Config) + c.queue.heap_bytes() + c.extras.capacity() * sizeof(Extra) + c.zone.bytes() +
+         c.handled.extra.heap_bytes() + c.handled.holes.heap_bytes() + c.observed.extra.heap_bytes() +
+         c.observed.holes.heap_bytes();
 }
 
 // A request no answer of which arrived, applied and gone without a trace

@@ -502,7 +502,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
       expanded_zones_.clear();
       expanded_store_.clear();
     }
-    if (!expanded_.insert(expansion_key(c)).second) return false;
+    if (!expanded_.insert(expansion_key(c))) return false;
     auto& seen = expanded_zones_[box_key(c)];
     for (const auto* other : seen) {
       if (other->lateness <= c.lateness && c.zone.inside(other->zone)) return false;

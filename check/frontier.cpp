@@ -58,8 +58,8 @@ Frontier::Frontier(const KeyInput& input, const KeyOracles& oracles, const Phase
   find_later_latest();
 }
 
-std::vector<std::uint32_t> Frontier::available(const Config& c, std::int64_t at) const {
-  std::vector<std::uint32_t> found;
+RequestList Frontier::available(const Config& c, std::int64_t at) const {
+  RequestList found;
   if (pending_is_long(c, at)) {
     // Many requests sent and not handled (a server that answers nothing):
     // the first unhandled request of each connection, found per connection.
@@ -86,8 +86,8 @@ bool Frontier::pending_is_long(const Config& c, std::int64_t at) const {
 // Connections whose close the server may read at `at`: all their requests
 // handled, waiters of theirs queued (a close that drops nothing changes
 // nothing), inside the close's window.
-std::vector<std::uint32_t> Frontier::closable(const Config& c, std::int64_t at) const {
-  std::vector<std::uint32_t> found;
+RequestList Frontier::closable(const Config& c, std::int64_t at) const {
+  RequestList found;
   for (const auto& waiter : c.queue) {
     const auto conn = conn_of(waiter.request);
     if (close_lo_[conn] > at || std::find(found.begin(), found.end(), conn) != found.end()) continue;
@@ -183,7 +183,7 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
       continue;
     }
     Config closed = c;
-    std::erase_if(closed.queue, [&](const Waiter& waiter) { return conn_of(waiter.request) == conn; });
+    erase_if(closed.queue, [&](const Waiter& waiter) { return conn_of(waiter.request) == conn; });
     record(closed, Step{at, -1, -1, 'c'});
     inputs(std::move(closed), at, out, orders);
   }
@@ -191,9 +191,8 @@ void Frontier::inputs(Config c, std::int64_t at, Configs& out, std::size_t& orde
 }
 
 std::uint64_t Frontier::bytes_of(const Config& c) {
-  return sizeof(Config) + c.queue.capacity() * sizeof(Waiter) +
-         (c.handled.extra.capacity() + c.observed.extra.capacity()) * sizeof(std::uint32_t) +
-         c.phases.ranges().capacity() * sizeof(std::pair<std::int64_t, std::int64_t>);
+  return sizeof(Config) + c.queue.heap_bytes() + c.handled.extra.heap_bytes() + c.observed.extra.heap_bytes() +
+         c.phases.ranges().heap_bytes();
 }
 
 // Whether a request not yet handled after `from - 1` can still get its

@@ -139,9 +139,9 @@ class Frontier : public FrontierSearch<Frontier, Config> {
   void fire_timeouts(Config c, std::size_t from, std::int64_t at, Configs& out);
   void sweep(Config c, std::int64_t at, Configs& out) const;
   void inputs(Config c, std::int64_t at, Configs& out, std::size_t& orders);
-  std::vector<std::uint32_t> available(const Config& c, std::int64_t at) const;
+  RequestList available(const Config& c, std::int64_t at) const;
   bool pending_is_long(const Config& c, std::int64_t at) const;
-  std::vector<std::uint32_t> closable(const Config& c, std::int64_t at) const;
+  RequestList closable(const Config& c, std::int64_t at) const;
   bool inert(const Config& before, const Config& after) const {
     return before.holder == after.holder && before.queue == after.queue && before.last_token == after.last_token &&
            before.phases == after.phases;

@@ -49,6 +49,7 @@
 #include <fmt/format.h>
 
 #include "check/fingerprint.hpp"
+#include "check/small_vector.hpp"
 #include "check/frontier.hpp"
 #include "check/key_input.hpp"
 
@@ -80,6 +81,10 @@ struct StepNode {
   Step step;
   std::shared_ptr<const StepNode> previous;
 };
+
+// Requests (or connections) by index, a few at an instant: kept inside the
+// list rather than on the heap.
+using RequestList = SmallVector<std::uint32_t, 8>;
 
 // Whether a fingerprint leaves out the instant intervals, so that
 // configurations equal but for them can be merged.
@@ -132,7 +137,7 @@ void fingerprint_core(FingerprintBuilder& print, const Config& c, bool blank) {
 template <class Holder, class Waiter, class IndexSetType>
 struct ConfigCore {
   Holder holder;
-  std::vector<Waiter> queue;
+  SmallVector<Waiter, 2> queue;
   IndexSetType handled;           // requests handled
   IndexSetType observed;          // observations explained
   std::uint32_t explained = 0;
@@ -191,8 +196,8 @@ class FrontierSearch {
 
   // The requests that may be handled at `at`: sent by then, not handled,
   // the one before it on its connection (previous_) handled.
-  std::vector<std::uint32_t> ready(const Config& c, std::int64_t at) const {
-    std::vector<std::uint32_t> found;
+  RequestList ready(const Config& c, std::int64_t at) const {
+    RequestList found;
     for (auto i = c.handled.low(); i < in_.requests.size() && earliest_[i] <= at; ++i) {
       if (c.handled.contains(i)) continue;
       const auto previous = previous_[i];
@@ -343,27 +348,49 @@ class FrontierSearch {
   // Whether `c` is expanded for the first time at this instant (orders that
   // commute reach one configuration twice: it is expanded once). A mode
   // may also skip one that another already expanded stands for.
-  bool first_expansion(const Config& c) { return expanded_.insert(self().expansion_key(c)).second; }
+  bool first_expansion(const Config& c) { return expanded_.insert(self().expansion_key(c)); }
 
   // Configurations equal but for what merge_key leaves out become one
   // (merge_equal keeps what both allow: exact); then those equal but for
   // touching instant intervals become one box.
   void merge(Configs& configs) const {
     if (configs.size() < 2) return;
-    std::unordered_map<Fingerprint, std::size_t, FingerprintHash> index;
-    index.reserve(configs.size() * 2);
+    const auto first = first_of_group(configs, [this](const Config& c) { return self().merge_key(c); });
+    std::vector<std::uint32_t> place(configs.size());  // in `kept`, of each group's first
     Configs kept;
     kept.reserve(configs.size());
-    for (auto& c : configs) {
-      const auto [it, added] = index.emplace(self().merge_key(c), kept.size());
-      if (added) {
-        kept.push_back(std::move(c));
+    for (std::uint32_t k = 0; k < configs.size(); ++k) {
+      if (first[k] == k) {
+        place[k] = static_cast<std::uint32_t>(kept.size());
+        kept.push_back(std::move(configs[k]));
       } else {
-        Rules::merge_equal(kept[it->second], c);
+        Rules::merge_equal(kept[place[first[k]]], configs[k]);
       }
     }
     configs = std::move(kept);
     if (configs.size() > 1) self().merge_boxes(configs);
+  }
+
+  // For each configuration, the first (lowest index) of those with the same
+  // `key`: equal configurations found by sorting their fingerprints (a
+  // search merges a few configurations per instant, a million times: a
+  // hash map's node per configuration cost more than the sort).
+  template <class Key>
+  static std::vector<std::uint32_t> first_of_group(const Configs& configs, Key key) {
+    std::vector<std::pair<Fingerprint, std::uint32_t>> prints;
+    prints.reserve(configs.size());
+    for (std::uint32_t k = 0; k < configs.size(); ++k) prints.emplace_back(key(configs[k]), k);
+    std::sort(prints.begin(), prints.end(), [](const auto& a, const auto& b) {
+      if (a.first.high != b.first.high) return a.first.high < b.first.high;
+      if (a.first.low != b.first.low) return a.first.low < b.first.low;
+      return a.second < b.second;
+    });
+    std::vector<std::uint32_t> first(configs.size());
+    for (std::size_t i = 0; i < prints.size(); ++i) {
+      const bool starts = i == 0 || !(prints[i].first == prints[i - 1].first);
+      first[prints[i].second] = starts ? prints[i].second : first[prints[i - 1].second];
+    }
+    return first;
   }
 
   // Configurations equal but for their instant intervals, every interval of
@@ -374,8 +401,20 @@ class FrontierSearch {
   void merge_boxes(Configs& configs) const {
     // Groups are joined each on its own, in index order, so the order in
     // which the groups are visited reaches no output.
-    std::unordered_map<Fingerprint, std::vector<std::size_t>, FingerprintHash> groups;
-    for (std::size_t k = 0; k < configs.size(); ++k) groups[self().box_key(configs[k])].push_back(k);
+    const auto first = first_of_group(configs, [this](const Config& c) { return self().box_key(c); });
+    std::vector<std::vector<std::uint32_t>> groups;  // of two or more
+    {
+      std::vector<std::uint32_t> sizes(configs.size(), 0), slot(configs.size(), 0);
+      for (const auto f : first) ++sizes[f];
+      for (std::uint32_t k = 0; k < configs.size(); ++k) {
+        if (sizes[first[k]] < 2) continue;
+        if (first[k] == k) {
+          slot[k] = static_cast<std::uint32_t>(groups.size());
+          groups.emplace_back().reserve(sizes[k]);
+        }
+        groups[slot[first[k]]].push_back(k);
+      }
+    }
     const auto touches = [](std::int64_t lo, std::int64_t hi, std::int64_t other_lo, std::int64_t other_hi) {
       return other_lo <= hi + 1 && lo <= other_hi + 1;
     };
@@ -430,8 +469,7 @@ class FrontierSearch {
     };
     std::vector<bool> gone(configs.size(), false);
     bool any = false;
-    for (auto& [print, members] : groups) {
-      if (members.size() < 2) continue;
+    for (const auto& members : groups) {
       // Joining may make a box touch one it did not before: repeat until
       // nothing joins.
       for (bool again = true; again;) {
@@ -470,7 +508,7 @@ class FrontierSearch {
   mutable bool over_budget_ = false;
   mutable std::string over_budget_why_;
   // The configurations whose inputs at the current instant were expanded.
-  std::unordered_set<Fingerprint, FingerprintHash> expanded_;
+  FingerprintSet expanded_;
   // What the current instant has made: configurations and their bytes.
   mutable std::uint64_t instant_work_ = 0, instant_bytes_ = 0;
   std::uint64_t work_before_ = 0;
@@ -545,12 +583,7 @@ KeyVerdict FrontierSearch<Rules, Config>::run() {
     furthest.assign(1, *std::max_element(frontier.begin(), frontier.end(), [](const Config& a, const Config& b) {
       return a.explained < b.explained;
     }));
-    // clear() would zero every bucket a busy instant once grew it to.
-    if (expanded_.bucket_count() > 256) {
-      expanded_ = {};
-    } else {
-      expanded_.clear();
-    }
+    expanded_.clear();
     instant_work_ = instant_bytes_ = 0;
     work_before_ = verdict.work;
     failure_ = KeyFailure{};

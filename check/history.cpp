@@ -224,13 +224,14 @@ class FlatReader {
   bool string(std::string& out) {
     if (!take('"')) return false;
     while (at_ < text_.size()) {
+      // A run of plain characters is copied at once.
+      const auto run = at_;
+      while (at_ < text_.size() && plain(text_[at_])) ++at_;
+      out.append(text_.data() + run, at_ - run);
+      if (at_ >= text_.size()) return false;
       const char c = text_[at_++];
       if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80) return false;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
+      if (c != '\\') return false;  // a control character, or not ASCII: the general way
       if (at_ >= text_.size()) return false;
       switch (text_[at_++]) {
         case '"': out += '"'; break;
@@ -245,6 +246,13 @@ class FlatReader {
       }
     }
     return false;
+  }
+
+  // Neither the end of a string, nor an escape, nor a byte the general
+  // way must read (a control character or one past ASCII).
+  static bool plain(char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\';
   }
 
   std::string_view text_;

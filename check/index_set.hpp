@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "check/small_vector.hpp"
 #include "impl/assert.hpp"
 
 namespace lockstep::history {
@@ -15,7 +16,7 @@ namespace lockstep::history {
 // and responses explained, which are only ever added.
 struct PrefixSet {
   std::uint32_t mark = 0;
-  std::vector<std::uint32_t> extra;  // sorted, all above mark
+  SmallVector<std::uint32_t, 4> extra;  // sorted, all above mark
 
   bool contains(std::uint32_t index) const {
     return index < mark || std::binary_search(extra.begin(), extra.end(), index);
@@ -45,7 +46,7 @@ struct PrefixSet {
 struct IndexSet : PrefixSet {
   // Sorted, all below mark: indices taken out again, kept apart so that one
   // taken out far below the mark costs one entry.
-  std::vector<std::uint32_t> holes;
+  SmallVector<std::uint32_t, 4> holes;
 
   bool contains(std::uint32_t index) const {
     if (index < mark) return !std::binary_search(holes.begin(), holes.end(), index);

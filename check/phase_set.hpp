@@ -8,12 +8,27 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
-#include <vector>
+
+#include "check/small_vector.hpp"
 
 namespace lockstep::history {
 
+// An inclusive range of residues (`first`..`second`, as std::pair names
+// them), trivially copyable so that a set of them lives inside the set.
+struct PhaseRange {
+  std::int64_t first = 0, second = 0;
+  friend auto operator<=>(const PhaseRange&, const PhaseRange&) = default;
+  friend bool operator==(const PhaseRange&, const PhaseRange&) = default;
+  friend bool operator==(const PhaseRange& range, const std::pair<std::int64_t, std::int64_t>& pair) {
+    return range.first == pair.first && range.second == pair.second;
+  }
+};
+
 class PhaseSet {
  public:
+  // Most sets are one range, some two: held inside the set, not on the heap.
+  using Ranges = SmallVector<PhaseRange, 2>;
+
   PhaseSet() = default;
   // Every phase of a period.
   explicit PhaseSet(std::int64_t period_ms) : period_(period_ms), ranges_{{0, period_ms - 1}} {}
@@ -21,7 +36,7 @@ class PhaseSet {
   std::int64_t period() const { return period_; }
   bool empty() const { return ranges_.empty(); }
   bool pinned() const { return ranges_.size() == 1 && ranges_[0].first == ranges_[0].second; }
-  const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges() const { return ranges_; }
+  const Ranges& ranges() const { return ranges_; }
   std::int64_t size() const {
     std::int64_t total = 0;
     for (const auto& [low, high] : ranges_) total += high - low + 1;
@@ -61,7 +76,7 @@ class PhaseSet {
   // Every phase of either set: two explanations that differ only in their
   // phase are one explanation with the phases of both.
   void unite(const PhaseSet& other) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> all = ranges_;
+    Ranges all = ranges_;
     all.insert(all.end(), other.ranges_.begin(), other.ranges_.end());
     set_normalized(std::move(all));
   }
@@ -87,14 +102,14 @@ class PhaseSet {
   friend bool operator==(const PhaseSet&, const PhaseSet&) = default;
 
  private:
-  std::vector<std::pair<std::int64_t, std::int64_t>> residue_ranges(std::int64_t first_ms, std::int64_t last_ms) const {
+  Ranges residue_ranges(std::int64_t first_ms, std::int64_t last_ms) const {
     const auto a = residue(first_ms), b = residue(last_ms);
     if (a <= b) return {{a, b}};
     return {{0, b}, {a, period_ - 1}};
   }
 
-  void keep_only(const std::vector<std::pair<std::int64_t, std::int64_t>>& wanted) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+  void keep_only(const Ranges& wanted) {
+    Ranges kept;
     for (const auto& [low, high] : wanted) {
       for (const auto& [own_low, own_high] : ranges_) {
         const auto a = std::max(low, own_low), b = std::min(high, own_high);
@@ -106,7 +121,7 @@ class PhaseSet {
 
   // Sorted, and overlapping or touching ranges joined, so that one set has
   // one representation (sets are compared and fingerprinted).
-  void set_normalized(std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
+  void set_normalized(Ranges ranges) {
     std::sort(ranges.begin(), ranges.end());
     ranges_.clear();
     for (const auto& [low, high] : ranges) {
@@ -119,7 +134,7 @@ class PhaseSet {
   }
 
   void subtract(std::int64_t low, std::int64_t high) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> kept;
+    Ranges kept;
     for (const auto& [own_low, own_high] : ranges_) {
       if (own_high < low || own_low > high) {
         kept.emplace_back(own_low, own_high);
@@ -132,7 +147,7 @@ class PhaseSet {
   }
 
   std::int64_t period_ = 1;
-  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
+  Ranges ranges_;
 };
 
 }  // namespace lockstep::history
