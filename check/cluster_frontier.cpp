@@ -256,7 +256,8 @@ void ClusterFrontier::forget_spent(Config& c) const {
 bool ClusterFrontier::end_visit(Config& c, std::int64_t at) const {
   for (std::size_t k = c.extras.size(); k-- > 0;) {
     const auto& extra = c.extras[k];
-    if (extra.kind == 'T' || extra.kind == 'N' || (extra.kind == 'f' && c.handled.contains(extra.request))) {
+    if (extra.kind == 'T' || extra.kind == 'N' || extra.kind == 'L' ||
+        (extra.kind == 'f' && c.handled.contains(extra.request))) {
       remove_extra(c, k);
     }
   }

@@ -85,7 +85,11 @@ struct Extra {
   //      queueing of the last waiter handed it since: a request nobody
   //      heard the answer of that a hand-off grants was queued no earlier
   //      (pass_on);
-  // 'u': while a hand-off grants such a request, its queueing.
+  // 'u': while a hand-off grants such a request, its queueing;
+  // 'L': the instant a waiter left by its Timeout at this visit, decided
+  //      before the visit's steps (due_waiters): every step after it is no
+  //      earlier, since it found the waiter gone (after_left), until the
+  //      visit ends.
   char kind = 'c';
   std::int32_t observation = -1;  // 'T': what it explained (taken back if the key goes free first)
   friend bool operator==(const Extra&, const Extra&) = default;
@@ -416,7 +420,8 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   bool may_leave_by(const Config& c, std::size_t index, std::uint32_t by, std::int64_t gap) const;
   // Waiter `index` leaves with its `T`, at an instant of its own no later
   // than x_by + gap: by its Timeout, or by a Close.
-  void leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out) const;
+  void leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out, bool floats = false) const;
+  bool after_left(Config& c) const;
   void leave_at(Config c, std::size_t index, std::uint32_t t, Configs& left) const;
   void leave_all(Config c, std::vector<std::uint32_t> requests, Configs& out) const;
   bool observed_timeout_ends_now(const Config& c, std::uint32_t request, std::int64_t at) const;

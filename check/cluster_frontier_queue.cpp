@@ -291,7 +291,8 @@ void ClusterFrontier::free_key(Config c, std::size_t from, Configs& out) const {
 // late past the wait plus the allowance. By the Close of one of its
 // connections, once read (when that can be earlier than its Timeout): that
 // connection does not hear its `T` (emit).
-void ClusterFrontier::leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out) const {
+void ClusterFrontier::leave(Config c, std::size_t index, std::uint32_t by, std::int64_t gap, Configs& out,
+                            bool floats) const {
   const auto gone = c.queue[index].request;
   const auto w = waiter_at(index);
   const auto t = c.zone.add();
@@ -299,7 +300,14 @@ void ClusterFrontier::leave(Config c, std::size_t index, std::uint32_t by, std::
   Configs left;
   leave_at(std::move(c), index, t, left);
   for (auto& next : left) {
-    next.zone.remove(t);
+    if (floats) {
+      // Its instant is not the cursor's: the visit's later steps, which
+      // find it gone, come no earlier (after_left). It is the last
+      // variable, where the next extra's goes.
+      next.extras.push_back(Extra{gone, 'L'});
+    } else {
+      next.zone.remove(t);
+    }
     drop_waiter(next, static_cast<std::size_t>(waiter_index(next, gone)), true);
   }
   // The ways it left that reach one configuration (by its Timeout or by a
@@ -375,13 +383,13 @@ void ClusterFrontier::due_waiters(Config c, std::size_t from, std::int64_t at, C
     if (max_late_ >= 0 && latest < Zone::open && at > latest + wait_of(request) + allowance_ + max_late_) {
       // Gone by now.
       Configs left;
-      leave(std::move(c), j, origin, at, left);
+      leave(std::move(c), j, origin, at, left, true);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
       return;
     }
     if (may_leave_by(c, j, origin, at) && observed_timeout_ends_now(c, request, at)) {
       Configs left;
-      leave(c, j, origin, at, left);
+      leave(c, j, origin, at, left, true);
       for (auto& next : left) due_waiters(std::move(next), j, at, out);
     }
   }
@@ -399,7 +407,7 @@ void ClusterFrontier::expire(Config c, std::int64_t at, Configs& out) const {
   c.zone.copy(saved, cursor_at);
   c.extras.push_back(Extra{static_cast<std::uint32_t>(gone.request), 'c'});
   c.zone.forget(cursor_at);
-  if (!c.zone.no_later(saved, cursor_at) || !c.zone.within(cursor_at, visit_from_, at) ||
+  if (!c.zone.no_later(saved, cursor_at) || !c.zone.within(cursor_at, visit_from_, at) || !after_left(c) ||
       !c.zone.constrain(cursor_at, holder_at, allowance_ - lease) ||
       !late(c, holder_at, cursor_at, lease + allowance_, gone.request, 'e', std::max(visit_from_, c.zone.earliest(cursor_at)))) {
     return;

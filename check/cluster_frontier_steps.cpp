@@ -36,6 +36,16 @@ void ClusterFrontier::drop_waiter(Config& c, std::size_t index, bool floor) cons
   c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
+// The cursor (a step's instant) comes no earlier than the Timeouts of
+// waiters that left at this visit before its steps: the step found them
+// gone.
+bool ClusterFrontier::after_left(Config& c) const {
+  for (std::size_t k = 0; k < c.extras.size(); ++k) {
+    if (c.extras[k].kind == 'L' && !c.zone.no_later(extra_at(c, k), cursor_at)) return false;
+  }
+  return true;
+}
+
 // The operation's instant becomes the cursor, after the one before it (the
 // cursor saved as an extra until the step ends, commit), within its span
 // and after the operation before it on its connection.
@@ -46,7 +56,7 @@ void ClusterFrontier::handle(Config c, std::uint32_t request, Span when, Configs
   c.extras.push_back(Extra{request, 'c'});
   c.zone.forget(cursor_at);
   if (!c.zone.no_later(saved, cursor_at) || !c.zone.within(cursor_at, when.lo, when.hi) ||
-      !after_predecessor(c, cursor_at, request)) {
+      !after_predecessor(c, cursor_at, request) || !after_left(c)) {
     return;
   }
   record(c, Step{c.zone.earliest(cursor_at), static_cast<std::int32_t>(request), -1, 'h'});
@@ -192,7 +202,10 @@ Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, 
         earliest_[other] > c.zone.latest(cursor_at)) {
       continue;
     }
+    // Applied in the order sent on its connection (C5): not before the
+    // request being applied now, which handle() has already marked handled.
     const auto previous = previous_[other];
+    if (previous == static_cast<std::int32_t>(request)) continue;
     if (previous >= 0 && !c.handled.contains(static_cast<std::uint32_t>(previous))) continue;
     Config held = c;
     held.handled.insert(other);

@@ -1,4 +1,4 @@
-// The reference's cluster mode (C1..C16): operations applied once whatever
+// The reference's cluster mode (C1..C18): operations applied once whatever
 // sends carried them, retries answered from the session, Expires and
 // Timeouts that may come late, and Closes. Beside simple mode's
 // (reference_simple.cpp), which the search calls instead.
@@ -28,8 +28,15 @@ std::int64_t Search::op_sent_on(std::int32_t op, std::uint32_t conn) const {
 }
 
 // Applies one command, ties its outputs to their causes and matches them.
+// C18: the first send of operation `op`, in ms.
+std::int64_t Search::first_sent_ms(std::int32_t op) const {
+  std::int64_t first = INT64_MAX;
+  for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) first = std::min(first, floor_ms(r_.sends[i].us));
+  return first;
+}
+
 void Search::apply(State n, const cluster::Command& command, const std::string& key, std::int64_t t, std::int32_t send,
-                   std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out) const {
+                   std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out, bool replay) const {
   if (trace_) n.path += fmt::format(" {}:{}{}", t, "ARETC"[command.index()], send);
   found_late(n, key, t);
   const auto old = n.cluster;  // keeps what `before` looks into
@@ -69,6 +76,10 @@ void Search::apply(State n, const cluster::Command& command, const std::string& 
     if (request) p.not_before_us = std::max(p.not_before_us, asked->us);
     produced.push_back(std::move(p));
   }
+  // C18: what this command produced was read after every operation
+  // applied so far was sent (a retry's answer from the session: only after
+  // its operation was applied, which came earlier).
+  for (auto& p : produced) p.after_sent_ms = replay ? INT64_MIN : n.latest_sent_ms;
   for (const auto& w : left) take_waiter(n, w.id);  // dropped by a Close
   match_all({std::move(n)}, produced, out);
 }
@@ -92,10 +103,11 @@ bool Search::available_cluster(const State& s, std::uint32_t i, std::int64_t t) 
 }
 
 // C16: a `B` answer given at once to send `i`.
-void Search::answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<State>& out) const {
+void Search::answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<State>& out, bool replay) const {
   const auto& send = r_.sends[i];
   found_late(n, send.key, t);
   Produced own;
+  own.after_sent_ms = replay ? INT64_MIN : n.latest_sent_ms;  // C18
   own.response = Response::busy(send.owner, send.key);
   own.conn = send.conn;
   own.at = t;
@@ -118,11 +130,12 @@ void Search::cluster_steps(const State& s, std::int64_t t, std::vector<State>& o
       State n = s;
       n.done |= 1U << i;
       if (n.outcome[op] == State::busy) {
-        answer_busy(std::move(n), i, t, out);  // C16: a retry of an acquire answered B
+        answer_busy(std::move(n), i, t, out, true);  // C16: a retry of an acquire answered B
         continue;
       }
       const bool first = n.outcome[op] == State::not_applied;
       n.outcome[op] = State::applied;
+      if (first) n.latest_sent_ms = std::max(n.latest_sent_ms, first_sent_ms(send.op));  // C18
       // C16 (a relaxation): a waiting acquire that finds its key held may
       // be answered B, whatever the queue's size.
       if (first && send.wait_ms > 0 && n.cluster->model.keys().contains(send.key)) {
@@ -133,15 +146,17 @@ void Search::cluster_steps(const State& s, std::int64_t t, std::vector<State>& o
       apply(std::move(n),
             cluster::Acquire{session, conn, send.key, send.owner, DurationMs{send.lease_ms}, DurationMs{send.wait_ms},
                              now},
-            send.key, t, static_cast<std::int32_t>(i), 0, t, out);
+            send.key, t, static_cast<std::int32_t>(i), 0, t, out, !first);
     } else {
       for (auto& [named, model_token] : name_token(s, send.token, i)) {
         State n = std::move(named);
         n.done |= 1U << i;
+        const bool first = n.outcome[op] == State::not_applied;
         n.outcome[op] = State::applied;
+        if (first) n.latest_sent_ms = std::max(n.latest_sent_ms, first_sent_ms(send.op));  // C18
         // C12: a release's hand-off is due at the release's own instant.
         apply(std::move(n), cluster::Release{session, conn, send.key, Token{model_token}, now}, send.key, t,
-              static_cast<std::int32_t>(i), send.token, t, out);
+              static_cast<std::int32_t>(i), send.token, t, out, !first);
       }
     }
   }

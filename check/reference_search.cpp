@@ -70,7 +70,7 @@ bool same_future(const State& a, const State& b) {
     return false;
   }
   return a.done == b.done && a.explained == b.explained && a.closed == b.closed && a.bound == b.bound &&
-         a.waiters == b.waiters && a.outcome == b.outcome;
+         a.waiters == b.waiters && a.outcome == b.outcome && a.latest_sent_ms == b.latest_sent_ms;
 }
 
 std::size_t hash_of(const State& s) {
@@ -89,6 +89,7 @@ std::size_t hash_of(const State& s) {
   for (const auto b : s.bound) mix(b);
   for (const auto& w : s.waiters) mix(w.id * 31 + w.send);
   for (const auto o : s.outcome) mix(o);
+  mix(static_cast<std::uint64_t>(s.latest_sent_ms));
   return h;
 }
 

@@ -8,7 +8,9 @@
 # compare, where a whole run's take a minute), and both builds read it; so do any history files named after `--`.
 # Prints each history whose output differs (with a diff of its first lines),
 # then the counts and a digest of every output of NEW, and exits 1 on any
-# difference.
+# difference. With CHECK_SAME_IGNORE set to an extended regular expression,
+# lines matching it are left out of both outputs (a change that moves the
+# search's own statistics, `^search: `, and must move nothing else).
 #   scripts/check_history_same.sh OLD NEW FIRST..LAST [-- FILE...]
 set -uo pipefail
 old=$1 new=$2 range=$3
@@ -24,6 +26,10 @@ compare() {  # name history [mode]
   [ -n "${3:-}" ] && mode_option=(--mode "$3")
   "$old" check-history "${mode_option[@]}" "$2" > "$work/old.out" 2>&1; echo "exit $?" >> "$work/old.out"
   "$new" check-history "${mode_option[@]}" "$2" > "$work/new.out" 2>&1; echo "exit $?" >> "$work/new.out"
+  if [ -n "${CHECK_SAME_IGNORE:-}" ]; then
+    grep -Ev "$CHECK_SAME_IGNORE" "$work/old.out" > "$work/old.kept"; mv "$work/old.kept" "$work/old.out"
+    grep -Ev "$CHECK_SAME_IGNORE" "$work/new.out" > "$work/new.kept"; mv "$work/new.kept" "$work/new.out"
+  fi
   cat "$work/new.out" >> "$work/all.out"
   if cmp -s "$work/old.out" "$work/new.out"; then
     same=$((same + 1))

@@ -1,7 +1,7 @@
 // Histories on which the checker and the reference (check/reference.hpp)
 // once disagreed, each small enough to judge by hand by the
 // numbered rules of docs/protocol.md ("How lockstep reads these rules",
-// S1..S17 and C1..C17). Each test gives the verdict the rules give, with the reasoning,
+// S1..S17 and C1..C18). Each test gives the verdict the rules give, with the reasoning,
 // and holds both readings to it; where a small change of the history turns
 // the verdict, the test checks that too, so that neither reading passes by
 // refusing everything. Times are microseconds on the tester's clock; instant
@@ -337,6 +337,98 @@ TEST(ReferenceRegressions, AWaitersGrantIsOwedByItsWaitFromItsSending) {
   };
   judged(with_wait("2"), Expect::violation);
   judged(with_wait("4"), Expect::conforms);
+}
+
+// Cluster mode, clock allowance 4 ms. c1 tries k1 at 1 ms without waiting
+// and reads `T` at 4 ms: k1 was held when its try-lock was applied. The
+// only acquire of k1 is c0's, sent at 6 ms, granted at 7 ms. On the table's
+// clock c0's grant could come first (its stamp as early as 6, c1's as late
+// as 4 + 1 + 4, C2, C9), but c1's answer was read before c0 sent anything:
+// a correct cluster had applied c1's try-lock before c0's request existed
+// (C18), and found k1 free. A violation; the checker said so, and the
+// reference, reading stamps alone, passed it (found by the cluster half of
+// the differential test, seed 20261207). Sent at 2 ms, before c1's answer
+// was read, c0's grant may come first: it conforms.
+TEST(ReferenceRegressions, AnOperationSentAfterAnAnswerWasReadIsAppliedAfterIt) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":4";
+  const std::string c0_at_6 = R"({"conn":3,"ev":"connect","t_us":6000}
+{"conn":3,"ev":"send","line":"A k1 c0 10 0 c0 1","t_us":6000}
+{"conn":3,"ev":"recv","line":"A 1 c0 k1","t_us":7000}
+)";
+  const std::string c0_at_2 = R"({"conn":3,"ev":"connect","t_us":2000}
+{"conn":3,"ev":"send","line":"A k1 c0 10 0 c0 1","t_us":2000}
+{"conn":3,"ev":"recv","line":"A 1 c0 k1","t_us":3000}
+)";
+  const auto with = [&](const std::string& before, const std::string& after) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 c1 3 0 c1 1","t_us":1000}
+)" + before + R"({"conn":1,"ev":"recv","line":"T c1 k1","t_us":4000}
+)" + after + R"({"conn":1,"ev":"close","t_us":20000}
+{"conn":3,"ev":"close","t_us":20000}
+)");
+  };
+  judged(with("", c0_at_6), Expect::violation);
+  judged(with(c0_at_2, ""), Expect::conforms);
+}
+
+// Cluster mode, clock allowance 4 ms. On connection 1, c0 asks for k0 at
+// 2 ms (wait 3 ms) and reads `T` at 4 ms, then asks again at 4.1 ms, never
+// answered. A `T` needs k0 held; the only other acquire of k0 is c0's
+// second, which comes after the first on their connection (C5): the first
+// found k0 free and was granted. A violation. The checker once let the
+// second be granted unheard before the first, whose own step had already
+// counted it applied (found by the differential test, seed 20261207). When
+// the unheard acquire is another client's, sent at 1 ms on its own
+// connection, it may hold k0 first: it conforms.
+TEST(ReferenceRegressions, AnUnheardGrantDoesNotComeBeforeTheRequestSentBeforeItOnItsConnection) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":4";
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":2000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 4 3 c0 1","t_us":2000}
+{"conn":1,"ev":"recv","line":"T c0s1 k0","t_us":4000}
+{"conn":1,"ev":"send","line":"A k0 c0s2 4 3 c0 2","t_us":4100}
+{"conn":1,"ev":"close","t_us":8000}
+)"),
+         Expect::violation);
+  judged(parse(header, R"({"conn":2,"ev":"connect","t_us":1000}
+{"conn":2,"ev":"send","line":"A k0 c1s1 4 3 c1 1","t_us":1000}
+{"conn":1,"ev":"connect","t_us":2000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 4 3 c0 1","t_us":2000}
+{"conn":1,"ev":"recv","line":"T c0s1 k0","t_us":4000}
+{"conn":1,"ev":"close","t_us":8000}
+{"conn":2,"ev":"close","t_us":8000}
+)"),
+         Expect::conforms);
+}
+
+// Cluster mode, no clock allowance. c1 holds k1 from its grant (lease 1
+// ms), read at 3 ms; c0 asks at 3 ms with a wait of 2 ms and reads `T` at
+// 5.5 ms. c0 was queued behind c1's grant, so its deadline came 2 ms after
+// the grant at the earliest; c1's Expire, due 1 ms after the grant, would
+// have handed c0 the key unless c0 had left first (C6): the Expire came at
+// least 1 ms late (C10). Under a maximum lateness of 0 a violation, under 1
+// it conforms. The checker once decided c0's Timeout at the start of a
+// visit and let the Expire of that visit come before it, although the
+// Expire found c0 gone (found by the differential test, seed 20261207).
+TEST(ReferenceRegressions, AStepAfterATimeoutComesNoEarlierThanIt) {
+  const auto with_max = [&](const std::string& max) {
+    return parse("\"sweep_ms\":5000},\"tolerance_ms\":2,\"mode\":\"cluster\",\"clock_allowance_ms\":0,"
+                 "\"max_lateness_ms\":" + max,
+                 R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 c1s1 1 3 c1 1","t_us":1000}
+{"conn":2,"ev":"connect","t_us":3000}
+{"conn":2,"ev":"send","line":"A k1 c0s1 2 2 c0 1","t_us":3000}
+{"conn":1,"ev":"recv","line":"A 1 c1s1 k1","t_us":3000}
+{"conn":2,"ev":"recv","line":"T c0s1 k1","t_us":5500}
+{"conn":1,"ev":"close","t_us":12000}
+{"conn":2,"ev":"close","t_us":12000}
+)");
+  };
+  judged(with_max("0"), Expect::violation);
+  judged(with_max("1"), Expect::conforms);
+  CheckOptions options;
+  options.shrink = false;
+  EXPECT_EQ(check_history(with_max("1"), options).lateness_ms, 1);
+  EXPECT_EQ(check_reference(with_max("1")).least_lateness_ms, 1);
 }
 
 }  // namespace

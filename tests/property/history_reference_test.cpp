@@ -54,7 +54,8 @@ struct Tally {
 Tally simple_tally, cluster_tally, trylock_tally;
 
 // LOCKSTEP_REFERENCE_SURVEY=1: count the disagreements and print each one
-// (unshrunk) instead of failing at the first; for triage.
+// (unshrunk) instead of failing at the first, and the counts every 100
+// cases; for triage.
 const bool survey = std::getenv("LOCKSTEP_REFERENCE_SURVEY") != nullptr;
 
 // The checker splits a history by key and couples the keys only as far as
@@ -96,6 +97,10 @@ void compare(const history::History& h, bool mutated, Tally& tally) {
   const auto checked = history::check_history(h, options);
   const auto reference = history::check_reference(h);
   ++tally.cases;
+  if (survey && tally.cases % 100 == 0) {
+    std::fprintf(stderr, "survey: %llu cases, %llu disagreements\n", static_cast<unsigned long long>(tally.cases),
+                 static_cast<unsigned long long>(tally.disagreements));
+  }
   using RV = history::ReferenceResult::Verdict;
   // A history with no response that has an explanation tests nothing: its
   // verdict is unknown, by rule (S17, C17); the reference then conforms.
