@@ -176,7 +176,7 @@ class SmallVector {
   std::uint32_t size_ = 0;
   std::uint32_t capacity_ = 0;  // on the heap; 0 while inline
   union {
-    T* heap_;
+    T* heap_ = nullptr;  // (initialized, so that no reading of the union is ever of nothing)
     alignas(T) unsigned char inline_[Inline * sizeof(T)];
   };
 };
