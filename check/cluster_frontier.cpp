@@ -153,7 +153,7 @@ void ClusterFrontier::inputs(Config c, std::int64_t at, Configs& out, std::size_
       }
       // A request no answer of which arrived, whose application changes
       // nothing (a `T`, `N` or `B` nobody heard): the same as not applying
-      // it, which forget_spent would make of it anyway.
+      // it.
       if (indeterminate(request) &&
           std::all_of(next.begin(), next.end(), [&](const Config& n) { return n.explained == c.explained && inert(c, n); })) {
         continue;
@@ -229,22 +229,6 @@ std::uint64_t ClusterFrontier::bytes_of(const Config& c) {
   return sizeof(Config) + c.queue.heap_bytes() + c.extras.capacity() * sizeof(Extra) + c.zone.bytes() +
          c.handled.extra.heap_bytes() + c.handled.holes.heap_bytes() + c.observed.extra.heap_bytes() +
          c.observed.holes.heap_bytes();
-}
-
-// A request no answer of which arrived, applied and gone without a trace
-// in the key (neither its holder nor a waiter), is taken as not applied:
-// what it did (a grant nobody heard, then expired; a queue it left) is what
-// applying it later or never would do, so the configurations that differ
-// only in which of them were applied become one. This accepts more than
-// the rules (such a request could be applied twice), never less.
-void ClusterFrontier::forget_spent(Config& c) const {
-  for (const auto i : unanswered_) {
-    if (!c.handled.contains(i) || c.holder.request == static_cast<std::int32_t>(i)) continue;
-    if (waiter_index(c, i) >= 0) continue;
-    const auto next = next_on_conn_[i];
-    if (next >= 0 && (c.handled.contains(static_cast<std::uint32_t>(next)) || extra_index(c, "f", next) >= 0)) continue;
-    c.handled.erase(i);
-  }
 }
 
 // The end of visit `at`: the operations that floated among its steps are

@@ -441,7 +441,6 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // a key still held is held past `at`.
   bool end_visit(Config& c, std::int64_t at) const;
 
-  void forget_spent(Config& c) const;
   static std::uint64_t bytes_of(const Config& c);
   // What came instead of a failure kept (fail, in frontier_search.hpp).
   void explain_failure(const Config& c) const;
@@ -479,7 +478,6 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     after.clear();
     for (auto& c : settled) {
       if (!end_visit(c, at)) continue;
-      forget_spent(c);
       after.push_back(std::move(c));
     }
   }

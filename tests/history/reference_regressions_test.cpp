@@ -431,5 +431,71 @@ TEST(ReferenceRegressions, AStepAfterATimeoutComesNoEarlierThanIt) {
   EXPECT_EQ(check_reference(with_max("1")).least_lateness_ms, 1);
 }
 
+// Cluster mode, no clock allowance. c0 asks for k0 at 3 ms; the node ends
+// that connection before any answer. c0 releases token 1 at 4.8 ms and reads
+// `R 1 k0` at 6 ms: its acquire was granted token 1, unheard, and released.
+// c1 tries k0 at 9 ms and reads `T` at 11 ms: k0 was free then (no other
+// acquire of k0 exists), so a violation. The checker once took an
+// operation whose unheard grant had ended as not applied, and granted c0's
+// acquire a second time to explain the `T` (found by the differential,
+// seed 20261207). With c1's try-lock at 3.5 ms, answered at 4 ms while c0
+// held the key, it conforms.
+TEST(ReferenceRegressions, AnUnheardGrantIsNotGrantedTwice) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":3000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 3 1 c0 1","t_us":3000}
+{"conn":1,"ev":"eof","t_us":4500}
+{"conn":2,"ev":"connect","t_us":4800}
+{"conn":2,"ev":"send","line":"R k0 1 c0 2","t_us":4800}
+{"conn":2,"ev":"recv","line":"R 1 k0","t_us":6000}
+{"conn":3,"ev":"connect","t_us":9000}
+{"conn":3,"ev":"send","line":"A k0 c1s3 1 0 c1 3","t_us":9000}
+{"conn":3,"ev":"recv","line":"T c1s3 k0","t_us":11000}
+{"conn":2,"ev":"close","t_us":20000}
+{"conn":3,"ev":"close","t_us":20000}
+)"),
+         Expect::violation);
+  judged(parse(header, R"({"conn":1,"ev":"connect","t_us":3000}
+{"conn":1,"ev":"send","line":"A k0 c0s1 3 1 c0 1","t_us":3000}
+{"conn":3,"ev":"connect","t_us":3500}
+{"conn":3,"ev":"send","line":"A k0 c1s3 1 0 c1 3","t_us":3500}
+{"conn":3,"ev":"recv","line":"T c1s3 k0","t_us":4000}
+{"conn":1,"ev":"eof","t_us":4500}
+{"conn":2,"ev":"connect","t_us":4800}
+{"conn":2,"ev":"send","line":"R k0 1 c0 2","t_us":4800}
+{"conn":2,"ev":"recv","line":"R 1 k0","t_us":6000}
+{"conn":2,"ev":"close","t_us":20000}
+{"conn":3,"ev":"close","t_us":20000}
+)"),
+         Expect::conforms);
+}
+
+// Cluster mode, no clock allowance. c1's acquire of k0 is granted token 2,
+// read at 1.376 ms; c0 asks for k1 at 2.184 ms and is granted token 1.
+// Token 1 was issued after token 2 was read, by the tester's clock; but a
+// grant is placed on the server's instants, no earlier than the millisecond
+// its request was sent (2) and no later than one after its reading (1 + 1),
+// so both grants may have been issued in millisecond 2, in either order
+// (C2, C9, C15): it conforms. The checker once compared the two to the
+// microsecond in cluster mode alone, stricter than the rules (found by the
+// differential, seed 20261207). Sent at 3.1 ms, token 1 was certainly
+// issued after token 2: a violation.
+TEST(ReferenceRegressions, TokensAreOrderedOnTheServersMillisecondsInAClusterToo) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const auto with_send_at = [&](const std::string& at) {
+    return parse(header, R"({"conn":2,"ev":"connect","t_us":1047}
+{"conn":2,"ev":"send","line":"A k0 c1s1 3 2 c1 1","t_us":1047}
+{"conn":2,"ev":"recv","line":"A 2 c1s1 k0","t_us":1376}
+{"conn":3,"ev":"connect","t_us":)" + at + R"(}
+{"conn":3,"ev":"send","line":"A k1 c0s1 2 3 c0 1","t_us":)" + at + R"(}
+{"conn":3,"ev":"recv","line":"A 1 c0s1 k1","t_us":4059}
+{"conn":2,"ev":"close","t_us":14000}
+{"conn":3,"ev":"close","t_us":14000}
+)");
+  };
+  judged(with_send_at("2184"), Expect::conforms);
+  judged(with_send_at("3100"), Expect::violation);
+}
+
 }  // namespace
 }  // namespace lockstep::history
