@@ -105,9 +105,24 @@ std::string missing_when(const KeyInput& input, const KeyFailure& failure, std::
   return {};
 }
 
+// The grant of the key that carries `token`, said so that a reader sees
+// whose grant was issued before the one that came: a grant the rules
+// would have made later, to another request (a waiter passed by), reads
+// the same as a token out of order, and the line tells them apart.
+std::string token_holder(const KeyInput& input, std::uint64_t token, std::int64_t origin_us) {
+  for (const auto& other : input.observations) {
+    if (other.kind == ResponseKind::granted && other.token == token) {
+      return fmt::format(", that of `{}` on connection {} at {}", other.line, conn_id_of(input, other.conn),
+                         at_text(other.received_us, origin_us));
+    }
+  }
+  return {};
+}
+
 // What is wrong with the timing of `seen`, the answer that came instead of
 // the missing one, if it is of the same kind; empty when nothing is.
-std::string got_timing(const KeyObservation& seen, const KeyFailure& failure) {
+std::string got_timing(const KeyInput& input, const KeyObservation& seen, const KeyFailure& failure,
+                       std::int64_t origin_us) {
   const bool same = seen.kind == failure.response;
   std::string timing = !same ? ""
                        : seen.received_us < failure.at_ms * 1000 - 1000 ? " (too early)"
@@ -116,8 +131,8 @@ std::string got_timing(const KeyObservation& seen, const KeyFailure& failure) {
   if (same && timing.empty() && seen.kind == ResponseKind::granted && seen.token != failure.next_token) {
     timing = failure.next_token == 0
                  ? " (no token of the key is left for it: tokens increase in the order issued)"
-                 : fmt::format(" (its token is not the key's next one, {}: tokens increase in the order issued)",
-                               failure.next_token);
+                 : fmt::format(" (its token is not the key's next one, {}{}: tokens increase in the order issued)",
+                               failure.next_token, token_holder(input, failure.next_token, origin_us));
   }
   return timing;
 }
@@ -126,7 +141,8 @@ std::string got_timing(const KeyObservation& seen, const KeyFailure& failure) {
 std::string missing_got(const KeyInput& input, const KeyFailure& failure, std::int64_t origin_us) {
   if (failure.got >= 0) {
     const auto& seen = input.observations[static_cast<std::size_t>(failure.got)];
-    return fmt::format("got `{}` at {}{}", seen.line, at_text(seen.received_us, origin_us), got_timing(seen, failure));
+    return fmt::format("got `{}` at {}{}", seen.line, at_text(seen.received_us, origin_us),
+                       got_timing(input, seen, failure, origin_us));
   }
   const auto& conn = input.conns[failure.conn];
   return fmt::format("nothing of the kind arrived (the connection was watched until {})",
