@@ -159,6 +159,87 @@ void assign_errors(ConnectionRecord& conn) {
   }
 }
 
+// The reading the flags of `conn` say (assign_errors's, or a chosen one).
+ErrorReading reading_of(const ConnectionRecord& conn) {
+  ErrorReading reading;
+  std::size_t next_error = 0;
+  std::vector<std::size_t> errors;
+  for (std::size_t i = 0; i < conn.received.size(); ++i) {
+    if (conn.received[i].parsed && conn.received[i].response.kind == ResponseKind::error) errors.push_back(i);
+  }
+  // A malformed line takes the next `E` (assign_errors), a request marked
+  // errored one too: in order.
+  for (std::size_t i = 0; i < conn.sent.size() && next_error < errors.size(); ++i) {
+    if (conn.sent[i].malformed || conn.sent[i].errored) {
+      reading.push_back(static_cast<std::uint32_t>(i));
+      ++next_error;
+    }
+  }
+  return reading;
+}
+
+// Every reading C3 allows of `conn`'s `E`s that answers the same malformed
+// lines as `built` (a malformed line's `E` is owed; a reading that leaves
+// one unanswered is a violation whatever else it explains), up to `cap`
+// of them: the `E`s in the order read answer sends in the order sent, each
+// a send made before it was read. Nothing past the cap.
+std::optional<std::vector<ErrorReading>> error_readings(const ConnectionRecord& conn, const ErrorReading& built,
+                                                        std::size_t cap) {
+  std::vector<std::int64_t> read_us;
+  for (const auto& received : conn.received) {
+    if (received.parsed && received.response.kind == ResponseKind::error) read_us.push_back(received.received_us);
+  }
+  std::vector<bool> owed(conn.sent.size(), false);
+  for (const auto i : built) owed[i] = conn.sent[i].malformed;
+  std::vector<ErrorReading> out;
+  ErrorReading partial;
+  bool over = false;
+  // Places `E` number e on a send from `from` on.
+  const auto place = [&](const auto& self, std::size_t e, std::size_t from) -> void {
+    if (over) return;
+    if (e == read_us.size()) {
+      for (std::size_t i = from; i < conn.sent.size(); ++i) {
+        if (owed[i]) return;  // an owed `E` left unanswered
+      }
+      if (out.size() == cap) {
+        over = true;
+        return;
+      }
+      out.push_back(partial);
+      return;
+    }
+    for (std::size_t j = from; j < conn.sent.size() && conn.sent[j].sent_us <= read_us[e]; ++j) {
+      const bool malformed = conn.sent[j].malformed;
+      if (malformed && !owed[j]) continue;
+      partial.push_back(static_cast<std::uint32_t>(j));
+      self(self, e + 1, j + 1);
+      partial.pop_back();
+      if (owed[j]) break;  // an owed `E` is not skipped
+    }
+  };
+  place(place, 0, 0);
+  if (over) return std::nullopt;
+  return out;
+}
+
+// Marks `conn`'s sends and `E`s as `reading` reads them.
+void apply_reading(ConnectionRecord& conn, const ErrorReading& reading) {
+  for (auto& sent : conn.sent) sent.errored = false;
+  std::size_t next = 0;
+  for (auto& received : conn.received) {
+    if (!received.parsed || received.response.kind != ResponseKind::error) continue;
+    received.answers_request = false;
+    if (next < reading.size()) {
+      auto& sent = conn.sent[reading[next]];
+      if (!sent.malformed) {
+        sent.errored = true;
+        received.answers_request = true;
+      }
+    }
+    ++next;
+  }
+}
+
 void bound_requests(ConnectionRecord& conn, std::int64_t handled_within_ms) {
   ClassMap<std::vector<std::size_t>> requests;
   std::unordered_set<RequestClass, RequestClassHash> waiting_classes;
@@ -290,8 +371,9 @@ namespace {
 // deals them out to one KeyInput per (incarnation, key).
 class InputBuilder {
  public:
-  InputBuilder(const History& history, bool prefix)
+  InputBuilder(const History& history, bool prefix, const ErrorChoice* errors)
       : history_(history),
+        errors_(errors),
         limits_(history.header.limits),
         cluster_(history.header.mode == Mode::cluster),
         prefix_(prefix),
@@ -498,8 +580,34 @@ class InputBuilder {
   }
 
   void bound_connections() {
-    for (auto& conn : built_.conns) {
-      if (cluster_) assign_errors(conn);
+    std::size_t readings = 1;
+    for (std::uint32_t index = 0; index < built_.conns.size(); ++index) {
+      auto& conn = built_.conns[index];
+      if (cluster_) {
+        assign_errors(conn);
+        // C3 may allow other readings; the checker tries them when its
+        // verdict on this one is not the best (checker.cpp).
+        const auto chosen = errors_ != nullptr ? errors_->find(index) : ErrorChoice::const_iterator{};
+        if (errors_ != nullptr && chosen != errors_->end()) apply_reading(conn, chosen->second);
+        if (errors_ == nullptr && !built_.error_readings_over) {
+          const auto mine = reading_of(conn);
+          auto found = error_readings(conn, mine, error_readings_max + 1);
+          auto others = found ? std::move(*found) : std::vector<ErrorReading>{};
+          std::erase(others, mine);
+          if (!found) {
+            built_.error_readings_over = true;
+            built_.other_error_readings.clear();
+          } else if (!others.empty()) {
+            readings *= others.size() + 1;
+            if (readings > error_readings_max) {
+              built_.error_readings_over = true;
+              built_.other_error_readings.clear();
+            } else {
+              built_.other_error_readings.push_back({index, std::move(others)});
+            }
+          }
+        }
+      }
       bound_requests(conn, cluster_ ? -1 : history_.header.handled_within_ms);
       find_own_answers(conn);
       // A waiting acquire is answered (a hand-off, a sweep's grant, a `T`;
@@ -635,6 +743,7 @@ class InputBuilder {
   }
 
   const History& history_;
+  const ErrorChoice* errors_;  // the readings of `E`s chosen, or none (assign_errors's)
   const Limits& limits_;
   const bool cluster_, prefix_;
   Built built_;
@@ -660,7 +769,9 @@ class InputBuilder {
 
 }  // namespace
 
-Built build_inputs(const History& history, bool prefix) { return InputBuilder(history, prefix).build(); }
+Built build_inputs(const History& history, bool prefix, const ErrorChoice* errors) {
+  return InputBuilder(history, prefix, errors).build();
+}
 
 Oracles make_oracles(const Built& built) {
   Oracles oracles;

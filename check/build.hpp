@@ -88,8 +88,29 @@ struct GrantSeen {
   std::int64_t issued_after_us = 0;
 };
 
+// C3: which send each `E` of a connection answers (by index into the
+// connection's `sent`, in the order the `E`s were read; a malformed line's
+// `E` included), one of the ways the rule allows.
+using ErrorReading = std::vector<std::uint32_t>;
+
+// Other readings of some connections' `E`s than the one built (cluster mode):
+// by connection (index into Built::conns), the readings the rule allows
+// besides it.
+struct OtherErrorReadings {
+  std::uint32_t conn = 0;
+  std::vector<ErrorReading> readings;
+};
+
+// A choice of readings to build with: by connection index, the reading.
+using ErrorChoice = std::map<std::uint32_t, ErrorReading>;
+
 struct Built {
   std::vector<ConnectionRecord> conns;  // by first appearance
+  // Cluster mode: where the `E`s could be read otherwise (at most
+  // error_readings_max readings in all; none listed when there are more,
+  // and then error_readings_over is set).
+  std::vector<OtherErrorReadings> other_error_readings;
+  bool error_readings_over = false;
   std::map<std::pair<std::uint32_t, std::string>, KeyInput> keys;
   std::vector<std::int64_t> incarnation_start_us;  // incarnation_origins_us
   std::vector<std::int64_t> incarnation_end_us;
@@ -106,7 +127,10 @@ struct Built {
 // the result. `prefix`: the history is a prefix cut from a longer one, so
 // the connections still open at its end are cut (answers may be on their
 // way); otherwise they were observed until the end.
-Built build_inputs(const History& history, bool prefix = false);
+Built build_inputs(const History& history, bool prefix = false, const ErrorChoice* errors = nullptr);
+
+// The most readings of the `E`s (C3) the checker tries, over all connections.
+inline constexpr std::size_t error_readings_max = 16;
 
 // What the couplings between keys need, precomputed for all keys.
 struct Oracles {

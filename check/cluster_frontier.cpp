@@ -341,9 +341,9 @@ void ClusterFrontier::final_waiters(Config c, std::size_t j, Configs& finals) co
   }
   const auto request = c.queue[j].request;
   if (const auto* conn = owed_on(request, true); conn != nullptr) {
-    const auto end_ms = floor_ms(conn->end_us);
-    if (!late(c, waiter_at(j), origin, wait_of(request) + allowance_ + in_.tolerance_ms - end_ms,
-              static_cast<std::int32_t>(request), 'a', end_ms + 1)) {
+    const auto end_ms = ceil_ms(conn->end_us);  // C13, rounded up
+    if (!late(c, waiter_at(j), origin, wait_of(request) + allowance_ + 1 + in_.tolerance_ms - end_ms,
+              static_cast<std::int32_t>(request), 'a', end_ms)) {
       return;
     }
   }

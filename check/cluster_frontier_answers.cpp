@@ -168,7 +168,8 @@ bool ClusterFrontier::hear(Config& matched, std::uint32_t request, std::uint32_t
   // A deferred answer that arrived past its cause's on-time instant and
   // the tolerance is late by the difference; heard on a retry's
   // connection, it may be that retry's own answer (below), never late.
-  const auto arrived_ms = floor_ms(seen.arrived_from_us);
+  // (C12: how far past, rounded up to the millisecond.)
+  const auto arrived_ms = ceil_ms(seen.arrived_from_us);
   if (deferred_on_time != nullptr && !heard_on_retry(request, seen) &&
       !late(matched, deferred_on_time->var, origin, deferred_on_time->offset + 1 + in_.tolerance_ms - arrived_ms,
             static_cast<std::int32_t>(request), 'a', arrived_ms)) {
@@ -196,9 +197,10 @@ bool ClusterFrontier::hear(Config& matched, std::uint32_t request, std::uint32_t
 bool ClusterFrontier::unheard_in_time(Config& c, std::uint32_t request, bool deferred, OnTime on_time) const {
   const auto* conn = owed_on(request, deferred);
   if (conn == nullptr) return true;
-  const auto end_ms = floor_ms(conn->end_us);
-  return late(c, on_time.var, origin, on_time.offset + in_.tolerance_ms - end_ms, static_cast<std::int32_t>(request),
-              'a', end_ms + 1);
+  // (C13: how far the watch lies past, rounded up to the millisecond.)
+  const auto end_ms = ceil_ms(conn->end_us);
+  return late(c, on_time.var, origin, on_time.offset + 1 + in_.tolerance_ms - end_ms, static_cast<std::int32_t>(request),
+              'a', end_ms);
 }
 
 void ClusterFrontier::fail_missing(const Config& c, std::uint32_t request, ResponseKind kind, std::uint64_t token,

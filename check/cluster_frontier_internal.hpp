@@ -398,7 +398,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
     if (first >= 0 && latest_queueing < unbounded_ms) {
       const auto& seen = in_.observations[static_cast<std::size_t>(first)];
       if (seen.kind == ResponseKind::timed_out) {
-        still = std::max(still, floor_ms(seen.arrived_from_us) -
+        still = std::max(still, ceil_ms(seen.arrived_from_us) -
                                     (latest_queueing + wait_of(request) + allowance_ + 1 + in_.tolerance_ms));
       }
     }

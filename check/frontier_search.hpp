@@ -56,6 +56,9 @@
 namespace lockstep::history {
 
 inline std::int64_t floor_ms(std::int64_t us) { return us >= 0 ? us / 1000 : -((-us + 999) / 1000); }
+// The millisecond at or after `us`: how late an arrival lies past an
+// instant, rounded up (C12, C13: 0.2 ms past is 1 ms late).
+inline std::int64_t ceil_ms(std::int64_t us) { return floor_ms(us + 999); }
 
 // The server's millisecond grid is not aligned with the tester's: an answer
 // caused at instant n may be read up to 1 ms before n on the tester's clock

@@ -497,5 +497,70 @@ TEST(ReferenceRegressions, TokensAreOrderedOnTheServersMillisecondsInAClusterToo
   judged(with_send_at("3100"), Expect::violation);
 }
 
+// Cluster mode. c0 sends a try-lock of k1 (1 ms), then one of k2 (1.5 ms)
+// on connection 1, and reads one `E not-leader` (2.5 ms) before it closes
+// the connection; it sends the second again on connection 3 and is granted
+// k2. c1's try-lock of k1 (3 ms) is answered `T`. C3 lets the `E` answer
+// either send: read as the answer of the k2 request, c0's try-lock of k1
+// was applied with its answer unheard (the connection closed), k1 was c0's
+// until its lease ended, and the `T` is explained: it conforms. The
+// checker once gave the `E` to the first send with no answer of its own
+// (build.cpp, assign_errors) and to it alone, and called the `T` a
+// violation (found by the differential, seed 20261207). With the k2
+// request sent after the `E` was read, the `E` can answer only the try-lock
+// of k1, which was then never applied: a violation.
+TEST(ReferenceRegressions, AnEMayAnswerAnyOfTheSendsBeforeIt) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const auto with_second_send_at = [&](const std::string& at) {
+    const std::string second = R"({"conn":1,"ev":"send","line":"A k2 c0s2 20 0 c0 2","t_us":)" + at + "}\n";
+    const std::string before = at < "2500" ? second : "";
+    const std::string after = at < "2500" ? "" : second;
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 c0s1 20 0 c0 1","t_us":1000}
+)" + before + R"({"conn":1,"ev":"recv","line":"E not-leader","t_us":2500}
+)" + after + R"({"conn":1,"ev":"close","t_us":2600}
+{"conn":2,"ev":"connect","t_us":3000}
+{"conn":2,"ev":"send","line":"A k1 c1s1 20 0 c1 1","t_us":3000}
+{"conn":2,"ev":"recv","line":"T c1s1 k1","t_us":4000}
+{"conn":3,"ev":"connect","t_us":5000}
+{"conn":3,"ev":"send","line":"A k2 c0s2 20 0 c0 2","t_us":5000}
+{"conn":3,"ev":"recv","line":"A 2 c0s2 k2","t_us":6000}
+{"conn":2,"ev":"close","t_us":100000}
+{"conn":3,"ev":"close","t_us":100000}
+)");
+  };
+  judged(with_second_send_at("1500"), Expect::conforms);
+  judged(with_second_send_at("2550"), Expect::violation);
+}
+
+// Cluster mode, no clock allowance, a maximum lateness of 0 ms. c0 is
+// granted k1 (lease 4 ms), read at 2.455 ms: granted at instant 3 at the
+// latest (C9), so its Expire is due by 7. c2 asks for k1 at 3.54 ms with a
+// wait of 1 ms and reads `T` at 9.848 ms. It was queued while c0 held the
+// key and left before the Expire (else the Expire hands it the key), so
+// queued by 6, its deadline by 7: its `T`, due + 1 + tol = 9 ms, arrived
+// 0.848 ms past that, late by 1 ms rounded up (C12): a violation. The
+// checker once compared the millisecond of the arrival (9) and found it on
+// time (found by the differential, seed 20261208). Read at 9.000 ms it is on
+// time: it conforms; so does the first under a maximum of 1 ms.
+TEST(ReferenceRegressions, AnAnswerLateByLessThanAMillisecondIsLateByOne) {
+  const auto history = [&](const std::string& max, const std::string& read_at) {
+    return parse("\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0,"
+                 "\"max_lateness_ms\":" + max,
+                 R"({"conn":1,"ev":"connect","t_us":1529}
+{"conn":1,"ev":"send","line":"A k1 c0s1 4 3 c0 1","t_us":1529}
+{"conn":1,"ev":"recv","line":"A 1 c0s1 k1","t_us":2455}
+{"conn":1,"ev":"close","t_us":3017}
+{"conn":3,"ev":"connect","t_us":3540}
+{"conn":3,"ev":"send","line":"A k1 c2s1 4 1 c2 1","t_us":3540}
+{"conn":3,"ev":"recv","line":"T c2s1 k1","t_us":)" + read_at + R"(}
+{"conn":3,"ev":"close","t_us":12126}
+)");
+  };
+  judged(history("0", "9848"), Expect::violation);
+  judged(history("0", "9000"), Expect::conforms);
+  judged(history("1", "9848"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
