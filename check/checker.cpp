@@ -452,13 +452,35 @@ bool better(const CheckResult& a, const CheckResult& b) {
 // error_readings_max in all, the build lists them) and the best verdict is
 // the history's. A reading that explains is as good as any: so a history
 // whose first reading conforms on time is checked once.
+//
+// Only the keys sent on by a connection read otherwise can change: the
+// others' inputs are the same in every reading. So when every violating key
+// (or the key that was latest) is another, no reading can do better, and
+// the history is not checked again.
+static bool other_readings_may_help(const CheckResult& result) {
+  const auto& built = *result.built;
+  std::set<std::string_view> affected;
+  for (const auto& other : built.other_error_readings) {
+    for (const auto& sent : built.conns[other.conn].sent) affected.insert(sent.key);
+  }
+  if (result.verdict == Verdict::violation) {
+    return std::any_of(result.violations.begin(), result.violations.end(), [&](const Finding& finding) {
+      return finding.check != "key" || affected.contains(finding.key);
+    });
+  }
+  if (result.verdict != Verdict::conforms || result.lateness_ms == 0) return false;
+  // lateness_text names the key that was latest, or what couples keys.
+  constexpr std::string_view prefix = "key `";
+  const std::string_view text = result.lateness_text;
+  if (!text.starts_with(prefix)) return true;
+  const auto end = text.find('`', prefix.size());
+  return end == std::string_view::npos || affected.contains(text.substr(prefix.size(), end - prefix.size()));
+}
+
 CheckResult check_history(const History& history, const CheckOptions& options) {
   auto best = HistoryCheck(history, options).run();
   const auto others = best.built->other_error_readings;
-  if (others.empty() || best.verdict == Verdict::unknown ||
-      (best.verdict == Verdict::conforms && best.lateness_ms == 0)) {
-    return best;
-  }
+  if (others.empty() || !other_readings_may_help(best)) return best;
   // Every combination of the connections' readings but the one built.
   std::vector<std::size_t> at(others.size(), 0);  // 0: the reading built
   while (true) {
