@@ -88,18 +88,23 @@ bool Search::available_cluster(const State& s, std::uint32_t i, std::int64_t t) 
   const auto& send = r_.sends[i];
   if (has(s.done, i) || send.errored || send.malformed) return false;  // C3
   if (floor_ms(send.us) > t) return false;                              // C2
-  // C5: operations sent once, on one connection, in the order sent.
-  if (r_.ops[static_cast<std::size_t>(send.op)].sends.size() == 1) {
+  // C5: operations sent once, on one connection, in the order sent (a
+  // send answered `E` was never applied: it does not count).
+  if (sent_once(send.op)) {
     for (const auto j : r_.conns[send.conn].sends) {
       if (j == i) break;
       const auto& earlier = r_.sends[j];
-      if (earlier.errored || earlier.malformed || r_.ops[static_cast<std::size_t>(earlier.op)].sends.size() != 1) {
-        continue;
-      }
+      if (earlier.errored || earlier.malformed || !sent_once(earlier.op)) continue;
       if (!has(s.done, j)) return false;
     }
   }
   return true;
+}
+
+// C5: the operation has one send that no `E` answered.
+bool Search::sent_once(std::int32_t op) const {
+  const auto& sends = r_.ops[static_cast<std::size_t>(op)].sends;
+  return std::count_if(sends.begin(), sends.end(), [&](std::uint32_t j) { return !r_.sends[j].errored; }) == 1;
 }
 
 // C16: a `B` answer given at once to send `i`.

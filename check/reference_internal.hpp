@@ -255,6 +255,7 @@ class Search {
              std::uint64_t echo, std::int64_t hand_off_due, std::vector<State>& out, bool replay = false) const;
 
   bool available_cluster(const State& s, std::uint32_t i, std::int64_t t) const;
+  bool sent_once(std::int32_t op) const;
   void answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<State>& out, bool replay = false) const;
   std::int64_t first_sent_ms(std::int32_t op) const;
   void cluster_steps(const State& s, std::int64_t t, std::vector<State>& out) const;

@@ -161,7 +161,7 @@ void Search::match(const State& s, const Produced& p, std::vector<State>& out) c
 // C13: the tester watched this connection for an answer to this send.
 bool Search::owed_on(std::int32_t send, std::uint32_t conn) const {
   const auto& s = r_.sends[static_cast<std::size_t>(send)];
-  if (r_.ops[static_cast<std::size_t>(s.op)].sends.size() != 1) return false;
+  if (!sent_once(s.op)) return false;
   if (s.conn != conn) return false;
   return r_.conns[conn].end != Conn::End::server;
 }

@@ -562,5 +562,36 @@ TEST(ReferenceRegressions, AnAnswerLateByLessThanAMillisecondIsLateByOne) {
   judged(history("1", "9848"), Expect::conforms);
 }
 
+// Cluster mode. c0's acquire of k1 is answered `E not-leader` on
+// connection 1 and sent again on connection 2 (3.314 ms), followed there by
+// a release of token 1 (3.363 ms). The acquire is granted token 1 and the
+// release answered `N 1`: the release found the key not held by token 1,
+// so it came before the grant. The send answered `E` was never applied
+// (C3), so the acquire was sent once, on connection 2, before the release,
+// and is applied before it (C5): a violation. The reference once counted
+// the send answered `E` and left the two unordered (found by the
+// differential, seed 20261209). With no `E` (the first send may have been
+// applied), the acquire is sent twice and nothing orders it with the
+// release: it conforms.
+TEST(ReferenceRegressions, ASendAnsweredEDoesNotCountForTheOrderOnAConnection) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const auto with = [&](const std::string& answer) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":2451}
+{"conn":1,"ev":"send","line":"A k1 c0s1 4 2 c0 1","t_us":2451}
+)" + answer + R"({"conn":2,"ev":"connect","t_us":3314}
+{"conn":2,"ev":"send","line":"A k1 c0s1 4 2 c0 1","t_us":3314}
+{"conn":2,"ev":"send","line":"R k1 1 c0 2","t_us":3363}
+{"conn":2,"ev":"recv","line":"A 1 c0s1 k1","t_us":3781}
+{"conn":2,"ev":"recv","line":"N 1 k1","t_us":4765}
+{"conn":1,"ev":"close","t_us":13944}
+{"conn":2,"ev":"close","t_us":13944}
+)");
+  };
+  judged(with(R"({"conn":1,"ev":"recv","line":"E not-leader","t_us":3314}
+)"),
+         Expect::violation);
+  judged(with(""), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
