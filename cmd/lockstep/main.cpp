@@ -19,17 +19,23 @@
 
 namespace {
 
-// A history of a minute holds a few hundred MB of small objects; with 4 KiB
-// pages, the first touch of each page costs a fault, and on a virtual
-// machine those faults were a quarter of check-history's time. glibc reads
-// its tunables only when a process starts, so the history commands start
-// themselves once more with huge-page-backed malloc (where the kernel
-// offers transparent huge pages; elsewhere the tunable does nothing).
-void restart_with_huge_pages(int argc, char** argv) {
+// A history of a minute holds a few hundred MB of small objects and
+// vectors. glibc maps each block above its threshold (128 KiB, rising to
+// 32 MiB) on its own and returns it when freed, so a large vector freed and
+// another allocated had the kernel fault in and clear fresh pages each
+// time; with huge pages (an earlier choice) the kernel also had to find
+// free 2 MiB frames, and when memory was fragmented its compaction made
+// half the runs a third slower (check-history on a minute of fuzzing:
+// 0.94-0.97 s or 1.26-1.29 s, system time 0.02 or 0.33 s). glibc reads its
+// tunables only when a process starts, so the history commands start
+// themselves once more with blocks up to 256 MiB taken from the heap,
+// whose pages are reused once faulted in: 0.98-1.09 s, system time under
+// 0.07 s, 7 MB less resident (docs/performance.md).
+void restart_with_heap_blocks(int argc, char** argv) {
   if (argc < 2 || std::getenv("GLIBC_TUNABLES") != nullptr) return;
   const std::string_view command = argv[1];
   if (command != "check-history" && command != "fuzz" && command != "miss-rate") return;
-  if (::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) != 0) return;
+  if (::setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=268435456", 1) != 0) return;
   ::execv("/proc/self/exe", argv);
   ::unsetenv("GLIBC_TUNABLES");  // could not restart: go on as we are
 }
@@ -115,7 +121,7 @@ int refuse(const CLI::App& app, const CLI::ParseError& error, int argc, char** a
 }  // namespace
 
 int main(int argc, char** argv) {
-  restart_with_huge_pages(argc, argv);
+  restart_with_heap_blocks(argc, argv);
   CLI::App app{
       "lockstep: a reference implementation of a lease-based lock service, and the tools to\n"
       "check any implementation against it. The protocol, the vector and history formats and\n"
