@@ -116,8 +116,15 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   const bool deferred = why != Cause::request;
   std::vector<std::string_view> tried;
   bool any = false;
+  // A release's hand-off is read no earlier than the release was first
+  // sent (C8): on the millisecond grid alone, a grant read 0.8 ms before the
+  // release that caused it was sent passed.
+  const std::int64_t not_before_us =
+      why == Cause::release && cause_request >= 0 ? in_.requests[static_cast<std::uint32_t>(cause_request)].sent_us
+                                                  : INT64_MIN;
   for (const auto index : answer_candidates(c, request, kind, token, cause, dropped)) {
     const auto& seen = in_.observations[index];
+    if (seen.received_us < not_before_us) continue;
     if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
     tried.push_back(seen.line);
     Config matched = c;

@@ -98,9 +98,11 @@ void ClusterFrontier::acquire(Config c, std::uint32_t request, Span when, Config
     if (oracles_.keys_may_be_full && oracles_.keys_may_be_full(c.zone.latest(cursor_at))) {
       emit(c, request, ResponseKind::busy, 0, cursor_at, Cause::request, {}, -1, out, true);
     }
-    // Unless its answer was a grant, the key may be held by a request
-    // nobody heard the answer of, granted before (unheard_holder).
-    if (!indeterminate(request) && observed_kind(c, request) != ResponseKind::granted) {
+    // The key may be held by a request nobody heard the answer of, granted
+    // before (unheard_holder): unless its answer was a grant at once (a
+    // waiting acquire's grant may be a hand-off once that holder is gone).
+    if (!indeterminate(request) &&
+        (observed_kind(c, request) != ResponseKind::granted || in_.requests[request].wait_ms > 0)) {
       for (auto& held : unheard_holder(c, request, 0)) {
         held.extras[static_cast<std::size_t>(extra_index(held, "c"))].kind = 'h';
         acquire_held(std::move(held), request, when, out);

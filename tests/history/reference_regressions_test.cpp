@@ -593,5 +593,68 @@ TEST(ReferenceRegressions, ASendAnsweredEDoesNotCountForTheOrderOnAConnection) {
   judged(with(""), Expect::conforms);
 }
 
+// Cluster mode, allowance 2 ms. c1 holds k0 (token 1, lease 1 ms); c2's
+// try-lock of k0 (4.426 ms) is never answered (its connection ends); c1
+// asks for k0 again with a wait of 2 ms (5.97 ms), then releases token 2
+// (6.822 ms): it is granted token 3 and the release answered `R 2`. Token 2
+// is c2's unheard grant: c1's acquire found k0 held by c2, queued, and the
+// release of c2's token handed it the key: it conforms. The checker once
+// took a waiting acquire answered `A` as one that found the key free, so
+// c2's grant could not come before it, and called the `R 2` a violation
+// (found by the differential, seed 20261210). With c1's second acquire a
+// try-lock, its `A` says the key was free at once: token 2 had ended, and
+// `R 2` is a violation.
+TEST(ReferenceRegressions, AWaitersGrantMayFollowAGrantNobodyHeard) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":2";
+  const auto with_wait = [&](const std::string& wait) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":2124}
+{"conn":1,"ev":"send","line":"A k0 c1 1 2 c1 1","t_us":2124}
+{"conn":1,"ev":"recv","line":"A 1 c1 k0","t_us":3122}
+{"conn":2,"ev":"connect","t_us":4426}
+{"conn":2,"ev":"send","line":"A k0 c2 1 0 c2 1","t_us":4426}
+{"conn":2,"ev":"eof","t_us":5238}
+{"conn":1,"ev":"send","line":"A k0 c1 1 )" + wait + R"( c1 2","t_us":5970}
+{"conn":1,"ev":"send","line":"R k0 2 c1 3","t_us":6822}
+{"conn":1,"ev":"recv","line":"A 3 c1 k0","t_us":7400}
+{"conn":1,"ev":"recv","line":"R 2 k0","t_us":10044}
+{"conn":1,"ev":"close","t_us":17892}
+)");
+  };
+  judged(with_wait("2"), Expect::conforms);
+  judged(with_wait("0"), Expect::violation);
+}
+
+// Cluster mode, no allowance. c2 holds k1 (token 1, lease 3 ms), asks for
+// it again with a wait of 2 ms (6.362 ms) and is granted token 3, read at
+// 7.622 ms; its release of token 1, sent at 8.419 ms, is answered `R 1`.
+// Token 1 still held when the release came, so the release's hand-off
+// granted token 3: but that grant was read before the release was sent,
+// and an answer is never read before the request that caused it was sent
+// (C8): a violation. The checker once placed the hand-off on the
+// millisecond grid alone (read at 7.622, caused at 8) and passed it (found
+// by the differential, seed 20261210). With the release sent at 7.5 ms it
+// conforms.
+TEST(ReferenceRegressions, AHandOffIsNotReadBeforeTheReleaseThatCausedItWasSent) {
+  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const auto with_release_at = [&](const std::string& at) {
+    const std::string release = R"({"conn":1,"ev":"send","line":"R k1 1 c2 3","t_us":)" + at + "}\n";
+    const bool before = at < "7622";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1773}
+{"conn":1,"ev":"send","line":"A k1 c2 3 0 c2 1","t_us":1773}
+{"conn":3,"ev":"connect","t_us":4466}
+{"conn":3,"ev":"send","line":"A k1 c1 2 0 c1 1","t_us":4466}
+{"conn":1,"ev":"recv","line":"A 1 c2 k1","t_us":4486}
+{"conn":1,"ev":"send","line":"A k1 c2 1 2 c2 2","t_us":6362}
+{"conn":3,"ev":"recv","line":"T c1 k1","t_us":7264}
+)" + (before ? release : "") + R"({"conn":1,"ev":"recv","line":"A 3 c2 k1","t_us":7622}
+)" + (before ? "" : release) + R"({"conn":1,"ev":"recv","line":"R 1 k1","t_us":10690}
+{"conn":1,"ev":"close","t_us":17690}
+{"conn":3,"ev":"close","t_us":17690}
+)");
+  };
+  judged(with_release_at("8419"), Expect::violation);
+  judged(with_release_at("7500"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
