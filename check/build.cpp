@@ -194,9 +194,19 @@ std::optional<std::vector<ErrorReading>> error_readings(const ConnectionRecord& 
   std::vector<ErrorReading> out;
   ErrorReading partial;
   bool over = false;
+  // The search may also fail to find a complete reading down many paths
+  // (an `E` no send can take, behind many that can): past this many
+  // placements tried, it counts as too many readings.
+  std::size_t steps_left = 10'000;
   // Places `E` number e on a send from `from` on.
   const auto place = [&](const auto& self, std::size_t e, std::size_t from) -> void {
     if (over) return;
+    if (steps_left == 0) {
+      over = true;
+      return;
+    }
+    --steps_left;
+    if (read_us.size() - e > conn.sent.size() - from) return;  // too few sends left for the `E`s
     if (e == read_us.size()) {
       for (std::size_t i = from; i < conn.sent.size(); ++i) {
         if (owed[i]) return;  // an owed `E` left unanswered

@@ -481,7 +481,10 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
   auto best = HistoryCheck(history, options).run();
   const auto others = best.built->other_error_readings;
   if (others.empty() || !other_readings_may_help(best)) return best;
-  // Every combination of the connections' readings but the one built.
+  // Every combination of the connections' readings but the one built. A
+  // reading that violates too is dropped, so its violations are not shrunk.
+  auto quick = options;
+  quick.shrink = false;
   std::vector<std::size_t> at(others.size(), 0);  // 0: the reading built
   while (true) {
     std::size_t i = 0;
@@ -491,7 +494,7 @@ CheckResult check_history(const History& history, const CheckOptions& options) {
     for (std::size_t c = 0; c < at.size(); ++c) {
       if (at[c] > 0) choice.emplace(others[c].conn, others[c].readings[at[c] - 1]);
     }
-    auto tried = HistoryCheck(history, options, &choice).run();
+    auto tried = HistoryCheck(history, quick, &choice).run();
     if (better(tried, best)) best = std::move(tried);
     if (best.verdict == Verdict::conforms && best.lateness_ms == 0) break;
   }
