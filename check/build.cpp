@@ -104,6 +104,10 @@ void find_own_answers(ConnectionRecord& conn) {
   }
 }
 
+bool is_error(const ReceivedLine& received) {
+  return received.parsed && received.response.kind == ResponseKind::error;
+}
+
 // Cluster mode: the `E`s of a connection that answer well-formed requests
 // (a node that is not the leader, too many requests in flight, a stale
 // session), which were therefore never applied. An `E` answers a line at
@@ -116,13 +120,14 @@ void find_own_answers(ConnectionRecord& conn) {
 // answer of its class: it can answer no other. (A client may send a request
 // again on the connection that answered it `E not-leader`, docs/protocol.md,
 // "Cluster nodes on the wire": the `E` answers the first sending, the
-// answer of its class the second.)
-void assign_errors(ConnectionRecord& conn) {
+// answer of its class the second.) Returns that reading (ErrorReading).
+ErrorReading assign_errors(ConnectionRecord& conn) {
   std::vector<std::size_t> errors;
   for (std::size_t i = 0; i < conn.received.size(); ++i) {
-    if (conn.received[i].parsed && conn.received[i].response.kind == ResponseKind::error) errors.push_back(i);
+    if (is_error(conn.received[i])) errors.push_back(i);
   }
-  if (errors.empty()) return;
+  ErrorReading reading;
+  if (errors.empty()) return reading;
   ClassMap<std::int64_t> answers;
   for (const auto& received : conn.received) {
     if (received.parsed && received.response.kind != ResponseKind::error) ++answers[response_class(received.response)];
@@ -136,6 +141,7 @@ void assign_errors(ConnectionRecord& conn) {
     if (sent.malformed) {
       --malformed_left;
       ++next;
+      reading.push_back(static_cast<std::uint32_t>(i));
       continue;
     }
     auto& error = conn.received[errors[next]];
@@ -155,24 +161,7 @@ void assign_errors(ConnectionRecord& conn) {
       sent.errored = true;
       error.answers_request = true;
       ++next;
-    }
-  }
-}
-
-// The reading the flags of `conn` say (assign_errors's, or a chosen one).
-ErrorReading reading_of(const ConnectionRecord& conn) {
-  ErrorReading reading;
-  std::size_t next_error = 0;
-  std::vector<std::size_t> errors;
-  for (std::size_t i = 0; i < conn.received.size(); ++i) {
-    if (conn.received[i].parsed && conn.received[i].response.kind == ResponseKind::error) errors.push_back(i);
-  }
-  // A malformed line takes the next `E` (assign_errors), a request marked
-  // errored one too: in order.
-  for (std::size_t i = 0; i < conn.sent.size() && next_error < errors.size(); ++i) {
-    if (conn.sent[i].malformed || conn.sent[i].errored) {
       reading.push_back(static_cast<std::uint32_t>(i));
-      ++next_error;
     }
   }
   return reading;
@@ -187,7 +176,7 @@ std::optional<std::vector<ErrorReading>> error_readings(const ConnectionRecord& 
                                                         std::size_t cap) {
   std::vector<std::int64_t> read_us;
   for (const auto& received : conn.received) {
-    if (received.parsed && received.response.kind == ResponseKind::error) read_us.push_back(received.received_us);
+    if (is_error(received)) read_us.push_back(received.received_us);
   }
   std::vector<bool> owed(conn.sent.size(), false);
   for (const auto i : built) owed[i] = conn.sent[i].malformed;
@@ -237,7 +226,7 @@ void apply_reading(ConnectionRecord& conn, const ErrorReading& reading) {
   for (auto& sent : conn.sent) sent.errored = false;
   std::size_t next = 0;
   for (auto& received : conn.received) {
-    if (!received.parsed || received.response.kind != ResponseKind::error) continue;
+    if (!is_error(received)) continue;
     received.answers_request = false;
     if (next < reading.size()) {
       auto& sent = conn.sent[reading[next]];
@@ -594,28 +583,15 @@ class InputBuilder {
     for (std::uint32_t index = 0; index < built_.conns.size(); ++index) {
       auto& conn = built_.conns[index];
       if (cluster_) {
-        assign_errors(conn);
-        // C3 may allow other readings; the checker tries them when its
-        // verdict on this one is not the best (checker.cpp).
+        // A reading chosen by the checker; else assign_errors's, with the
+        // others C3 allows listed, which the checker tries when its verdict
+        // on this one is not the best (checker.cpp).
         const auto chosen = errors_ != nullptr ? errors_->find(index) : ErrorChoice::const_iterator{};
-        if (errors_ != nullptr && chosen != errors_->end()) apply_reading(conn, chosen->second);
-        if (errors_ == nullptr && !built_.error_readings_over) {
-          const auto mine = reading_of(conn);
-          auto found = error_readings(conn, mine, error_readings_max + 1);
-          auto others = found ? std::move(*found) : std::vector<ErrorReading>{};
-          std::erase(others, mine);
-          if (!found) {
-            built_.error_readings_over = true;
-            built_.other_error_readings.clear();
-          } else if (!others.empty()) {
-            readings *= others.size() + 1;
-            if (readings > error_readings_max) {
-              built_.error_readings_over = true;
-              built_.other_error_readings.clear();
-            } else {
-              built_.other_error_readings.push_back({index, std::move(others)});
-            }
-          }
+        if (errors_ != nullptr && chosen != errors_->end()) {
+          apply_reading(conn, chosen->second);
+        } else {
+          const auto mine = assign_errors(conn);
+          if (errors_ == nullptr) list_other_readings(index, mine, readings);
         }
       }
       bound_requests(conn, cluster_ ? -1 : history_.header.handled_within_ms);
@@ -630,6 +606,23 @@ class InputBuilder {
         it->latest_ms = later;
       }
     }
+  }
+
+  // Lists the other readings of connection `index`'s `E`s than `mine`,
+  // unless the readings of the history pass error_readings_max (`readings`:
+  // their number so far), when none is listed.
+  void list_other_readings(std::uint32_t index, const ErrorReading& mine, std::size_t& readings) {
+    if (built_.error_readings_over) return;
+    auto found = error_readings(built_.conns[index], mine, error_readings_max + 1);
+    if (found) std::erase(*found, mine);
+    if (found && found->empty()) return;
+    if (found) readings *= found->size() + 1;
+    if (!found || readings > error_readings_max) {
+      built_.error_readings_over = true;
+      built_.other_error_readings.clear();
+      return;
+    }
+    built_.other_error_readings.push_back({index, std::move(*found)});
   }
 
   // ---- the second pass: one KeyInput per (incarnation, key) -------------------

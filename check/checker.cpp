@@ -469,17 +469,14 @@ static bool other_readings_may_help(const CheckResult& result) {
     });
   }
   if (result.verdict != Verdict::conforms || result.lateness_ms == 0) return false;
-  // lateness_text names the key that was latest, or what couples keys.
-  constexpr std::string_view prefix = "key `";
-  const std::string_view text = result.lateness_text;
-  if (!text.starts_with(prefix)) return true;
-  const auto end = text.find('`', prefix.size());
-  return end == std::string_view::npos || affected.contains(text.substr(prefix.size(), end - prefix.size()));
+  // The key that was latest, or none (the order of tokens across keys).
+  return result.lateness_key.empty() || affected.contains(result.lateness_key);
 }
 
 CheckResult check_history(const History& history, const CheckOptions& options) {
   auto best = HistoryCheck(history, options).run();
-  const auto others = best.built->other_error_readings;
+  const auto first = best.built;  // kept while `best` may be replaced
+  const auto& others = first->other_error_readings;
   if (others.empty() || !other_readings_may_help(best)) return best;
   // Every combination of the connections' readings but the one built. A
   // reading that violates too is dropped, so its violations are not shrunk.

@@ -80,6 +80,7 @@ struct CheckResult {
   // (DESIGN.md, "The least lateness").
   std::int64_t lateness_ms = 0;
   std::string lateness_text;
+  std::string lateness_key;  // the key lateness_text names; empty for the order of tokens across keys
   bool lateness_unverified = false;
   // Figures for the summary.
   std::uint64_t requests = 0, responses = 0, malformed = 0, keys = 0, connections = 0;

@@ -339,14 +339,10 @@ void ClusterFrontier::final_waiters(Config c, std::size_t j, Configs& finals) co
     finals.push_back(std::move(c));
     return;
   }
+  // C13: a waiter still queued at the end is late as its `T`, due at its
+  // deadline, would be if it went unheard.
   const auto request = c.queue[j].request;
-  if (const auto* conn = owed_on(request, true); conn != nullptr) {
-    const auto end_ms = ceil_ms(conn->end_us);  // C13, rounded up
-    if (!late(c, waiter_at(j), origin, wait_of(request) + allowance_ + 1 + in_.tolerance_ms - end_ms,
-              static_cast<std::int32_t>(request), 'a', end_ms)) {
-      return;
-    }
-  }
+  if (!unheard_in_time(c, request, true, OnTime{waiter_at(j), wait_of(request) + allowance_})) return;
   final_waiters(std::move(c), j + 1, finals);
 }
 

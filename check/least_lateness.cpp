@@ -59,6 +59,7 @@ class Settler {
     }
     result_.lateness_ms = worst_;
     result_.lateness_text = worst_text_;
+    result_.lateness_key = worst_key_;
   }
 
  private:
@@ -90,6 +91,7 @@ class Settler {
         if (below->outcome != KeyOutcome::explained) {
           worst_ = floor;
           worst_text_ = lateness_text(input, verdicts_.at(where), origin(where));
+          worst_key_ = input.key;
           bounded_.insert_or_assign(where, std::move(*at_floor));
           continue;
         }
@@ -106,6 +108,7 @@ class Settler {
         if (!least) return false;
         worst_ = *least;
         worst_text_ = failed_text(input, failed, worst_ - 1, origin(where));
+        worst_key_ = input.key;
         bounded_.insert_or_assign(where, std::move(*last));
         continue;
       }
@@ -116,6 +119,7 @@ class Settler {
       worst_ = *least;
       worst_text_ = last->lateness_ms == worst_ ? lateness_text(input, *last, origin(where))
                                                 : failed_text(input, failed, worst_ - 1, origin(where));
+      worst_key_ = input.key;
       bounded_.insert_or_assign(where, std::move(*last));
     }
     return true;
@@ -184,9 +188,11 @@ class Settler {
     worst_text_ = fmt::format("the order of tokens across keys: under a maximum of {} ms the keys' explanations issue "
                               "a larger token before a smaller one",
                               worst_ - 1);
+    worst_key_.clear();
     for (const auto& [where, verdict] : passed) {
       if (verdict.lateness_ms == worst_) {
         worst_text_ = lateness_text(search_.built.keys.at(where), verdict, origin(where));
+        worst_key_ = search_.built.keys.at(where).key;
         break;
       }
     }
@@ -235,6 +241,7 @@ class Settler {
   KeyVerdicts bounded_;  // each key explained under the maximum it was verified under
   std::int64_t worst_ = 0;
   std::string worst_text_;
+  std::string worst_key_;  // the key worst_text_ names, if one
 };
 
 }  // namespace

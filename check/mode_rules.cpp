@@ -56,6 +56,7 @@ class ClusterRules final : public ModeRules {
     if (verdict.lateness_ms <= result.lateness_ms) return;
     result.lateness_ms = verdict.lateness_ms;
     result.lateness_text = lateness_text(input, verdict, built_.incarnation_start_us[incarnation]);
+    result.lateness_key = input.key;
   }
   // The least maximum lateness that explains every key at once, when each
   // has an explanation; a lower bound only when one is undecided.
