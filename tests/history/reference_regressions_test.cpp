@@ -32,6 +32,12 @@ History parse(const std::string& limits_and_tolerance, const std::string& events
   return std::get<History>(read);
 }
 
+// The header's rest for a cluster's history (sweep_ms is not read there).
+std::string cluster_header(int tolerance_ms, int allowance_ms) {
+  return "\"sweep_ms\":5000},\"tolerance_ms\":" + std::to_string(tolerance_ms) +
+         ",\"mode\":\"cluster\",\"clock_allowance_ms\":" + std::to_string(allowance_ms);
+}
+
 enum class Expect { conforms, violation };
 
 // Both readings give `expected`.
@@ -256,8 +262,7 @@ TEST(ReferenceRegressions, AGrantOwedAtOnceAndNeverHeardIsAViolation) {
 // a violation (a server that writes a response twice). Sent twice on that
 // connection (a retry there), each send hears it once: it conforms.
 TEST(ReferenceRegressions, AClusterAnswerIsHeardOncePerSendOnItsConnection) {
-  const std::string header =
-      "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":2";
+  const std::string header = cluster_header(1, 2);
   judged(parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
 {"conn":1,"ev":"send","line":"A k0 c0s1 1 1 c0 1","t_us":1000}
 {"conn":1,"ev":"recv","line":"A 1 c0s1 k0","t_us":1000}
@@ -286,9 +291,7 @@ TEST(ReferenceRegressions, AClusterAnswerIsHeardOncePerSendOnItsConnection) {
 // the cluster simulator's swarm seed 104). Heard on connection 1 at 210 ms,
 // with no retry, that `T` is as late: a violation.
 TEST(ReferenceRegressions, ARetryHearsItsOutcomeAtOnceNotLate) {
-  const std::string header =
-      "\"sweep_ms\":5000},\"tolerance_ms\":5,\"mode\":\"cluster\",\"clock_allowance_ms\":10,"
-      "\"max_lateness_ms\":20";
+  const std::string header = cluster_header(5, 10) + ",\"max_lateness_ms\":20";
   const std::string before = R"({"conn":2,"ev":"connect","t_us":0}
 {"conn":2,"ev":"send","line":"A k0 c2s1 50 0 c2 1","t_us":0}
 {"conn":2,"ev":"recv","line":"A 1 c2s1 k0","t_us":5000}
@@ -350,7 +353,7 @@ TEST(ReferenceRegressions, AWaitersGrantIsOwedByItsWaitFromItsSending) {
 // the differential test, seed 20261207). Sent at 2 ms, before c1's answer
 // was read, c0's grant may come first: it conforms.
 TEST(ReferenceRegressions, AnOperationSentAfterAnAnswerWasReadIsAppliedAfterIt) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":4";
+  const std::string header = cluster_header(3, 4);
   const std::string c0_at_6 = R"({"conn":3,"ev":"connect","t_us":6000}
 {"conn":3,"ev":"send","line":"A k1 c0 10 0 c0 1","t_us":6000}
 {"conn":3,"ev":"recv","line":"A 1 c0 k1","t_us":7000}
@@ -381,7 +384,7 @@ TEST(ReferenceRegressions, AnOperationSentAfterAnAnswerWasReadIsAppliedAfterIt) 
 // the unheard acquire is another client's, sent at 1 ms on its own
 // connection, it may hold k0 first: it conforms.
 TEST(ReferenceRegressions, AnUnheardGrantDoesNotComeBeforeTheRequestSentBeforeItOnItsConnection) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":4";
+  const std::string header = cluster_header(1, 4);
   judged(parse(header, R"({"conn":1,"ev":"connect","t_us":2000}
 {"conn":1,"ev":"send","line":"A k0 c0s1 4 3 c0 1","t_us":2000}
 {"conn":1,"ev":"recv","line":"T c0s1 k0","t_us":4000}
@@ -411,7 +414,7 @@ TEST(ReferenceRegressions, AnUnheardGrantDoesNotComeBeforeTheRequestSentBeforeIt
 // Expire found c0 gone (found by the differential test, seed 20261207).
 TEST(ReferenceRegressions, AStepAfterATimeoutComesNoEarlierThanIt) {
   const auto with_max = [&](const std::string& max) {
-    return parse("\"sweep_ms\":5000},\"tolerance_ms\":2,\"mode\":\"cluster\",\"clock_allowance_ms\":0,"
+    return parse(cluster_header(2, 0) + ","
                  "\"max_lateness_ms\":" + max,
                  R"({"conn":1,"ev":"connect","t_us":1000}
 {"conn":1,"ev":"send","line":"A k1 c1s1 1 3 c1 1","t_us":1000}
@@ -441,7 +444,7 @@ TEST(ReferenceRegressions, AStepAfterATimeoutComesNoEarlierThanIt) {
 // seed 20261207). With c1's try-lock at 3.5 ms, answered at 4 ms while c0
 // held the key, it conforms.
 TEST(ReferenceRegressions, AnUnheardGrantIsNotGrantedTwice) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const std::string header = cluster_header(3, 0);
   judged(parse(header, R"({"conn":1,"ev":"connect","t_us":3000}
 {"conn":1,"ev":"send","line":"A k0 c0s1 3 1 c0 1","t_us":3000}
 {"conn":1,"ev":"eof","t_us":4500}
@@ -481,7 +484,7 @@ TEST(ReferenceRegressions, AnUnheardGrantIsNotGrantedTwice) {
 // differential, seed 20261207). Sent at 3.1 ms, token 1 was certainly
 // issued after token 2: a violation.
 TEST(ReferenceRegressions, TokensAreOrderedOnTheServersMillisecondsInAClusterToo) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const std::string header = cluster_header(3, 0);
   const auto with_send_at = [&](const std::string& at) {
     return parse(header, R"({"conn":2,"ev":"connect","t_us":1047}
 {"conn":2,"ev":"send","line":"A k0 c1s1 3 2 c1 1","t_us":1047}
@@ -510,7 +513,7 @@ TEST(ReferenceRegressions, TokensAreOrderedOnTheServersMillisecondsInAClusterToo
 // request sent after the `E` was read, the `E` can answer only the try-lock
 // of k1, which was then never applied: a violation.
 TEST(ReferenceRegressions, AnEMayAnswerAnyOfTheSendsBeforeIt) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const std::string header = cluster_header(1, 0);
   const auto with_second_send_at = [&](const std::string& at) {
     const std::string second = R"({"conn":1,"ev":"send","line":"A k2 c0s2 20 0 c0 2","t_us":)" + at + "}\n";
     const std::string before = at < "2500" ? second : "";
@@ -545,7 +548,7 @@ TEST(ReferenceRegressions, AnEMayAnswerAnyOfTheSendsBeforeIt) {
 // time: it conforms; so does the first under a maximum of 1 ms.
 TEST(ReferenceRegressions, AnAnswerLateByLessThanAMillisecondIsLateByOne) {
   const auto history = [&](const std::string& max, const std::string& read_at) {
-    return parse("\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0,"
+    return parse(cluster_header(1, 0) + ","
                  "\"max_lateness_ms\":" + max,
                  R"({"conn":1,"ev":"connect","t_us":1529}
 {"conn":1,"ev":"send","line":"A k1 c0s1 4 3 c0 1","t_us":1529}
@@ -574,7 +577,7 @@ TEST(ReferenceRegressions, AnAnswerLateByLessThanAMillisecondIsLateByOne) {
 // applied), the acquire is sent twice and nothing orders it with the
 // release: it conforms.
 TEST(ReferenceRegressions, ASendAnsweredEDoesNotCountForTheOrderOnAConnection) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":1,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const std::string header = cluster_header(1, 0);
   const auto with = [&](const std::string& answer) {
     return parse(header, R"({"conn":1,"ev":"connect","t_us":2451}
 {"conn":1,"ev":"send","line":"A k1 c0s1 4 2 c0 1","t_us":2451}
@@ -605,7 +608,7 @@ TEST(ReferenceRegressions, ASendAnsweredEDoesNotCountForTheOrderOnAConnection) {
 // try-lock, its `A` says the key was free at once: token 2 had ended, and
 // `R 2` is a violation.
 TEST(ReferenceRegressions, AWaitersGrantMayFollowAGrantNobodyHeard) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":2";
+  const std::string header = cluster_header(3, 2);
   const auto with_wait = [&](const std::string& wait) {
     return parse(header, R"({"conn":1,"ev":"connect","t_us":2124}
 {"conn":1,"ev":"send","line":"A k0 c1 1 2 c1 1","t_us":2124}
@@ -635,7 +638,7 @@ TEST(ReferenceRegressions, AWaitersGrantMayFollowAGrantNobodyHeard) {
 // by the differential, seed 20261210). With the release sent at 7.5 ms it
 // conforms.
 TEST(ReferenceRegressions, AHandOffIsNotReadBeforeTheReleaseThatCausedItWasSent) {
-  const std::string header = "\"sweep_ms\":5000},\"tolerance_ms\":3,\"mode\":\"cluster\",\"clock_allowance_ms\":0";
+  const std::string header = cluster_header(3, 0);
   const auto with_release_at = [&](const std::string& at) {
     const std::string release = R"({"conn":1,"ev":"send","line":"R k1 1 c2 3","t_us":)" + at + "}\n";
     const bool before = at < "7622";
