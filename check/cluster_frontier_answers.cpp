@@ -116,19 +116,21 @@ void ClusterFrontier::emit(Config c, std::uint32_t request, ResponseKind kind, s
   const bool deferred = why != Cause::request;
   std::vector<std::string_view> tried;
   bool any = false;
-  // A release's hand-off is read no earlier than the release was first
-  // sent (C8): on the millisecond grid alone, a grant read 0.8 ms before the
-  // release that caused it was sent passed.
-  const std::int64_t not_before_us =
-      why == Cause::release && cause_request >= 0 ? in_.requests[static_cast<std::uint32_t>(cause_request)].sent_us
-                                                  : INT64_MIN;
+  // Read no earlier than every operation applied so far was first sent
+  // (C18), the release that caused a hand-off among them (C8): on the
+  // millisecond grid alone, a grant read 0.8 ms before the release that
+  // caused it was sent passed.
+  std::int64_t not_before_us = applied_sent_floor(c);
+  if (why == Cause::release && cause_request >= 0) {
+    not_before_us = std::max(not_before_us, in_.requests[static_cast<std::uint32_t>(cause_request)].sent_us);
+  }
   for (const auto index : answer_candidates(c, request, kind, token, cause, dropped)) {
     const auto& seen = in_.observations[index];
     if (seen.received_us < not_before_us) continue;
     if (std::find(tried.begin(), tried.end(), seen.line) != tried.end()) continue;
     tried.push_back(seen.line);
     Config matched = c;
-    if (!hear(matched, request, index, kind, cause, deferred ? &on_time : nullptr, dropped)) continue;
+    if (!hear(matched, request, index, kind, cause, deferred ? &on_time : nullptr, dropped, not_before_us)) continue;
     out.push_back(std::move(matched));
     any = true;
   }
@@ -168,7 +170,8 @@ std::vector<std::uint32_t> ClusterFrontier::answer_candidates(const Config& c, s
 // `matched` hears observation `index` as the outcome; false when it cannot
 // (its instants, its lateness or a Close say no).
 bool ClusterFrontier::hear(Config& matched, std::uint32_t request, std::uint32_t index, ResponseKind kind,
-                           std::uint32_t cause, const OnTime* deferred_on_time, bool dropped) const {
+                           std::uint32_t cause, const OnTime* deferred_on_time, bool dropped,
+                           std::int64_t not_before_us) const {
   const auto& seen = in_.observations[index];
   // Read no earlier than a millisecond before its cause.
   if (!matched.zone.at_most(cause, latest_cause_ms(seen.received_us))) return false;
@@ -185,7 +188,7 @@ bool ClusterFrontier::hear(Config& matched, std::uint32_t request, std::uint32_t
   matched.observed.insert(index);
   ++matched.explained;
   std::vector<std::uint32_t> hearing{seen.conn};
-  replays(matched, request, seen, cause, hearing);
+  replays(matched, request, seen, cause, not_before_us, hearing);
   // Dropped by the Close of a connection that heard none of it.
   if (dropped && !matched.zone.at_least(cause, closed_elsewhere(request, hearing))) return false;
   if (kind == ResponseKind::granted) {
@@ -230,10 +233,12 @@ void ClusterFrontier::fail_missing(const Config& c, std::uint32_t request, Respo
 }
 
 // A retry of an operation already applied hears its outcome again, on the
-// retry's connection: the same line, read after the retry was sent and no
-// earlier than a millisecond before the cause.
+// retry's connection: the same line, read after the retry was sent, no
+// earlier than a millisecond before the cause, and no earlier than the
+// operations applied by then were sent (C18: the session's answer was
+// decided by the cause).
 void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
-                              std::vector<std::uint32_t>& hearing) const {
+                              std::int64_t not_before_us, std::vector<std::uint32_t>& hearing) const {
   // `seen` answers one send on its own connection: the line heard again
   // there answers another send of the operation there (a retry on the same
   // connection), never the same one twice.
@@ -246,7 +251,7 @@ void ClusterFrontier::replays(Config& c, std::uint32_t request, const KeyObserva
     for (const auto index : unexplained_on(c, copy.conn)) {
       if (c.observed.contains(index)) continue;
       const auto& again = in_.observations[index];
-      if (again.received_us < copy.sent_us || again.line != seen.line) continue;
+      if (again.received_us < std::max(copy.sent_us, not_before_us) || again.line != seen.line) continue;
       Zone narrowed = c.zone;
       if (!narrowed.at_most(cause, latest_cause_ms(again.received_us))) continue;
       c.zone = std::move(narrowed);

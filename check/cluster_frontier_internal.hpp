@@ -238,6 +238,30 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // hand-off, which came after the queueing).
   void drop_waiter(Config& c, std::size_t index, bool floor) const;
 
+  // C18: the latest first send (µs) of the operations this configuration
+  // applied and placed before the step now: an answer that step produces is
+  // read no earlier. The requests are in the order of their first sends, so
+  // it is the highest of them. Aside: those floating among the visit's
+  // steps, and waiters still queued or joining lazily, whose queueing may
+  // come after the step (a relaxation).
+  std::int64_t applied_sent_floor(const Config& c) const {
+    const auto floats = [&](std::uint32_t request) {
+      return std::any_of(c.extras.begin(), c.extras.end(),
+                         [&](const Extra& e) {
+                           return (e.kind == 'T' || e.kind == 'N' || e.kind == 'r') && e.request == request;
+                         }) ||
+             std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == request; });
+    };
+    for (auto it = c.handled.extra.end(); it != c.handled.extra.begin();) {
+      --it;
+      if (!floats(*it)) return in_.requests[*it].sent_us;
+    }
+    for (std::uint32_t i = c.handled.mark; i-- > 0;) {
+      if (std::binary_search(c.handled.holes.begin(), c.handled.holes.end(), i) || floats(i)) continue;
+      return in_.requests[i].sent_us;
+    }
+    return std::numeric_limits<std::int64_t>::min();
+  }
   bool same_class(const KeyObservation& seen, std::uint32_t request) const;
   bool may_be_unseen(const Config& c, std::uint32_t request, bool dropped) const;
   // Whether a grant to `request` may be heard as the next grant of the key
@@ -277,14 +301,14 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
                                                std::uint64_t token, std::uint32_t cause, bool dropped) const;
   // deferred_on_time: the on-time instant of a deferred answer, else null.
   bool hear(Config& matched, std::uint32_t request, std::uint32_t index, ResponseKind kind, std::uint32_t cause,
-            const OnTime* deferred_on_time, bool dropped) const;
+            const OnTime* deferred_on_time, bool dropped, std::int64_t not_before_us) const;
   bool unheard_in_time(Config& c, std::uint32_t request, bool deferred, OnTime on_time) const;
   void fail_missing(const Config& c, std::uint32_t request, ResponseKind kind, std::uint64_t token, std::uint32_t cause,
                     Cause why, OnTime on_time, std::int32_t cause_request) const;
   // Marks the same line heard again on the operation's other connections;
   // adds their connections to `hearing`.
   void replays(Config& c, std::uint32_t request, const KeyObservation& seen, std::uint32_t cause,
-               std::vector<std::uint32_t>& hearing) const;
+               std::int64_t not_before_us, std::vector<std::uint32_t>& hearing) const;
 
   // The operation is applied at an instant of `when`, after the cursor.
   void handle(Config c, std::uint32_t request, Span when, Configs& out) const;

@@ -28,10 +28,10 @@ std::int64_t Search::op_sent_on(std::int32_t op, std::uint32_t conn) const {
 }
 
 // Applies one command, ties its outputs to their causes and matches them.
-// C18: the first send of operation `op`, in ms.
-std::int64_t Search::first_sent_ms(std::int32_t op) const {
+// C18: the first send of operation `op` (the tester's clock, µs).
+std::int64_t Search::first_sent_us(std::int32_t op) const {
   std::int64_t first = INT64_MAX;
-  for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) first = std::min(first, floor_ms(r_.sends[i].us));
+  for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) first = std::min(first, r_.sends[i].us);
   return first;
 }
 
@@ -77,10 +77,26 @@ void Search::apply(State n, const cluster::Command& command, const std::string& 
     produced.push_back(std::move(p));
   }
   // C18: what this command produced was read after every operation
-  // applied so far was sent (a retry's answer from the session: only after
-  // its operation was applied, which came earlier).
-  for (auto& p : produced) p.after_sent_ms = replay ? INT64_MIN : n.latest_sent_ms;
-  for (const auto& w : left) take_waiter(n, w.id);  // dropped by a Close
+  // applied so far was sent. A retry's answer from the session was
+  // produced when its operation's outcome was decided: read after every
+  // operation applied up to that command was sent.
+  for (auto& p : produced) {
+    p.after_sent_us = n.latest_sent_us;
+    if (p.send < 0) continue;
+    const auto op = static_cast<std::size_t>(r_.sends[static_cast<std::size_t>(p.send)].op);
+    if (replay) {
+      p.after_sent_us = n.decided_sent_us[op];
+    } else {
+      remember_decided(n, op);
+    }
+  }
+  if (replay) forget_decided(n, static_cast<std::size_t>(r_.sends[static_cast<std::size_t>(send)].op));
+  // Dropped by a Close: the session records `T`, which decides the
+  // operation's outcome for its retries (C18).
+  for (const auto& w : left) {
+    const auto dropped = take_waiter(n, w.id);
+    if (dropped >= 0) remember_decided(n, static_cast<std::size_t>(r_.sends[static_cast<std::size_t>(dropped)].op));
+  }
   match_all({std::move(n)}, produced, out);
 }
 
@@ -101,6 +117,23 @@ bool Search::available_cluster(const State& s, std::uint32_t i, std::int64_t t) 
   return true;
 }
 
+// C18: what a retry of `op` answered from the session is bound by, kept
+// only while a send of it is still to apply (the states are then the same
+// for an operation that cannot be retried any more, whenever it was
+// decided).
+void Search::remember_decided(State& n, std::size_t op) const {
+  if (!forget(n, op)) n.decided_sent_us[op] = n.latest_sent_us;
+}
+
+void Search::forget_decided(State& n, std::size_t op) const {
+  if (forget(n, op)) n.decided_sent_us[op] = 0;
+}
+
+bool Search::forget(const State& n, std::size_t op) const {
+  const auto& sends = r_.ops[op].sends;
+  return std::all_of(sends.begin(), sends.end(), [&](std::uint32_t j) { return has(n.done, j) || r_.sends[j].errored; });
+}
+
 // C5: the operation has one send that no `E` answered.
 bool Search::sent_once(std::int32_t op) const {
   const auto& sends = r_.ops[static_cast<std::size_t>(op)].sends;
@@ -112,7 +145,11 @@ void Search::answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<S
   const auto& send = r_.sends[i];
   found_late(n, send.key, t);
   Produced own;
-  own.after_sent_ms = replay ? INT64_MIN : n.latest_sent_ms;  // C18
+  // C18, as in apply.
+  const auto op = static_cast<std::size_t>(send.op);
+  if (!replay) remember_decided(n, op);
+  own.after_sent_us = n.decided_sent_us[op];
+  if (replay) forget_decided(n, op);
   own.response = Response::busy(send.owner, send.key);
   own.conn = send.conn;
   own.at = t;
@@ -140,7 +177,7 @@ void Search::cluster_steps(const State& s, std::int64_t t, std::vector<State>& o
       }
       const bool first = n.outcome[op] == State::not_applied;
       n.outcome[op] = State::applied;
-      if (first) n.latest_sent_ms = std::max(n.latest_sent_ms, first_sent_ms(send.op));  // C18
+      if (first) n.latest_sent_us = std::max(n.latest_sent_us, first_sent_us(send.op));  // C18
       // C16 (a relaxation): a waiting acquire that finds its key held may
       // be answered B, whatever the queue's size.
       if (first && send.wait_ms > 0 && n.cluster->model.keys().contains(send.key)) {
@@ -158,7 +195,7 @@ void Search::cluster_steps(const State& s, std::int64_t t, std::vector<State>& o
         n.done |= 1U << i;
         const bool first = n.outcome[op] == State::not_applied;
         n.outcome[op] = State::applied;
-        if (first) n.latest_sent_ms = std::max(n.latest_sent_ms, first_sent_ms(send.op));  // C18
+        if (first) n.latest_sent_us = std::max(n.latest_sent_us, first_sent_us(send.op));  // C18
         // C12: a release's hand-off is due at the release's own instant.
         apply(std::move(n), cluster::Release{session, conn, send.key, Token{model_token}, now}, send.key, t,
               static_cast<std::int32_t>(i), send.token, t, out, !first);

@@ -117,9 +117,12 @@ struct State {
   enum Outcome : std::uint8_t { not_applied, applied, busy };
   std::array<Outcome, reference_requests_max> outcome{};
   std::int64_t lateness_ms = 0;  // cluster (C10..C13)
-  // Cluster: the latest first send (ms) of the operations applied so far
+  // Cluster: the latest first send (µs) of the operations applied so far
   // (C18).
-  std::int64_t latest_sent_ms = INT64_MIN;
+  std::int64_t latest_sent_us = INT64_MIN;
+  // Cluster, per op: latest_sent_us when its outcome was decided (the
+  // command that answered it), for its retries' answers (C18).
+  std::array<std::int64_t, reference_requests_max> decided_sent_us{};
   std::string path;              // what it did, kept for LOCKSTEP_REFERENCE_TRACE only
 };
 
@@ -186,9 +189,10 @@ class Search {
     std::uint64_t echo = 0;       // R/N: the history's token the request carried
     std::int64_t due_ms = 0;      // cluster: its cause's on-time instant (C12)
     std::int64_t not_before_us = 0;  // S9, S10, C8: the send of its request, or of the release that caused it
-    // C18: the latest first send (ms) of the operations applied up to the
-    // command that produced it (none for a retry answered from the session).
-    std::int64_t after_sent_ms = INT64_MIN;
+    // C18: the latest first send (µs) of the operations applied up to the
+    // command that produced it (for a retry answered from the session, the
+    // command that decided its operation's outcome).
+    std::int64_t after_sent_us = INT64_MIN;
   };
 
   std::uint32_t slot_of(ConnectionId id) const;
@@ -257,7 +261,10 @@ class Search {
   bool available_cluster(const State& s, std::uint32_t i, std::int64_t t) const;
   bool sent_once(std::int32_t op) const;
   void answer_busy(State n, std::uint32_t i, std::int64_t t, std::vector<State>& out, bool replay = false) const;
-  std::int64_t first_sent_ms(std::int32_t op) const;
+  std::int64_t first_sent_us(std::int32_t op) const;
+  void remember_decided(State& n, std::size_t op) const;
+  void forget_decided(State& n, std::size_t op) const;
+  bool forget(const State& n, std::size_t op) const;
   void cluster_steps(const State& s, std::int64_t t, std::vector<State>& out) const;
 
   // C7: the first instant a connection's Close may have: any once it

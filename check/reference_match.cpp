@@ -101,8 +101,8 @@ void Search::match(const State& s, const Produced& p, std::vector<State>& out) c
       if (has(s.explained, o) || !seen.response || seen.read_us < (p.at - allowance_ - 1) * 1000) continue;
       if (seen.read_us < p.not_before_us) continue;  // C8: never before the send it answers
       // C18: nothing applied before the command that produced it was sent
-      // after it was read.
-      if (p.after_sent_ms > floor_ms(seen.read_us) + 1) continue;
+      // after it was read (both on the tester's clock).
+      if (p.after_sent_us > seen.read_us) continue;
       State n = s;
       if (!same(n, p, *seen.response)) continue;
       explain(n, o, p);

@@ -70,7 +70,8 @@ bool same_future(const State& a, const State& b) {
     return false;
   }
   return a.done == b.done && a.explained == b.explained && a.closed == b.closed && a.bound == b.bound &&
-         a.waiters == b.waiters && a.outcome == b.outcome && a.latest_sent_ms == b.latest_sent_ms;
+         a.waiters == b.waiters && a.outcome == b.outcome && a.latest_sent_us == b.latest_sent_us &&
+         a.decided_sent_us == b.decided_sent_us;
 }
 
 std::size_t hash_of(const State& s) {
@@ -89,7 +90,8 @@ std::size_t hash_of(const State& s) {
   for (const auto b : s.bound) mix(b);
   for (const auto& w : s.waiters) mix(w.id * 31 + w.send);
   for (const auto o : s.outcome) mix(o);
-  mix(static_cast<std::uint64_t>(s.latest_sent_ms));
+  mix(static_cast<std::uint64_t>(s.latest_sent_us));
+  for (const auto d : s.decided_sent_us) mix(static_cast<std::uint64_t>(d));
   return h;
 }
 

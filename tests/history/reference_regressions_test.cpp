@@ -475,29 +475,32 @@ TEST(ReferenceRegressions, AnUnheardGrantIsNotGrantedTwice) {
 
 // Cluster mode, no clock allowance. c1's acquire of k0 is granted token 2,
 // read at 1.376 ms; c0 asks for k1 at 2.184 ms and is granted token 1.
-// Token 1 was issued after token 2 was read, by the tester's clock; but a
-// grant is placed on the server's instants, no earlier than the millisecond
-// its request was sent (2) and no later than one after its reading (1 + 1),
-// so both grants may have been issued in millisecond 2, in either order
-// (C2, C9, C15): it conforms. The checker once compared the two to the
-// microsecond in cluster mode alone, stricter than the rules (found by the
-// differential, seed 20261207). Sent at 3.1 ms, token 1 was certainly
-// issued after token 2: a violation.
-TEST(ReferenceRegressions, TokensAreOrderedOnTheServersMillisecondsInAClusterToo) {
+// Token 1 was issued after token 2 was read, by the tester's clock: the
+// command that granted token 2 was committed before its answer was read, so
+// before c0's request existed (C18, to the microsecond), and a smaller
+// token came later (C15): a violation. (The rules once read C18 on the
+// millisecond grid, under which both grants could fall in millisecond 2 and
+// this conformed; the differential, seeds 20261207 and 20261211, found the
+// grid let a hand-off be read before the release that caused it was sent.)
+// Sent at 1.2 ms, before token 2 was read, c0's grant may have been issued
+// first: it conforms.
+TEST(ReferenceRegressions, TokensAreOrderedInTheTestersRealTimeInACluster) {
   const std::string header = cluster_header(3, 0);
   const auto with_send_at = [&](const std::string& at) {
+    const std::string read = R"({"conn":2,"ev":"recv","line":"A 2 c1s1 k0","t_us":1376}
+)";
+    const bool before = at < "1376";
     return parse(header, R"({"conn":2,"ev":"connect","t_us":1047}
 {"conn":2,"ev":"send","line":"A k0 c1s1 3 2 c1 1","t_us":1047}
-{"conn":2,"ev":"recv","line":"A 2 c1s1 k0","t_us":1376}
-{"conn":3,"ev":"connect","t_us":)" + at + R"(}
+)" + (before ? "" : read) + R"({"conn":3,"ev":"connect","t_us":)" + at + R"(}
 {"conn":3,"ev":"send","line":"A k1 c0s1 2 3 c0 1","t_us":)" + at + R"(}
-{"conn":3,"ev":"recv","line":"A 1 c0s1 k1","t_us":4059}
+)" + (before ? read : "") + R"({"conn":3,"ev":"recv","line":"A 1 c0s1 k1","t_us":4059}
 {"conn":2,"ev":"close","t_us":14000}
 {"conn":3,"ev":"close","t_us":14000}
 )");
   };
-  judged(with_send_at("2184"), Expect::conforms);
-  judged(with_send_at("3100"), Expect::violation);
+  judged(with_send_at("1200"), Expect::conforms);
+  judged(with_send_at("2184"), Expect::violation);
 }
 
 // Cluster mode. c0 sends a try-lock of k1 (1 ms), then one of k2 (1.5 ms)
@@ -657,6 +660,117 @@ TEST(ReferenceRegressions, AHandOffIsNotReadBeforeTheReleaseThatCausedItWasSent)
   };
   judged(with_release_at("8419"), Expect::violation);
   judged(with_release_at("7500"), Expect::conforms);
+}
+
+// Cluster mode, no allowance. c2 asks for k0 (lease 1 ms, wait 3 ms) on
+// connection 1, which the server ends; c1 is granted k0 (token 1, lease 4
+// ms). c2 sends its request again on connection 3 at 5.804 ms and reads
+// `A 2` at once; c1's release of token 1 is sent at 6.783 ms. k0 was c1's
+// until its lease ended (7 ms at the earliest) unless the release came
+// first: c2's token 2 needs the release applied before the command that
+// granted it, or answered its retry. That command's answer was read at
+// 5.804 ms, before the release was sent, so the release cannot precede it
+// (C18, to the microsecond): a violation. The reference once read C18 on
+// the millisecond grid (sent in millisecond 6, "not later than 5 + 1") and
+// explained it; the checker refused it (found by the differential, seed
+// 20261211). With the release sent at 5.7 ms it conforms.
+TEST(ReferenceRegressions, NoCommandBeforeAnAnswerWasSentAfterItWasRead) {
+  const std::string header = cluster_header(1, 0);
+  const auto with_release_at = [&](const std::string& at) {
+    const std::string release = R"({"conn":2,"ev":"send","line":"R k0 1 c1 2","t_us":)" + at + "}\n";
+    const bool before = at < "5804";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1481}
+{"conn":1,"ev":"send","line":"A k0 c2 1 3 c2 1","t_us":1481}
+{"conn":1,"ev":"eof","t_us":2222}
+{"conn":2,"ev":"connect","t_us":3197}
+{"conn":2,"ev":"send","line":"A k0 c1 4 2 c1 1","t_us":3197}
+{"conn":2,"ev":"recv","line":"A 1 c1 k0","t_us":3750}
+)" + (before ? release : "") + R"({"conn":3,"ev":"connect","t_us":5804}
+{"conn":3,"ev":"send","line":"A k0 c2 1 3 c2 1","t_us":5804}
+{"conn":3,"ev":"recv","line":"A 2 c2 k0","t_us":5804}
+)" + (before ? "" : release) + R"({"conn":4,"ev":"connect","t_us":7337}
+{"conn":4,"ev":"send","line":"A k0 c0 2 1 c0 1","t_us":7337}
+{"conn":2,"ev":"eof","t_us":7845}
+{"conn":3,"ev":"send","line":"R k0 2 c2 2","t_us":8938}
+{"conn":4,"ev":"recv","line":"A 3 c0 k0","t_us":9288}
+{"conn":3,"ev":"recv","line":"N 2 k0","t_us":11167}
+{"conn":3,"ev":"close","t_us":18167}
+{"conn":4,"ev":"close","t_us":18167}
+)");
+  };
+  judged(with_release_at("6783"), Expect::violation);
+  judged(with_release_at("5700"), Expect::conforms);
+}
+
+// Cluster mode, no allowance. c0's acquire of k0 (wait 2 ms) is sent on
+// connection 1, which the server ends, and again on connection 2, where it
+// is answered `T` at 4.246 ms. Nothing else asked for k0 by then: the `T`
+// needs the key held, by c0's next acquire (granted token 3), so it was
+// decided (c0's first waiter queued behind that grant, then dropped by the
+// Close of connection 1, or timed out) after that acquire was applied. A
+// retry's answer from the session is bound by the command that decided it
+// (C18): with the next acquire sent at 5.158 ms, after the `T` was read, a
+// violation. The reference once bound it by nothing when a Close decided
+// it (found by the differential, seed 20261212). Sent at 4 ms, it conforms.
+TEST(ReferenceRegressions, ARetrysAnswerFromTheSessionComesAfterWhatDecidedIt) {
+  const std::string header = cluster_header(1, 0);
+  const auto with_next_at = [&](const std::string& at) {
+    const std::string next = R"({"conn":2,"ev":"send","line":"A k0 c0s2 3 3 c0 2","t_us":)" + at + "}\n";
+    const bool before = at < "4246";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1667}
+{"conn":1,"ev":"send","line":"A k0 c0s1 2 2 c0 1","t_us":1667}
+{"conn":1,"ev":"eof","t_us":2302}
+{"conn":2,"ev":"connect","t_us":2819}
+{"conn":2,"ev":"send","line":"A k0 c0s1 2 2 c0 1","t_us":2819}
+)" + (before ? next : "") + R"({"conn":2,"ev":"recv","line":"T c0s1 k0","t_us":4246}
+{"conn":3,"ev":"connect","t_us":4293}
+{"conn":3,"ev":"send","line":"A k1 c1s1 3 3 c1 1","t_us":4293}
+)" + (before ? "" : next) + R"({"conn":3,"ev":"recv","line":"A 4 c1s1 k1","t_us":6158}
+{"conn":2,"ev":"recv","line":"A 3 c0s2 k0","t_us":7158}
+{"conn":2,"ev":"close","t_us":13158}
+{"conn":3,"ev":"close","t_us":13158}
+)");
+  };
+  judged(with_next_at("5158"), Expect::violation);
+  judged(with_next_at("4000"), Expect::conforms);
+}
+
+// Cluster mode, no allowance, a maximum lateness of 8 ms. c2 holds k1
+// (token 2, lease 4 ms) and asks for it again (wait 3 ms); the Expire hands
+// it the key, token 4, read at 6.900 ms; its third acquire, sent 4 µs
+// later, waits and hears `T`. The checker once took every operation it had
+// applied by the hand-off as placed before it (C18), the third acquire
+// among them, which it had queued lazily: it required the hand-off to be
+// read after 6.904 ms and called a correct run a violation (found by the
+// differential, seed 20261212). With the grant carrying token 1, already
+// c1's, it is a violation.
+TEST(ReferenceRegressions, AWaiterQueuedLaterDoesNotBindAHandOffBeforeIt) {
+  const std::string header = cluster_header(1, 0) + ",\"max_lateness_ms\":8";
+  const auto with_token = [&](const std::string& token) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1165}
+{"conn":1,"ev":"send","line":"A k0 c1 3 0 c1 1","t_us":1165}
+{"conn":2,"ev":"connect","t_us":2154}
+{"conn":2,"ev":"send","line":"A k1 c2 4 1 c2 1","t_us":2154}
+{"conn":1,"ev":"recv","line":"A 1 c1 k0","t_us":2968}
+{"conn":1,"ev":"eof","t_us":3023}
+{"conn":3,"ev":"connect","t_us":3225}
+{"conn":3,"ev":"send","line":"R k0 1 c1 2","t_us":3225}
+{"conn":2,"ev":"send","line":"A k1 c2 2 3 c2 2","t_us":3805}
+{"conn":2,"ev":"recv","line":"A 2 c2 k1","t_us":3997}
+{"conn":3,"ev":"recv","line":"N 1 k0","t_us":4217}
+{"conn":4,"ev":"connect","t_us":5325}
+{"conn":4,"ev":"send","line":"A k0 c0 1 2 c0 1","t_us":5325}
+{"conn":4,"ev":"recv","line":"A 3 c0 k0","t_us":5603}
+{"conn":4,"ev":"eof","t_us":5651}
+{"conn":2,"ev":"recv","line":"A )" + token + R"( c2 k1","t_us":6900}
+{"conn":2,"ev":"send","line":"A k1 c2 3 2 c2 3","t_us":6904}
+{"conn":2,"ev":"recv","line":"T c2 k1","t_us":8403}
+{"conn":2,"ev":"close","t_us":15103}
+{"conn":3,"ev":"close","t_us":15103}
+)");
+  };
+  judged(with_token("4"), Expect::conforms);
+  judged(with_token("1"), Expect::violation);
 }
 
 }  // namespace
