@@ -396,11 +396,10 @@ class FrontierSearch {
     return first;
   }
 
-  // Configurations equal but for their instant intervals, every interval of
-  // one touching the same interval of the other, become one: their bounding
-  // box. Where one interval alone differs this is exact; where several do,
-  // the box also holds combinations neither had, which can only accept more
-  // (DESIGN.md, "Relaxations").
+  // Configurations equal but for one instant interval, which touch, become
+  // one: their bounding box, exactly their union. (Where several intervals
+  // differ, the box would also hold combinations neither had, and accepted
+  // a violation: DESIGN.md, "Relaxations".)
   void merge_boxes(Configs& configs) const {
     // Groups are joined each on its own, in index order, so the order in
     // which the groups are visited reaches no output.
@@ -426,6 +425,12 @@ class FrontierSearch {
       for (std::size_t j = 0; j < a.queue.size(); ++j) {
         if (!touches(a.queue[j].lo, a.queue[j].hi, b.queue[j].lo, b.queue[j].hi)) return false;
       }
+      // Exact: at most one interval differs, so the box is the union.
+      int differ = a.held() && (a.holder.lo != b.holder.lo || a.holder.hi != b.holder.hi) ? 1 : 0;
+      for (std::size_t j = 0; j < a.queue.size(); ++j) {
+        if (a.queue[j].lo != b.queue[j].lo || a.queue[j].hi != b.queue[j].hi) ++differ;
+      }
+      if (differ > 1) return false;
       // (Rules that ask it:) any two of the holder's grant and the waiters'
       // queueing that come in one order in both, at one instant or not,
       // stay so in the box: a box that lost it would pair instants no

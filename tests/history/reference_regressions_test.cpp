@@ -773,5 +773,36 @@ TEST(ReferenceRegressions, AWaiterQueuedLaterDoesNotBindAHandOffBeforeIt) {
   judged(with_token("1"), Expect::violation);
 }
 
+// Simple mode, a sweep every 5 ms, at most 2 waiters per key. o0 is
+// granted k1 (lease 9 ms; read at 3 ms, so granted by instant 4), then asks
+// for it three times: wait 2 ms (sent 5.844 ms, `T` read at 12.001 ms, so
+// timed out at 11 at the earliest and queued at 9 or later), wait 9 ms (sent
+// 6 ms, granted `A 6` at 16 ms) and, on connection 2, wait 9 ms (sent 9 ms,
+// `T` read at 18 ms, so queued at 9 or 10). The last one needs a place in a
+// queue that the first two fill until 11, or comes ahead of the second and
+// is handed the key first: a violation. The checker once joined two
+// configurations that differed in two waiters' instants into one box that
+// held a combination neither had, and passed it (found by the deep
+// differential, seed 20261203, case 222,969). With the first `T` read at
+// 10.5 ms (queued from 7), it conforms.
+TEST(ReferenceRegressions, AQueueFullUntilAWaiterLeavesHasNoPlaceBefore) {
+  const std::string header = "\"sweep_ms\":5},\"tolerance_ms\":1";
+  const auto with_first_t_at = [&](const std::string& at) {
+    const std::string first_t = R"({"conn":1,"ev":"recv","line":"T o0 k1","t_us":)" + at + "}\n";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1000}
+{"conn":1,"ev":"send","line":"A k1 o0 9 1","t_us":1000}
+{"conn":1,"ev":"recv","line":"A 4 o0 k1","t_us":3000}
+{"conn":1,"ev":"send","line":"A k1 o0 1 2","t_us":5844}
+{"conn":1,"ev":"send","line":"A k1 o0 1 9","t_us":6000}
+{"conn":2,"ev":"connect","t_us":9000}
+{"conn":2,"ev":"send","line":"A k1 o0 1 9","t_us":9000}
+)" + first_t + R"({"conn":1,"ev":"recv","line":"A 6 o0 k1","t_us":16000}
+{"conn":2,"ev":"recv","line":"T o0 k1","t_us":18000}
+)");
+  };
+  judged(with_first_t_at("12001"), Expect::violation);
+  judged(with_first_t_at("10500"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
