@@ -187,7 +187,11 @@ bool ClusterFrontier::settle(Config& c, std::uint32_t request, Configs& next) co
     commit(c);
     return true;
   }
-  if (next.front().explained != c.explained + 1 || !inert(c, next.front()) || !alone_in_class(c, request) ||
+  // Inert: it changes neither the key nor what else was applied (a
+  // release of a grant nobody heard, unheard_holder, applied that grant
+  // too, which a request between them may have found holding the key).
+  if (next.front().explained != c.explained + 1 || !inert(c, next.front()) ||
+      next.front().handled.size() != c.handled.size() + 1 || !alone_in_class(c, request) ||
       !own_answer(c, request, next.front()) || !floats(c, request)) {
     return false;
   }
@@ -218,9 +222,18 @@ bool ClusterFrontier::own_answer(const Config& c, std::uint32_t request, const C
 }
 
 // An `N` floats only when no grant of the key still to come carries its
-// token (that grant would change its outcome).
+// token (that grant would change its outcome). And an operation floats only
+// when no answer of the key still to explain was read before it was sent:
+// a step that explains one comes before it in the order (C18), where the
+// float would be taken as placed before every later step (a try-lock's `T`
+// placed before the release that freed the key; the release's `R` read
+// before the try-lock was sent).
 bool ClusterFrontier::floats(const Config& c, std::uint32_t request) const {
   const auto& asked = in_.requests[request];
+  for (auto index = c.observed.low(); index < in_.observations.size(); ++index) {
+    if (in_.observations[index].received_us >= asked.sent_us) break;
+    if (!c.observed.contains(index)) return false;
+  }
   return asked.acquire || asked.token <= c.last_token ||
          !std::binary_search(grant_tokens_.begin(), grant_tokens_.end(), asked.token);
 }

@@ -28,10 +28,13 @@ std::int64_t Search::op_sent_on(std::int32_t op, std::uint32_t conn) const {
 }
 
 // Applies one command, ties its outputs to their causes and matches them.
-// C18: the first send of operation `op` (the tester's clock, µs).
+// C18: the first send of operation `op` (the tester's clock, µs) that no
+// `E` answered (C5: a send answered `E` was never applied).
 std::int64_t Search::first_sent_us(std::int32_t op) const {
   std::int64_t first = INT64_MAX;
-  for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) first = std::min(first, r_.sends[i].us);
+  for (const auto i : r_.ops[static_cast<std::size_t>(op)].sends) {
+    if (!r_.sends[i].errored) first = std::min(first, r_.sends[i].us);
+  }
   return first;
 }
 

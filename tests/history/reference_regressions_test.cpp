@@ -804,5 +804,105 @@ TEST(ReferenceRegressions, AQueueFullUntilAWaiterLeavesHasNoPlaceBefore) {
   judged(with_first_t_at("10500"), Expect::conforms);
 }
 
+// Cluster mode, no allowance. c0s2 is granted k1 (token 2, read at 5.961
+// ms) and releases it (`R 2` read at 6.625 ms); c1s1's acquire (wait 1 ms)
+// hears `T`; c2s1's try-lock, sent at 6.669 ms, after the `R` was read,
+// hears `T`. The release came before the try-lock (C18), and left the key
+// free (c1s1's wait had ended: it heard `T`): a free key answers a
+// try-lock `A`, a violation. The checker let the try-lock's `T` float among
+// the visit's steps and took it as placed before the release (found by the
+// differential's short runs, seed 77). Sent at 6.6 ms, before the `R` was
+// read, it may come before the release: it conforms.
+TEST(ReferenceRegressions, AFloatingTryLockComesAfterAnAnswerReadBeforeItWasSent) {
+  const std::string header = cluster_header(2, 0);
+  const auto with_try_lock_at = [&](const std::string& at) {
+    const std::string try_lock = R"({"conn":4,"ev":"connect","t_us":)" + at + R"(}
+{"conn":4,"ev":"send","line":"A k1 c2s1 1 0 c2 1","t_us":)" + at + "}\n";
+    const bool before = at < "6625";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1947}
+{"conn":1,"ev":"send","line":"A k0 c0s1 1 3 c0 1","t_us":1947}
+{"conn":1,"ev":"eof","t_us":2940}
+{"conn":2,"ev":"connect","t_us":4359}
+{"conn":2,"ev":"send","line":"A k1 c1s1 4 1 c1 1","t_us":4359}
+{"conn":3,"ev":"connect","t_us":4751}
+{"conn":3,"ev":"send","line":"A k1 c0s2 3 2 c0 2","t_us":4751}
+{"conn":3,"ev":"send","line":"R k1 2 c0 3","t_us":5250}
+{"conn":3,"ev":"recv","line":"A 2 c0s2 k1","t_us":5961}
+)" + (before ? try_lock : "") + R"({"conn":3,"ev":"recv","line":"R 2 k1","t_us":6625}
+{"conn":2,"ev":"recv","line":"T c1s1 k1","t_us":6625}
+)" + (before ? "" : try_lock) + R"({"conn":4,"ev":"recv","line":"T c2s1 k1","t_us":7669}
+{"conn":2,"ev":"close","t_us":14669}
+{"conn":3,"ev":"close","t_us":14669}
+{"conn":4,"ev":"close","t_us":14669}
+)");
+  };
+  judged(with_try_lock_at("6669"), Expect::violation);
+  judged(with_try_lock_at("6600"), Expect::conforms);
+}
+
+// Cluster mode, no allowance. c2's acquire of k1 (lease 4 ms) is sent on a
+// connection the server ends, unanswered; c0's try-lock (4.08 ms) hears
+// `T`; c2's release of token 1 (4.833 ms) hears `R 1`. Granted unheard
+// (token 1), k1 was c2's when the try-lock came and until the release: it
+// conforms. The checker let the release float among the visit's steps as
+// a step that changes nothing, though it applied the unheard grant with
+// it, and then found the key free for the try-lock (a false alarm, found
+// by the differential's short runs, seed 77). With the release's `R` read
+// before the try-lock was sent, the key was free for it: a violation.
+TEST(ReferenceRegressions, AReleaseOfAnUnheardGrantIsNoStepThatChangesNothing) {
+  const std::string header = cluster_header(2, 0);
+  const auto with_release = [&](const std::string& sent, const std::string& read) {
+    const std::string release = R"({"conn":4,"ev":"connect","t_us":)" + sent + R"(}
+{"conn":4,"ev":"send","line":"R k1 1 c2 2","t_us":)" + sent + "}\n";
+    const std::string answer = R"({"conn":4,"ev":"recv","line":"R 1 k1","t_us":)" + read + "}\n";
+    const bool early = read < "4080";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1482}
+{"conn":1,"ev":"send","line":"A k1 c2 4 3 c2 1","t_us":1482}
+{"conn":1,"ev":"eof","t_us":2720}
+)" + (early ? release + answer : "") + R"({"conn":3,"ev":"connect","t_us":4080}
+{"conn":3,"ev":"send","line":"A k1 c0 2 0 c0 1","t_us":4080}
+)" + (early ? "" : release) + R"({"conn":3,"ev":"recv","line":"T c0 k1","t_us":5588}
+)" + (early ? "" : answer) + R"({"conn":3,"ev":"close","t_us":12833}
+{"conn":4,"ev":"close","t_us":12833}
+)");
+  };
+  judged(with_release("4833", "5833"), Expect::conforms);
+  judged(with_release("3500", "3900"), Expect::violation);
+}
+
+// Cluster mode, an allowance of 4 ms, a maximum lateness of 0 ms. c2's
+// acquire of k0 (wait 1 ms) hears `T` at 3.296 ms, so the key was held by
+// then; the only grant of k0 is c1's, whose first send (2.737 ms) was
+// answered `E not-leader` at 3.72 ms and sent again on a new connection
+// then. A send answered `E` was never applied (C3): c1's operation was
+// sent, for C18, at 3.72 ms, after the `T` was read, and cannot come before
+// it: a violation. The reference once counted the send answered `E` as the
+// operation's first (found by the differential, seed 20261212). With the
+// first connection ended by the server instead, unanswered, that send may
+// have been applied: it conforms.
+TEST(ReferenceRegressions, ASendAnsweredEIsNotAnOperationsFirstSend) {
+  const std::string header = cluster_header(2, 4) + ",\"max_lateness_ms\":0";
+  const auto with_end = [&](const std::string& end) {
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1844}
+{"conn":1,"ev":"send","line":"A k0 c2 1 1 c2 1","t_us":1844}
+{"conn":2,"ev":"connect","t_us":2737}
+{"conn":2,"ev":"send","line":"A k0 c1 3 1 c1 1","t_us":2737}
+{"conn":1,"ev":"recv","line":"T c2 k0","t_us":3296}
+)" + end + R"({"conn":3,"ev":"connect","t_us":3720}
+{"conn":3,"ev":"send","line":"A k0 c1 3 1 c1 1","t_us":3720}
+{"conn":3,"ev":"recv","line":"A 2 c1 k0","t_us":5446}
+{"conn":1,"ev":"close","t_us":14669}
+{"conn":3,"ev":"close","t_us":14669}
+)");
+  };
+  judged(with_end(R"({"conn":2,"ev":"recv","line":"E not-leader","t_us":3720}
+{"conn":2,"ev":"close","t_us":3720}
+)"),
+         Expect::violation);
+  judged(with_end(R"({"conn":2,"ev":"eof","t_us":3720}
+)"),
+         Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history

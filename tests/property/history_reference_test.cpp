@@ -51,7 +51,7 @@ std::string text_of(const history::History& h) {
 struct Tally {
   std::uint64_t cases = 0, unknown = 0, violations = 0, checker_unknown = 0, disagreements = 0, coupled = 0;
 };
-Tally simple_tally, cluster_tally, trylock_tally;
+Tally simple_tally, cluster_tally, short_tally, trylock_tally;
 
 // LOCKSTEP_REFERENCE_SURVEY=1: count the disagreements and print each one
 // (unshrunk) instead of failing at the first, and the counts every 100
@@ -171,9 +171,10 @@ TEST(ReferenceDifferential, SimpleMode) {
   report(simple_tally);
 }
 
-// A cluster run (try-locks only, or not), mutated or not, compared.
-void cluster_case(bool trylocks_only, Tally& tally) {
-  const auto steps = *gen_steps(StepRanges{20, 4, 3, 1000});
+// A cluster run (try-locks only, or not), mutated or not, compared; of at
+// most `steps_max` client steps.
+void cluster_case(bool trylocks_only, Tally& tally, int steps_max = 20) {
+  const auto steps = *gen_steps(StepRanges{steps_max, 4, 3, 1000});
   const auto setting = *gen_cluster_setting(trylocks_only);
   const auto mutation = *gen_mutation();
   auto h = cluster_run(steps, setting);
@@ -184,6 +185,14 @@ void cluster_case(bool trylocks_only, Tally& tally) {
 TEST(ReferenceDifferential, ClusterMode) {
   EXPECT_TRUE(rc::check("cluster mode: the checker agrees with the reference", [] { cluster_case(false, cluster_tally); }));
   report(cluster_tally);
+}
+
+// Short cluster runs (at most 8 client steps), which the reference decides
+// in a few milliseconds: many of them, in the `history` label.
+TEST(ReferenceDifferential, ClusterShort) {
+  EXPECT_TRUE(rc::check("cluster mode, short runs: the checker agrees with the reference",
+                        [] { cluster_case(false, short_tally, 8); }));
+  report(short_tally);
 }
 
 // Try-locks only, the workload of most lock clients (pollers, "try then
