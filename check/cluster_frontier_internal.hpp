@@ -361,7 +361,26 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
 
   // The key passes on at the cursor's instant: to the first waiter still
   // waiting, or nobody.
-  void pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
+  // `cause_read_us`: when the answer of the release that causes it was read
+  // (none: never heard, or an Expire).
+  void pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out,
+               std::int64_t cause_read_us = std::numeric_limits<std::int64_t>::max()) const;
+  // C18: the waiters sent after `read_us` come after the command whose
+  // answer was read then: not applied yet (false when one cannot be).
+  bool unapply_sent_after(Config& c, std::int64_t read_us) const;
+  // When the answer `after` explains of `request`, and `before` did not,
+  // was read (max when none).
+  std::int64_t answer_read_us(const Config& before, const Config& after, std::uint32_t request) const {
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (const auto& copy : copies_[request]) {
+      for (const auto index : unexplained_on(before, copy.conn)) {
+        if (after.observed.contains(index) && !before.observed.contains(index)) {
+          first = std::min(first, in_.observations[index].received_us);
+        }
+      }
+    }
+    return first;
+  }
   void hand_to(Config base, std::uint32_t head, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const;
   // The waiters a hand-off finds, against its head (hand_to).
   struct HandOff {

@@ -25,7 +25,9 @@ bool ClusterFrontier::may_leave_by(const Config& c, std::size_t index, std::uint
 // left by now, with its `T` (leave); one that may have been queued before
 // it either left by now or was queued after it. The hand-off is at the
 // cursor's instant.
-void ClusterFrontier::pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out) const {
+void ClusterFrontier::pass_on(Config c, Cause why, std::int32_t cause_request, OnTime on_time, Configs& out,
+                              std::int64_t cause_read_us) const {
+  if (!unapply_sent_after(c, cause_read_us)) return;
   if (c.queue.empty() && std::none_of(unanswered_.begin(), unanswered_.end(), [&](std::uint32_t u) {
         return !c.handled.contains(u) && in_.requests[u].acquire && in_.requests[u].wait_ms > 0;
       })) {
@@ -208,6 +210,23 @@ void ClusterFrontier::grant_head(Config next, std::uint32_t head, Cause why, std
   }
 }
 
+// A waiter joins the queue lazily (enqueue: its instant also stands for
+// "not applied yet"); one sent after the answer of the release now passing
+// the key on was read comes after that release (C18): it was not applied
+// yet, nor the operations after it on its connection.
+bool ClusterFrontier::unapply_sent_after(Config& c, std::int64_t read_us) const {
+  for (std::size_t index = c.queue.size(); index-- > 0;) {
+    const auto request = c.queue[index].request;
+    if (in_.requests[request].sent_us <= read_us) break;  // the queue is in request order
+    const auto next = next_on_conn_[request];
+    if (next >= 0 && c.handled.contains(static_cast<std::uint32_t>(next))) return false;
+    c.zone.remove(waiter_at(index));
+    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
+    c.handled.erase(request);
+  }
+  return true;
+}
+
 void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) const {
   if (upto == 0) {
     free_key(std::move(c), 0, out);
@@ -219,11 +238,12 @@ void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) c
   // Gone with its `T` (not when its answer was an `A`: that reading dies
   // at once).
   const bool may_leave = may_leave_by(c, index, cursor_at, 0) && seen != ResponseKind::granted;
-  // Or not applied yet: queued later than the key went free, so applied
-  // again after it (the cursor), unless it certainly was applied by then
-  // or the operation after it on its connection was applied already.
+  // Or not applied yet: queued no earlier than the key went free, so
+  // applied again after it (the cursor; at its instant too, later in the
+  // order), unless it certainly was applied before that instant or the
+  // operation after it on its connection was applied already.
   const auto next = next_on_conn_[request];
-  const bool may_wait = c.zone.maybe_before(cursor_at, waiter_at(index)) &&
+  const bool may_wait = c.zone.allows_no_later(cursor_at, waiter_at(index)) &&
                         !(next >= 0 && c.handled.contains(static_cast<std::uint32_t>(next)));
   Configs left;
   if (may_leave) leave(c, index, cursor_at, 0, left);

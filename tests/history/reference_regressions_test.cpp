@@ -904,5 +904,66 @@ TEST(ReferenceRegressions, ASendAnsweredEIsNotAnOperationsFirstSend) {
          Expect::conforms);
 }
 
+// Cluster mode, no allowance, tolerance 3 ms. On one connection c2 sends
+// three acquires of k1: s1 (lease 1 ms, granted `A 1`, read at 3.192 ms),
+// s2 (wait 2 ms, sent at 2.927 ms, never answered) and s3 (wait 2 ms, sent
+// at 3.566 ms, `T` read at 6.015 ms). s1's Expire at 3 may come before s2
+// is applied in that millisecond: s2 then finds k1 free and is granted at
+// once (an answer given at once may go unheard, C8), s3 waits behind it and
+// times out. Nothing is late: the least lateness is 0 ms. The checker
+// applied s2 again after the key went free only when its queueing could
+// come in a later millisecond, and handed it the key at the Expire instead,
+// a deferred `A` the tester never heard: 3 ms late (found by the
+// differential's short runs, seed 78). With s3's `T` read at 3.9 ms,
+// before its wait (from 3 at the earliest) could end: a violation.
+TEST(ReferenceRegressions, AWaiterMayBeAppliedAfterAnExpireInItsMillisecond) {
+  const auto with = [&](const std::string& maximum, const std::string& t_read) {
+    return parse(cluster_header(3, 0) + ",\"max_lateness_ms\":" + maximum,
+                 R"({"conn":1,"ev":"connect","t_us":2550}
+{"conn":1,"ev":"send","line":"A k1 c2s1 1 2 c2 1","t_us":2550}
+{"conn":1,"ev":"send","line":"A k1 c2s2 3 2 c2 2","t_us":2927}
+{"conn":1,"ev":"recv","line":"A 1 c2s1 k1","t_us":3192}
+{"conn":1,"ev":"send","line":"A k1 c2s3 2 2 c2 3","t_us":3566}
+{"conn":1,"ev":"recv","line":"T c2s3 k1","t_us":)" + t_read + R"(}
+{"conn":1,"ev":"close","t_us":19715}
+)");
+  };
+  judged(with("0", "6015"), Expect::conforms);
+  judged(with("0", "3900"), Expect::violation);
+}
+
+// Cluster mode, an allowance of 2 ms, a maximum lateness of 3 ms. c0 is
+// granted k1 (token 1) and releases it (`R 1` read at 2.549 ms; its second
+// release of token 1 hears `N 1`). c1's acquire of k1 (wait 1 ms), sent at
+// 3.057 ms, after the `R` was read, hears `T`: it came after the release
+// (C18), found k1 free and would have been granted: a violation. The
+// checker had it joined the queue lazily before the release, whose
+// hand-off then timed it out (found by the differential's short runs, seed
+// 78). Sent at 2.4 ms, before the `R` was read, it may have waited behind
+// c0 and timed out at the release: it conforms.
+TEST(ReferenceRegressions, AWaiterSentAfterAReleaseWasAnsweredIsNotQueuedBeforeIt) {
+  const std::string header = cluster_header(1, 2) + ",\"max_lateness_ms\":3";
+  const auto with_waiter_at = [&](const std::string& at) {
+    const std::string waiter = R"({"conn":2,"ev":"connect","t_us":)" + at + R"(}
+{"conn":2,"ev":"send","line":"A k1 c1 3 1 c1 1","t_us":)" + at + "}\n";
+    const bool before = at < "2512";
+    return parse(header, R"({"conn":1,"ev":"connect","t_us":1346}
+{"conn":1,"ev":"send","line":"A k1 c0 4 3 c0 1","t_us":1346}
+{"conn":1,"ev":"send","line":"R k1 1 c0 2","t_us":1481}
+{"conn":1,"ev":"recv","line":"A 1 c0 k1","t_us":2195}
+)" + (before ? waiter : "") + R"({"conn":1,"ev":"send","line":"R k1 1 c0 3","t_us":2512}
+{"conn":1,"ev":"recv","line":"R 1 k1","t_us":2549}
+{"conn":1,"ev":"send","line":"A k0 c0 4 0 c0 4","t_us":2735}
+)" + (before ? "" : waiter) + R"({"conn":1,"ev":"recv","line":"N 1 k1","t_us":3065}
+{"conn":1,"ev":"recv","line":"A 2 c0 k0","t_us":3725}
+{"conn":2,"ev":"recv","line":"T c1 k1","t_us":5057}
+{"conn":1,"ev":"close","t_us":11057}
+{"conn":2,"ev":"close","t_us":11057}
+)");
+  };
+  judged(with_waiter_at("3057"), Expect::violation);
+  judged(with_waiter_at("2400"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
