@@ -113,6 +113,10 @@ struct State {
   // Per model token (value - 1): the history's token, 0 unbound (S13).
   std::array<std::uint64_t, tokens_max> bound{};
   std::vector<WaiterOf> waiters;
+  // S13: history tokens a release named as no grant's, with how many
+  // tokens the model had issued then: bound later only to a token issued
+  // after (a release may name a token not issued yet, not one it passed).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> unissued;
   // Cluster, per op: what it came to, for its retries (C4, C16).
   enum Outcome : std::uint8_t { not_applied, applied, busy };
   std::array<Outcome, reference_requests_max> outcome{};

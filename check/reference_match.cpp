@@ -14,6 +14,9 @@ namespace lockstep::history::reference {
 bool Search::bind(State& s, std::uint64_t m, std::uint64_t h) {
   if (m == 0 || m > tokens_max) throw std::logic_error("reference: more grants than requests");
   if (s.bound[m - 1] != 0) return s.bound[m - 1] == h;
+  for (const auto& [named, issued] : s.unissued) {
+    if (named == h && m <= issued) return false;
+  }
   for (std::size_t i = 0; i < tokens_max; ++i) {
     const auto b = s.bound[i];
     if (b == 0) continue;
@@ -36,7 +39,10 @@ std::vector<Search::Named> Search::name_token(const State& s, std::uint64_t h, s
     State n = s;
     if (bind(n, m, h)) out.push_back(Named{std::move(n), m});
   }
-  out.push_back(Named{s, (std::uint64_t{1} << 62) + send});  // never issued
+  State never = s;  // no grant's: none issued so far
+  never.unissued.emplace_back(h, issued);
+  std::sort(never.unissued.begin(), never.unissued.end());
+  out.push_back(Named{std::move(never), (std::uint64_t{1} << 62) + send});
   return out;
 }
 

@@ -71,7 +71,7 @@ bool same_future(const State& a, const State& b) {
   }
   return a.done == b.done && a.explained == b.explained && a.closed == b.closed && a.bound == b.bound &&
          a.waiters == b.waiters && a.outcome == b.outcome && a.latest_sent_us == b.latest_sent_us &&
-         a.decided_sent_us == b.decided_sent_us;
+         a.decided_sent_us == b.decided_sent_us && a.unissued == b.unissued;
 }
 
 std::size_t hash_of(const State& s) {
@@ -92,6 +92,7 @@ std::size_t hash_of(const State& s) {
   for (const auto o : s.outcome) mix(o);
   mix(static_cast<std::uint64_t>(s.latest_sent_us));
   for (const auto d : s.decided_sent_us) mix(static_cast<std::uint64_t>(d));
+  for (const auto& [named, issued] : s.unissued) mix(named * 31 + issued);
   return h;
 }
 
