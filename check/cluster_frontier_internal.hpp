@@ -368,6 +368,29 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // C18: the waiters sent after `read_us` come after the command whose
   // answer was read then: not applied yet (false when one cannot be).
   bool unapply_sent_after(Config& c, std::int64_t read_us) const;
+  // Whether the operations after `request` on its connection that were
+  // applied all float among this visit's steps (float_step), so that
+  // `request` may be taken as not applied yet, and they with it; and that
+  // taking back.
+  bool floats_after(const Config& c, std::uint32_t request) const {
+    for (auto next = next_on_conn_[request]; next >= 0; next = next_on_conn_[static_cast<std::uint32_t>(next)]) {
+      if (!c.handled.contains(static_cast<std::uint32_t>(next))) return true;
+      if (extra_index(c, "TN", next) < 0) return false;
+    }
+    return true;
+  }
+  void take_back_after(Config& c, std::uint32_t request) const {
+    for (auto next = next_on_conn_[request]; next >= 0; next = next_on_conn_[static_cast<std::uint32_t>(next)]) {
+      if (!c.handled.contains(static_cast<std::uint32_t>(next))) return;
+      const auto k = static_cast<std::size_t>(extra_index(c, "TN", next));
+      c.handled.erase(static_cast<std::uint32_t>(next));
+      if (c.extras[k].observation >= 0) {
+        c.observed.erase(static_cast<std::uint32_t>(c.extras[k].observation));
+        --c.explained;
+      }
+      remove_extra(c, k);
+    }
+  }
   // When the answer `after` explains of `request`, and `before` did not,
   // was read (max when none).
   std::int64_t answer_read_us(const Config& before, const Config& after, std::uint32_t request) const {

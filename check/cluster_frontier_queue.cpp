@@ -218,11 +218,11 @@ bool ClusterFrontier::unapply_sent_after(Config& c, std::int64_t read_us) const 
   for (std::size_t index = c.queue.size(); index-- > 0;) {
     const auto request = c.queue[index].request;
     if (in_.requests[request].sent_us <= read_us) break;  // the queue is in request order
-    const auto next = next_on_conn_[request];
-    if (next >= 0 && c.handled.contains(static_cast<std::uint32_t>(next))) return false;
+    if (!floats_after(c, request)) return false;
     c.zone.remove(waiter_at(index));
     c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
     c.handled.erase(request);
+    take_back_after(c, request);
   }
   return true;
 }
@@ -240,11 +240,10 @@ void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) c
   const bool may_leave = may_leave_by(c, index, cursor_at, 0) && seen != ResponseKind::granted;
   // Or not applied yet: queued no earlier than the key went free, so
   // applied again after it (the cursor; at its instant too, later in the
-  // order), unless it certainly was applied before that instant or the
-  // operation after it on its connection was applied already.
-  const auto next = next_on_conn_[request];
-  const bool may_wait = c.zone.allows_no_later(cursor_at, waiter_at(index)) &&
-                        !(next >= 0 && c.handled.contains(static_cast<std::uint32_t>(next)));
+  // order), unless it certainly was applied before that instant or an
+  // operation after it on its connection was applied already (one that
+  // floats among this visit's steps is taken back with it, to apply again).
+  const bool may_wait = c.zone.allows_no_later(cursor_at, waiter_at(index)) && floats_after(c, request);
   Configs left;
   if (may_leave) leave(c, index, cursor_at, 0, left);
   bool dominated = false;
@@ -252,6 +251,7 @@ void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) c
     c.zone.remove(waiter_at(index));
     c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
     c.handled.erase(request);
+    take_back_after(c, request);
     // Not applied yet, when leaving by now tells nothing more of the other
     // instants, only leaves it to apply and to leave later (finished).
     for (auto& gone : left) {
