@@ -154,8 +154,10 @@ void ClusterFrontier::enqueue(Config c, std::uint32_t request, Span when, Config
   c.queue.insert(c.queue.begin() + static_cast<std::ptrdiff_t>(position), Waiter{request, {}});
   const auto k = static_cast<std::size_t>(extra_index(c, "ch"));
   c.extras[k].kind = 'r';
+  // Queued, it found the key held: granted no later (the cursor, which
+  // held that, comes back at commit).
   if (!c.zone.no_later(extra_at(c, k), var) || !c.zone.within(var, when.lo, latest_[request]) ||
-      !after_predecessor(c, var, request)) {
+      !after_predecessor(c, var, request) || (c.held() && !c.zone.no_later(holder_at, var))) {
     return;
   }
   out.push_back(std::move(c));

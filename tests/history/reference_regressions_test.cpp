@@ -1026,5 +1026,30 @@ TEST(ReferenceRegressions, AFloatingTryLockIsTakenBackWithTheWaiterBeforeIt) {
   judged(with_n("2"), Expect::violation);
 }
 
+// Cluster mode, no allowance, tolerance 3 ms. c0's acquire of k1 (lease 1
+// ms) is never answered; c2's acquire (wait 2 ms), sent 0.4 ms later,
+// hears `T`. c2 found k1 held, by c0's grant nobody heard, no later than
+// it was queued; its deadline came 2 ms after, and c0's Expire, due 1 ms
+// after the grant, came no earlier than that deadline (else it would have
+// handed c2 the key): 1 ms late (C10, C11). The checker lost the tie
+// between the unheard grant and the waiter it made wait (the cursor that
+// held it comes back when a waiter joins the queue lazily), let the grant
+// be a millisecond later and counted 0 ms (found by the differential's
+// short runs, seed 80): under a maximum of 0 it passed a violation.
+TEST(ReferenceRegressions, AWaiterIsQueuedNoEarlierThanTheGrantItFoundHolding) {
+  const auto with_maximum = [&](const std::string& maximum) {
+    return parse(cluster_header(3, 0) + ",\"max_lateness_ms\":" + maximum, R"({"conn":1,"ev":"connect","t_us":1015}
+{"conn":1,"ev":"send","line":"A k1 c0 1 2 c0 1","t_us":1015}
+{"conn":2,"ev":"connect","t_us":1424}
+{"conn":2,"ev":"send","line":"A k1 c2 4 2 c2 1","t_us":1424}
+{"conn":2,"ev":"recv","line":"T c2 k1","t_us":4420}
+{"conn":1,"ev":"close","t_us":11120}
+{"conn":2,"ev":"close","t_us":11120}
+)");
+  };
+  judged(with_maximum("0"), Expect::violation);
+  judged(with_maximum("1"), Expect::conforms);
+}
+
 }  // namespace
 }  // namespace lockstep::history
