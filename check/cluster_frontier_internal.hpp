@@ -246,11 +246,7 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // come after the step (a relaxation).
   std::int64_t applied_sent_floor(const Config& c) const {
     const auto floats = [&](std::uint32_t request) {
-      return std::any_of(c.extras.begin(), c.extras.end(),
-                         [&](const Extra& e) {
-                           return (e.kind == 'T' || e.kind == 'N' || e.kind == 'r') && e.request == request;
-                         }) ||
-             std::any_of(c.queue.begin(), c.queue.end(), [&](const Waiter& w) { return w.request == request; });
+      return extra_index(c, "TNr", request) >= 0 || waiter_index(c, request) >= 0;
     };
     for (auto it = c.handled.extra.end(); it != c.handled.extra.begin();) {
       --it;
@@ -372,6 +368,15 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
   // applied all float among this visit's steps (float_step), so that
   // `request` may be taken as not applied yet, and they with it; and that
   // taking back.
+  // Waiter `index` is taken as not applied yet, and the floating operations
+  // after it on its connection with it (floats_after must hold).
+  void unapply_waiter(Config& c, std::size_t index) const {
+    const auto request = c.queue[index].request;
+    c.zone.remove(waiter_at(index));
+    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
+    c.handled.erase(request);
+    take_back_after(c, request);
+  }
   bool floats_after(const Config& c, std::uint32_t request) const {
     for (auto next = next_on_conn_[request]; next >= 0; next = next_on_conn_[static_cast<std::uint32_t>(next)]) {
       if (!c.handled.contains(static_cast<std::uint32_t>(next))) return true;
@@ -391,13 +396,16 @@ class ClusterFrontier : public FrontierSearch<ClusterFrontier, Config> {
       remove_extra(c, k);
     }
   }
-  // When the answer `after` explains of `request`, and `before` did not,
-  // was read (max when none).
-  std::int64_t answer_read_us(const Config& before, const Config& after, std::uint32_t request) const {
+  // When the answer `after` explains of `request`, and a configuration
+  // whose explained observations were `before` did not, was read (max when
+  // none).
+  std::int64_t answer_read_us(const IndexSet& before, const Config& after, std::uint32_t request) const {
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
     for (const auto& copy : copies_[request]) {
-      for (const auto index : unexplained_on(before, copy.conn)) {
-        if (after.observed.contains(index) && !before.observed.contains(index)) {
+      const auto& list = in_.conns[copy.conn].observations;
+      for (auto it = std::lower_bound(list.begin(), list.end(), before.low()); it != list.end(); ++it) {
+        const auto index = *it;
+        if (after.observed.contains(index) && !before.contains(index)) {
           first = std::min(first, in_.observations[index].received_us);
         }
       }

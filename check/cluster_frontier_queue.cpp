@@ -219,10 +219,7 @@ bool ClusterFrontier::unapply_sent_after(Config& c, std::int64_t read_us) const 
     const auto request = c.queue[index].request;
     if (in_.requests[request].sent_us <= read_us) break;  // the queue is in request order
     if (!floats_after(c, request)) return false;
-    c.zone.remove(waiter_at(index));
-    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
-    c.handled.erase(request);
-    take_back_after(c, request);
+    unapply_waiter(c, index);
   }
   return true;
 }
@@ -248,10 +245,7 @@ void ClusterFrontier::pass_on_nobody(Config c, std::size_t upto, Configs& out) c
   if (may_leave) leave(c, index, cursor_at, 0, left);
   bool dominated = false;
   if (may_wait) {
-    c.zone.remove(waiter_at(index));
-    c.queue.erase(c.queue.begin() + static_cast<std::ptrdiff_t>(index));
-    c.handled.erase(request);
-    take_back_after(c, request);
+    unapply_waiter(c, index);
     // Not applied yet, when leaving by now tells nothing more of the other
     // instants, only leaves it to apply and to leave later (finished).
     for (auto& gone : left) {

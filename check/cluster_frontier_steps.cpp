@@ -231,13 +231,13 @@ Configs ClusterFrontier::unheard_holder(const Config& c, std::uint32_t request, 
 void ClusterFrontier::release_holder(Config c, std::uint32_t request, Configs& out, bool optional) const {
   const auto& asked = in_.requests[request];
   Configs answered;
-  const Config c_before = c;
+  const auto observed_before = c.observed;
   emit(std::move(c), request, ResponseKind::released, asked.token, cursor_at, Cause::request, {}, -1, answered, optional);
   // The hand-off is on time with the Release itself.
   for (auto& next : answered) {
     keep_grant(next);
     Configs passed;
-    const auto read_us = answer_read_us(c_before, next, request);
+    const auto read_us = answer_read_us(observed_before, next, request);
     pass_on(std::move(next), Cause::release, static_cast<std::int32_t>(request), OnTime{cursor_at, 0}, passed, read_us);
     for (auto& done : passed) {
       end_grant(done);

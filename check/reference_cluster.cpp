@@ -125,14 +125,14 @@ bool Search::available_cluster(const State& s, std::uint32_t i, std::int64_t t) 
 // for an operation that cannot be retried any more, whenever it was
 // decided).
 void Search::remember_decided(State& n, std::size_t op) const {
-  if (!forget(n, op)) n.decided_sent_us[op] = n.latest_sent_us;
+  if (!retries_done(n, op)) n.decided_sent_us[op] = n.latest_sent_us;
 }
 
 void Search::forget_decided(State& n, std::size_t op) const {
-  if (forget(n, op)) n.decided_sent_us[op] = 0;
+  if (retries_done(n, op)) n.decided_sent_us[op] = 0;
 }
 
-bool Search::forget(const State& n, std::size_t op) const {
+bool Search::retries_done(const State& n, std::size_t op) const {
   const auto& sends = r_.ops[op].sends;
   return std::all_of(sends.begin(), sends.end(), [&](std::uint32_t j) { return has(n.done, j) || r_.sends[j].errored; });
 }

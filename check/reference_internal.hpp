@@ -268,7 +268,7 @@ class Search {
   std::int64_t first_sent_us(std::int32_t op) const;
   void remember_decided(State& n, std::size_t op) const;
   void forget_decided(State& n, std::size_t op) const;
-  bool forget(const State& n, std::size_t op) const;
+  bool retries_done(const State& n, std::size_t op) const;
   void cluster_steps(const State& s, std::int64_t t, std::vector<State>& out) const;
 
   // C7: the first instant a connection's Close may have: any once it
